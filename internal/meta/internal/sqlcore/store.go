@@ -1,0 +1,181 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/meta"
+)
+
+var _ meta.Store = (*Store)(nil)
+
+// Store implements meta.Store over database/sql.
+type Store struct {
+	d Dialect
+	w *sql.DB // writes and transactions
+	r *sql.DB // plain reads; may be w
+}
+
+// New returns a Store that writes through w and reads through r, which may be
+// the same pool. The Store owns both: Close closes them.
+func New(d Dialect, w, r *sql.DB) *Store {
+	return &Store{d: d, w: w, r: r}
+}
+
+// Ping reports whether both pools answer.
+func (s *Store) Ping(ctx context.Context) error {
+	const op errs.Op = "meta.Ping"
+	if err := s.w.PingContext(ctx); err != nil {
+		return s.wrap(op, err)
+	}
+	if s.r != s.w {
+		if err := s.r.PingContext(ctx); err != nil {
+			return s.wrap(op, err)
+		}
+	}
+	return nil
+}
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	err := s.w.Close()
+	if s.r != s.w {
+		err = errors.Join(err, s.r.Close())
+	}
+	if err != nil {
+		return errs.E("meta.Close", err)
+	}
+	return nil
+}
+
+// querier is what *sql.DB and *sql.Tx have in common.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (s *Store) exec(ctx context.Context, q querier, query string, args ...any) (sql.Result, error) {
+	return q.ExecContext(ctx, s.d.Rebind(query), args...)
+}
+
+func (s *Store) query(ctx context.Context, q querier, query string, args ...any) (*sql.Rows, error) {
+	return q.QueryContext(ctx, s.d.Rebind(query), args...)
+}
+
+func (s *Store) queryRow(ctx context.Context, q querier, query string, args ...any) *sql.Row {
+	return q.QueryRowContext(ctx, s.d.Rebind(query), args...)
+}
+
+// execOne runs a statement that must touch one row and returns notFound
+// when it touched none.
+func (s *Store) execOne(ctx context.Context, q querier, notFound error, query string, args ...any) error {
+	res, err := s.exec(ctx, q, query, args...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return notFound
+	}
+	return nil
+}
+
+// execCount runs a statement and returns how many rows it touched.
+func (s *Store) execCount(ctx context.Context, query string, args ...any) (int, error) {
+	res, err := s.exec(ctx, s.w, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// count runs a SELECT COUNT(*) on the read pool.
+func (s *Store) count(ctx context.Context, query string, args ...any) (int, error) {
+	var n int
+	err := s.queryRow(ctx, s.r, query, args...).Scan(&n)
+	return n, err
+}
+
+// tx runs fn in a write transaction, committing when it returns nil.
+func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback() // fn's error is the one that matters
+		return err
+	}
+	return tx.Commit()
+}
+
+// wrap turns a driver error into an *errs.Error with the dialect's kind.
+// Errors that already are *errs.Error pass through unchanged.
+func (s *Store) wrap(op errs.Op, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return errs.E(op, s.d.Kind(err), err)
+}
+
+// scanner is what *sql.Row and *sql.Rows have in common.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+// list runs a page query and scans each row with scan.
+func list[T any](ctx context.Context, s *Store, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := s.query(ctx, s.r, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// millis is how a time is stored: epoch milliseconds, NULL for the zero time.
+func millis(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMilli(), Valid: true}
+}
+
+// fromMillis is the inverse of millis: a UTC time, or the zero time for NULL.
+func fromMillis(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.UnixMilli(n.Int64).UTC()
+}
+
+// required returns an Invalid error for the first empty value in pairs of
+// (name, value).
+func required(op errs.Op, pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] == "" {
+			return errs.E(op, errs.Invalid, pairs[i]+" is empty")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,12 @@
+// Package sqlite is the embedded metadata store: meta.Store in a single
+// SQLite file in the data dir, through the pure-Go modernc.org/sqlite driver.
+//
+// Open creates the file if needed and applies the embedded migrations
+// (migrations/*.sql, run with goose). Every connection runs in WAL mode with
+// a busy timeout, foreign keys on and synchronous=NORMAL. All writes and
+// transactions go through one writer connection, so concurrent writers in
+// the process queue instead of failing with SQLITE_BUSY; reads use a
+// separate pool of read-only connections that WAL lets run beside the
+// writer. The SQL itself lives in meta/internal/sqlcore and is shared with
+// meta/postgres.
+package sqlite

@@ -1,0 +1,7 @@
+package sqlite
+
+import "database/sql"
+
+// Writer and Reader expose the pools to the tests.
+func (s *Store) Writer() *sql.DB { return s.w }
+func (s *Store) Reader() *sql.DB { return s.r }

@@ -1,0 +1,220 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/meta"
+	"github.com/atelier-dev/atelier/internal/meta/metatest"
+	"github.com/atelier-dev/atelier/internal/meta/sqlite"
+)
+
+func open(t *testing.T, path string) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	metatest.Run(t, func(t *testing.T) meta.Store {
+		return open(t, filepath.Join(t.TempDir(), "meta.db"))
+	})
+}
+
+func TestReopen(t *testing.T) {
+	metatest.RunReopen(t, func(t *testing.T) (meta.Store, func() meta.Store) {
+		path := filepath.Join(t.TempDir(), "meta.db")
+		return open(t, path), func() meta.Store { return open(t, path) }
+	})
+}
+
+func TestOpenCreatesDirectory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a", "b", "meta.db")
+	s := open(t, path)
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPragmas checks the settings on both the writer and the read pool, by
+// looking at them through the store's own connections: a second pool opened
+// here would show only its own.
+func TestPragmas(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meta.db")
+	s := open(t, path)
+	for _, db := range []*sql.DB{s.Writer(), s.Reader()} {
+		for pragma, want := range map[string]string{
+			"journal_mode": "wal",
+			"busy_timeout": "10000",
+			"foreign_keys": "1",
+			"synchronous":  "1", // NORMAL
+		} {
+			var got string
+			if err := db.QueryRowContext(t.Context(), "PRAGMA "+pragma).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("PRAGMA %s = %s, want %s", pragma, got, want)
+			}
+		}
+	}
+	if got := s.Writer().Stats().MaxOpenConnections; got != 1 {
+		t.Errorf("writer MaxOpenConnections = %d, want 1", got)
+	}
+	if _, err := s.Reader().ExecContext(t.Context(), "CREATE TABLE nope (x)"); err == nil {
+		t.Error("the read pool accepted a write")
+	}
+}
+
+func TestOpenNotWritable(t *testing.T) {
+	// A directory cannot be created under a regular file, even by root.
+	file := filepath.Join(t.TempDir(), "plain-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(file, "sub", "meta.db")
+	_, err := sqlite.Open(t.Context(), path)
+	if !errs.Is(err, errs.IO) {
+		t.Fatalf("got %v (kind %q), want kind %q", err, errs.KindOf(err), errs.IO)
+	}
+	t.Log(err)
+	if !strings.Contains(err.Error(), filepath.Join(file, "sub")) {
+		t.Errorf("message %q does not name the directory", err)
+	}
+}
+
+func TestOpenNotADatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meta.db")
+	if err := os.WriteFile(path, []byte(strings.Repeat("this is not a database\n", 100)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sqlite.Open(t.Context(), path)
+	if !errs.Is(err, errs.IO) {
+		t.Fatalf("got %v (kind %q), want kind %q", err, errs.KindOf(err), errs.IO)
+	}
+	t.Log(err)
+	if !strings.Contains(err.Error(), path) {
+		t.Errorf("message %q does not name the file", err)
+	}
+}
+
+func TestOpenDirectoryAsFile(t *testing.T) {
+	dir := t.TempDir()
+	_, err := sqlite.Open(t.Context(), dir)
+	if !errs.Is(err, errs.IO) {
+		t.Fatalf("got %v (kind %q), want kind %q", err, errs.KindOf(err), errs.IO)
+	}
+	t.Log(err)
+	if !strings.Contains(err.Error(), dir) {
+		t.Errorf("message %q does not name the path", err)
+	}
+}
+
+func TestOpenNoPath(t *testing.T) {
+	for _, path := range []string{"", ":memory:"} {
+		_, err := sqlite.Open(t.Context(), path)
+		if !errs.Is(err, errs.Invalid) {
+			t.Errorf("Open(%q): got %v, want kind %q", path, err, errs.Invalid)
+		}
+	}
+}
+
+func TestOpenCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db")); err == nil {
+		s.Close()
+		t.Fatal("Open with a canceled context succeeded")
+	}
+}
+
+func TestOddPath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dir with space?#%", "mé ta.db")
+	s := open(t, path)
+	if err := s.PutSetting(t.Context(), "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the database is not at %s: %v", path, err)
+	}
+}
+
+// TestTwoStores opens the same file twice, as two server processes would, and writes through both: the busy timeout must absorb the lock
+// contention.
+func TestTwoStores(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meta.db")
+	a, b := open(t, path), open(t, path)
+	ctx := t.Context()
+	done := make(chan error, 2)
+	for i, s := range []*sqlite.Store{a, b} {
+		go func() {
+			for j := range 50 {
+				id := fmt.Sprintf("store%d-user%d", i, j)
+				if err := s.CreateUser(ctx, &meta.User{ID: id, Name: id}); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, n, err := a.ListUsers(ctx, meta.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 100 {
+		t.Fatalf("got %d users, want 100", n)
+	}
+}
+
+func TestOpenReadOnlyDirectory(t *testing.T) {
+	// Nobody, root included, can create files directly in /proc.
+	if runtime.GOOS != "linux" {
+		t.Skip("needs /proc")
+	}
+	_, err := sqlite.Open(t.Context(), "/proc/meta.db")
+	if !errs.Is(err, errs.IO) {
+		t.Fatalf("got %v (kind %q), want kind %q", err, errs.KindOf(err), errs.IO)
+	}
+	t.Log(err)
+	if !strings.Contains(err.Error(), "/proc is not writable") {
+		t.Errorf("message %q does not name the directory", err)
+	}
+}
+
+func TestOpenMigrationFails(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meta.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec("CREATE TABLE users (something_else TEXT)")
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sqlite.Open(t.Context(), path)
+	if err == nil || !strings.Contains(err.Error(), "cannot migrate metadata database "+path) {
+		t.Fatalf("got %v, want a migration error naming %s", err, path)
+	}
+	t.Log(err)
+}
