@@ -1,0 +1,170 @@
+package auth
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/atelier-dev/atelier/internal/auth/sigv4"
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/meta"
+)
+
+func unauthenticated(op errs.Op, code errs.Code, msg string, hint string) error {
+	return errs.E(op, errs.Unauthenticated, code, msg, errs.Hint(hint))
+}
+
+// CreateToken exchanges an access key pair for an API token. ttl 0 means
+// DefaultTokenTTL.
+func (s *Service) CreateToken(ctx context.Context, accessKey, secretKey string, ttl time.Duration) (*meta.Token, string, error) {
+	const op errs.Op = "auth.CreateToken"
+	switch {
+	case ttl == 0:
+		ttl = DefaultTokenTTL
+	case ttl < MinTokenTTL || ttl > MaxTokenTTL:
+		return nil, "", errs.E(op, errs.Invalid, CodeBadDuration,
+			fmt.Sprintf("token lifetime %s is outside %s…%s", ttl, MinTokenTTL, MaxTokenTTL),
+			errs.Hint("omit duration_seconds for the default of 24 h"))
+	}
+	if accessKey == "" || secretKey == "" {
+		return nil, "", errs.E(op, errs.Invalid, CodeBadCredentials, "access_key and secret_key are required",
+			errs.Hint("the values are in the config file `atelier configure` wrote, or <data-dir>/admin.yaml"))
+	}
+	bad := unauthenticated(op, CodeBadCredentials, "invalid access key or secret key",
+		"check the pair; `atelier access-key list` shows your keys (a lost secret cannot be recovered: create a new key)")
+	k, err := s.store.GetAccessKey(ctx, accessKey)
+	if errs.Is(err, errs.NotFound) {
+		return nil, "", bad
+	}
+	if err != nil {
+		return nil, "", errs.E(op, err)
+	}
+	secret, err := s.seal.open(k.AccessKey, k.SecretEnc)
+	if err != nil {
+		return nil, "", errs.E(op, err)
+	}
+	if subtle.ConstantTimeCompare([]byte(secret), []byte(secretKey)) != 1 {
+		return nil, "", bad
+	}
+	if err := s.checkKeyUsable(op, k); err != nil {
+		return nil, "", err
+	}
+	if k.Temporary {
+		return nil, "", unauthenticated(op, CodeTempCannotTokens, "temporary credentials cannot create API tokens",
+			"sign requests with the temporary credentials directly")
+	}
+	tok := newToken()
+	now := s.nowMS()
+	t := &meta.Token{ID: newID(), UserID: k.UserID, Hash: hashSecret(tok), AccessKey: k.AccessKey, CreateTime: now, ExpiresAt: now.Add(ttl)}
+	if err := s.store.CreateToken(ctx, t); err != nil {
+		return nil, "", errs.E(op, err)
+	}
+	return t, tok, nil
+}
+
+func (s *Service) checkKeyUsable(op errs.Op, k *meta.AccessKey) error {
+	if k.Status != meta.KeyActive {
+		return unauthenticated(op, CodeKeyDisabled, fmt.Sprintf("access key %s is disabled", k.AccessKey),
+			"enable it with `atelier access-key enable "+k.AccessKey+"` or use another key")
+	}
+	if k.Temporary && !s.now().Before(k.ExpiresAt) {
+		return unauthenticated(op, CodeTempExpired,
+			fmt.Sprintf("temporary credentials %s expired at %s", k.AccessKey, k.ExpiresAt.UTC().Format(time.RFC3339)),
+			"temporary credentials end with the job or service that received them")
+	}
+	return nil
+}
+
+// AuthenticateToken resolves an X-Auth-Token value to its Principal.
+func (s *Service) AuthenticateToken(ctx context.Context, token string) (*Principal, error) {
+	const op errs.Op = "auth.AuthenticateToken"
+	renew := "get a new one: POST /api/v1/auth/tokens, or `atelier token create`"
+	t, err := s.store.GetTokenByHash(ctx, hashSecret(token))
+	if errs.Is(err, errs.NotFound) {
+		return nil, unauthenticated(op, CodeBadToken, "the X-Auth-Token is not a valid token", renew)
+	}
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	if t.Revoked {
+		return nil, unauthenticated(op, CodeTokenRevoked, "the X-Auth-Token was revoked", renew)
+	}
+	if !s.now().Before(t.ExpiresAt) {
+		return nil, unauthenticated(op, CodeTokenExpired,
+			fmt.Sprintf("the X-Auth-Token expired at %s", t.ExpiresAt.UTC().Format(time.RFC3339)), renew)
+	}
+	k, err := s.store.GetAccessKey(ctx, t.AccessKey)
+	if errs.Is(err, errs.NotFound) {
+		return nil, unauthenticated(op, CodeTokenKeyGone, fmt.Sprintf("access key %s that issued this token was deleted", t.AccessKey), renew)
+	}
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	if err := s.checkKeyUsable(op, k); err != nil {
+		return nil, err
+	}
+	u, err := s.store.GetUser(ctx, t.UserID)
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	p, err := s.principal(ctx, u, "token")
+	if err != nil {
+		return nil, err
+	}
+	p.TokenID, p.AccessKey, p.ExpiresAt = t.ID, t.AccessKey, t.ExpiresAt
+	return p, nil
+}
+
+// AuthenticateSigV4 verifies a SigV4-signed request with v (whose Lookup is
+// replaced by the store's) and resolves the signer to its Principal.
+func (s *Service) AuthenticateSigV4(ctx context.Context, r *http.Request, v sigv4.Verifier) (*Principal, *sigv4.Result, error) {
+	const op errs.Op = "auth.AuthenticateSigV4"
+	var key *meta.AccessKey
+	v.Lookup = func(ctx context.Context, ak string) (string, error) {
+		k, err := s.store.GetAccessKey(ctx, ak)
+		if err != nil {
+			return "", err
+		}
+		if err := s.checkKeyUsable(op, k); err != nil {
+			return "", err
+		}
+		key = k
+		return s.seal.open(k.AccessKey, k.SecretEnc)
+	}
+	res, err := v.Verify(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	if key == nil || key.AccessKey != res.AccessKey {
+		return nil, nil, errs.E(op, errs.Internal, "verifier did not look up the signing key")
+	}
+	if key.Temporary {
+		if res.SecurityToken == "" || subtle.ConstantTimeCompare([]byte(hashSecret(res.SecurityToken)), []byte(key.SessionTokenHash)) != 1 {
+			return nil, nil, unauthenticated(op, CodeBadSessionToken,
+				fmt.Sprintf("temporary credentials %s need their session token in X-Amz-Security-Token", key.AccessKey),
+				"pass AWS_SESSION_TOKEN along with the key pair")
+		}
+	}
+	u, err := s.store.GetUser(ctx, key.UserID)
+	if err != nil {
+		return nil, nil, errs.E(op, err)
+	}
+	p, err := s.principal(ctx, u, "sigv4")
+	if err != nil {
+		return nil, nil, err
+	}
+	p.AccessKey = key.AccessKey
+	if key.Temporary {
+		p.Temporary, p.ExpiresAt = true, key.ExpiresAt
+		if key.SessionPolicy != "" {
+			sp, err := parseSessionPolicy(key.SessionPolicy)
+			if err != nil {
+				return nil, nil, errs.E(op, errs.Internal, "stored session policy does not parse", err)
+			}
+			p.Subject.Session = sp
+		}
+	}
+	return p, res, nil
+}

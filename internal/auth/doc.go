@@ -1,0 +1,15 @@
+// Package auth is Atelier's identity and access management: users, access
+// keys, API tokens, temporary credentials, policies, and the authorization
+// decision every front end (REST, S3, gateway) asks before it acts.
+//
+// Secrets never leave the package in clear except in the response that
+// created them: secret keys are sealed with AES-256-GCM under the master key
+// in <data-dir>/master.key, tokens and session tokens are stored as SHA-256
+// hashes.
+//
+// The decision itself is the pure function Decide: an explicit Deny in any
+// attached policy wins; a session policy (temporary credentials) must also
+// allow the request; then the admin and the owner of a resource are allowed;
+// otherwise an Allow from an attached policy is needed. Sub-packages:
+// policy (documents, parsing, evaluation) and sigv4 (AWS Signature V4).
+package auth
