@@ -1,0 +1,12 @@
+// Package apiserver is Atelier's REST front end: the route table, the
+// middleware every request passes (request id, panic recovery, metrics,
+// access log, body limit, authentication) and thin handlers that decode a
+// request, call the service that owns the capability, and encode the answer.
+//
+// Conventions (docs/api.md): JSON with snake_case fields; errors as
+// {"error_code":"ATL.<AREA>.<NNNN>","error_msg","hint","request_id"} with the
+// status of the error's kind; lists as {"total","count","items"} paged with
+// offset/limit; times in epoch milliseconds; unknown JSON fields rejected by
+// name. The contract is internal/apiserver/openapi.yaml, served at
+// /api/openapi.yaml; a test keeps it and the route table in agreement.
+package apiserver

@@ -1,0 +1,234 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/atelier-dev/atelier/internal/apiserver"
+	"github.com/atelier-dev/atelier/internal/auth"
+	"github.com/atelier-dev/atelier/internal/config"
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/meta"
+	"github.com/atelier-dev/atelier/internal/meta/postgres"
+	"github.com/atelier-dev/atelier/internal/meta/sqlite"
+)
+
+// Error codes of server start-up.
+const (
+	CodeDataDir errs.Code = "ATL.SRV.0001"
+	CodeListen  errs.Code = "ATL.SRV.0002"
+	CodeMetaDSN errs.Code = "ATL.SRV.0003"
+)
+
+// AdminConfigFile is the client config the server writes for the admin.
+const AdminConfigFile = "admin.yaml"
+
+// ShutdownTimeout bounds graceful shutdown.
+const ShutdownTimeout = 10 * time.Second
+
+// Run starts the server with cfg and blocks until ctx ends or a component
+// fails. Before it returns every listener is closed and the store released.
+func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logger) error {
+	const op errs.Op = "app.Run"
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := prepareDataDir(cfg.DataDir); err != nil {
+		return err
+	}
+	if cfg.Sandbox == config.SandboxNone {
+		log.Warn("sandbox: none — jobs and services will run without isolation from each other and from the server's files")
+	}
+	store, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	key, err := auth.LoadOrCreateMasterKey(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	iam, err := auth.New(store, key, auth.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	ak, sk, err := iam.Bootstrap(ctx)
+	if err != nil {
+		return err
+	}
+
+	apiLn, err := listen(cfg.Listen, "--listen")
+	if err != nil {
+		return err
+	}
+	defer apiLn.Close()
+	s3Ln, err := listen(cfg.S3Listen, "--s3-listen")
+	if err != nil {
+		return err
+	}
+	defer s3Ln.Close()
+
+	adminPath := filepath.Join(cfg.DataDir, AdminConfigFile)
+	admin := &config.ClientConfig{Endpoint: "http://" + apiLn.Addr().String(), S3Endpoint: "http://" + s3Ln.Addr().String(), AccessKey: ak, SecretKey: sk}
+	if err := config.WriteClientConfig(adminPath, admin); err != nil {
+		return errs.E(op, errs.IO, CodeDataDir, "cannot write "+adminPath, err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	api := apiserver.New(apiserver.Deps{Auth: iam, Store: store, Registry: reg, Logger: log, Region: cfg.Region, Version: version})
+
+	servers := []*http.Server{
+		{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
+		{Handler: s3Placeholder(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
+	}
+	log.Info("atelier server started", "version", version, "api", admin.Endpoint, "s3", admin.S3Endpoint,
+		"data_dir", cfg.DataDir, "meta", redactDSN(cfg.MetaDSN), "admin_config", adminPath)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, len(servers))
+	var wg sync.WaitGroup
+	for i, ln := range []net.Listener{apiLn, s3Ln} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := servers[i].Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- errs.E(op, errs.IO, "serving "+ln.Addr().String(), err)
+				cancel()
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		gcLoop(ctx, iam, log)
+	}()
+
+	<-ctx.Done()
+	log.Info("shutting down")
+	sctx, scancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	defer scancel()
+	for _, srv := range servers {
+		if err := srv.Shutdown(sctx); err != nil {
+			log.Warn("graceful shutdown cut short", "err", err)
+			srv.Close()
+		}
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+		log.Info("stopped")
+		return nil
+	}
+}
+
+// gcLoop removes expired tokens and temporary credentials every 10 minutes.
+func gcLoop(ctx context.Context, iam *auth.Service, log *slog.Logger) {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := iam.CollectGarbage(ctx, 24*time.Hour); err != nil {
+				log.Warn("credential garbage collection failed", "err", err)
+			}
+		}
+	}
+}
+
+// prepareDataDir creates the data dir (0700) and proves it is writable.
+func prepareDataDir(dir string) error {
+	const op errs.Op = "app.prepareDataDir"
+	hint := errs.Hint("choose a writable directory with --data-dir")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return errs.E(op, errs.IO, CodeDataDir, fmt.Sprintf("cannot create data dir %s: %v", dir, unwrapPathErr(err)), hint)
+	}
+	f, err := os.CreateTemp(dir, ".write-test-*")
+	if err != nil {
+		return errs.E(op, errs.IO, CodeDataDir, fmt.Sprintf("data dir %s is not writable: %v", dir, unwrapPathErr(err)), hint)
+	}
+	name := f.Name()
+	f.Close()
+	os.Remove(name)
+	return nil
+}
+
+func unwrapPathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func openStore(ctx context.Context, cfg *config.Server) (meta.Store, error) {
+	dsn := cfg.MetaDSN
+	switch {
+	case dsn == "" || dsn == "sqlite":
+		return sqlite.Open(ctx, filepath.Join(cfg.DataDir, "meta.db"))
+	case strings.HasPrefix(dsn, "sqlite://"):
+		return sqlite.Open(ctx, strings.TrimPrefix(dsn, "sqlite://"))
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return postgres.Open(ctx, dsn)
+	}
+	return nil, errs.E("app.openStore", errs.Invalid, CodeMetaDSN, fmt.Sprintf("--meta %q is not a store DSN", redactDSN(dsn)),
+		errs.Hint("use postgres://user:password@host:port/db, sqlite:///path/meta.db, or omit --meta for SQLite in the data dir"))
+}
+
+// redactDSN hides a password in a DSN for logs and messages.
+func redactDSN(dsn string) string {
+	if dsn == "" {
+		return "sqlite (data dir)"
+	}
+	scheme, rest, ok := strings.Cut(dsn, "://")
+	if !ok {
+		return dsn
+	}
+	userinfo, host, ok := strings.Cut(rest, "@")
+	if !ok {
+		return dsn
+	}
+	if user, _, hasPw := strings.Cut(userinfo, ":"); hasPw {
+		userinfo = user + ":xxxxx"
+	}
+	return scheme + "://" + userinfo + "@" + host
+}
+
+func listen(addr, flag string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		hint := "pick a free address with " + flag + " HOST:PORT (port 0 picks one)"
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, errs.E("app.listen", errs.Unavailable, CodeListen, fmt.Sprintf("cannot listen on %s: the address is already in use", addr), errs.Hint(hint))
+		}
+		return nil, errs.E("app.listen", errs.Unavailable, CodeListen, fmt.Sprintf("cannot listen on %s: %v", addr, unwrapNetErr(err)), errs.Hint(hint))
+	}
+	return ln, nil
+}
+
+func unwrapNetErr(err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return oe.Err
+	}
+	return err
+}

@@ -1,0 +1,317 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/atelier-dev/atelier/internal/errs"
+)
+
+// Error codes of configuration problems.
+const (
+	CodeConfigRead    errs.Code = "ATL.CFG.0001"
+	CodeConfigSyntax  errs.Code = "ATL.CFG.0002"
+	CodeConfigUnknown errs.Code = "ATL.CFG.0003"
+	CodeConfigInvalid errs.Code = "ATL.CFG.0004"
+)
+
+// Sandbox modes for jobs, notebooks and service instances.
+const (
+	SandboxBubblewrap = "bubblewrap"
+	SandboxNone       = "none"
+)
+
+// Server is the server configuration. The file keys are the json tags; the
+// fields without a tag come from command-line flags only.
+type Server struct {
+	DataDir  string `json:"-"` // --data-dir
+	Listen   string `json:"-"` // --listen
+	S3Listen string `json:"-"` // --s3-listen
+	MetaDSN  string `json:"-"` // --meta; "" = SQLite in DataDir
+
+	Region            string   `json:"region,omitempty"`
+	S3Domain          string   `json:"s3_domain,omitempty"`
+	AdvertiseURL      string   `json:"advertise_url,omitempty"`
+	WorkDir           string   `json:"work_dir,omitempty"`
+	Sandbox           string   `json:"sandbox,omitempty"`
+	Flavors           []Flavor `json:"flavors,omitempty"`
+	Engines           []Engine `json:"engines,omitempty"`
+	Quotas            Quotas   `json:"quotas,omitempty"`
+	LifecycleInterval Duration `json:"lifecycle_interval,omitempty"`
+}
+
+// Flavor is a resource size that jobs, notebooks and services run with.
+type Flavor struct {
+	ID           string  `json:"id"`
+	CPU          float64 `json:"cpu"`               // cores
+	Memory       Bytes   `json:"memory"`            // e.g. "4GiB"
+	GPU          int     `json:"gpu,omitempty"`     // whole GPUs
+	Disk         Bytes   `json:"disk,omitempty"`    // job scratch disk; 0 = unlimited
+	PricePerHour float64 `json:"price_per_hour,omitempty"`
+}
+
+// Engine is a named Python environment that workloads run in.
+type Engine struct {
+	Name    string   `json:"name"`
+	Python  string   `json:"python"`             // interpreter, stored as a resolved real path
+	PipArgs []string `json:"pip_args,omitempty"` // extra pip arguments, e.g. ["--no-index", "--find-links", "/srv/wheels"]
+}
+
+// Quotas limit what one user may run at once. 0 means unlimited.
+type Quotas struct {
+	JobsPerUser      int `json:"jobs_per_user,omitempty"`
+	ServicesPerUser  int `json:"services_per_user,omitempty"`
+	NotebooksPerUser int `json:"notebooks_per_user,omitempty"`
+}
+
+// Defaults of the server configuration.
+const (
+	DefaultListen            = "127.0.0.1:8080"
+	DefaultS3Listen          = "127.0.0.1:9000"
+	DefaultRegion            = "us-east-1"
+	DefaultLifecycleInterval = time.Hour
+)
+
+// DefaultDataDir is ~/.atelier for the given home directory.
+func DefaultDataDir(home string) string { return filepath.Join(home, ".atelier") }
+
+// Default is the configuration with every default applied, for the data dir.
+// Machine-dependent defaults (flavors) come from the given machine facts.
+func Default(dataDir string, m Machine) *Server {
+	c := &Server{DataDir: dataDir, Listen: DefaultListen, S3Listen: DefaultS3Listen}
+	c.ApplyDefaults(m)
+	return c
+}
+
+// Machine describes the host for machine-dependent defaults.
+type Machine struct {
+	CPUs        int
+	MemoryBytes int64
+	GPUs        int
+}
+
+// LocalMachine reads the host's CPU count and memory size. GPUs are detected
+// by the executor that uses them, not here.
+func LocalMachine() Machine {
+	m := Machine{CPUs: runtime.NumCPU()}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		m.MemoryBytes = parseMemTotal(string(b))
+	}
+	return m
+}
+
+func parseMemTotal(meminfo string) int64 {
+	for _, line := range strings.Split(meminfo, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}
+
+// ApplyDefaults fills every unset key with its default.
+func (c *Server) ApplyDefaults(m Machine) {
+	if c.Region == "" {
+		c.Region = DefaultRegion
+	}
+	if c.AdvertiseURL == "" && c.Listen != "" {
+		c.AdvertiseURL = "http://" + c.Listen
+	}
+	if c.WorkDir == "" && c.DataDir != "" {
+		c.WorkDir = filepath.Join(c.DataDir, "work")
+	}
+	if c.Sandbox == "" {
+		c.Sandbox = SandboxBubblewrap
+	}
+	if len(c.Flavors) == 0 {
+		c.Flavors = DefaultFlavors(m)
+	}
+	if c.LifecycleInterval == 0 {
+		c.LifecycleInterval = Duration(DefaultLifecycleInterval)
+	}
+}
+
+// DefaultFlavors derives flavors from the machine: cpu.1, cpu.2, cpu.4, … up
+// to the core count, each with memory in proportion to its share of the
+// cores (at most 80% of the machine in all), and gpu.N with N GPUs when the
+// machine has them.
+func DefaultFlavors(m Machine) []Flavor {
+	cpus := max(m.CPUs, 1)
+	mem := m.MemoryBytes
+	if mem <= 0 {
+		mem = 2 << 30
+	}
+	usable := mem / 10 * 8
+	var fs []Flavor
+	for n := 1; n <= cpus; n *= 2 {
+		fs = append(fs, Flavor{ID: fmt.Sprintf("cpu.%d", n), CPU: float64(n), Memory: Bytes(roundMiB(usable * int64(n) / int64(cpus)))})
+	}
+	if fs[len(fs)-1].CPU != float64(cpus) {
+		fs = append(fs, Flavor{ID: fmt.Sprintf("cpu.%d", cpus), CPU: float64(cpus), Memory: Bytes(roundMiB(usable))})
+	}
+	for g := 1; g <= m.GPUs; g *= 2 {
+		fs = append(fs, Flavor{ID: fmt.Sprintf("gpu.%d", g), CPU: float64(cpus), Memory: Bytes(roundMiB(usable)), GPU: g})
+	}
+	return fs
+}
+
+func roundMiB(b int64) int64 { return b / (1 << 20) * (1 << 20) }
+
+var (
+	flavorIDRe = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	engineRe   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	regionRe   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	domainRe   = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$`)
+)
+
+func invalid(key, format string, args ...any) error {
+	return errs.E("config.Validate", errs.Invalid, CodeConfigInvalid, key+": "+fmt.Sprintf(format, args...),
+		errs.Hint("fix `"+key+"` in the config file or its flag; see docs/configuration.md"))
+}
+
+// Validate reports the first problem of the configuration.
+func (c *Server) Validate() error {
+	if c.DataDir == "" {
+		return invalid("data-dir", "must not be empty")
+	}
+	for _, l := range []struct{ key, addr string }{{"listen", c.Listen}, {"s3-listen", c.S3Listen}} {
+		if _, _, err := net.SplitHostPort(l.addr); err != nil {
+			return invalid(l.key, "%q is not HOST:PORT", l.addr)
+		}
+	}
+	if !regionRe.MatchString(c.Region) {
+		return invalid("region", "%q must be lower-case letters, digits and dashes, like us-east-1", c.Region)
+	}
+	if c.S3Domain != "" && !domainRe.MatchString(c.S3Domain) {
+		return invalid("s3_domain", "%q is not a DNS name such as s3.example.com", c.S3Domain)
+	}
+	if u, err := url.Parse(c.AdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return invalid("advertise_url", "%q must be an http:// or https:// URL", c.AdvertiseURL)
+	}
+	if !filepath.IsAbs(c.WorkDir) {
+		return invalid("work_dir", "%q must be an absolute path", c.WorkDir)
+	}
+	if c.Sandbox != SandboxBubblewrap && c.Sandbox != SandboxNone {
+		return invalid("sandbox", "%q is not %q or %q", c.Sandbox, SandboxBubblewrap, SandboxNone)
+	}
+	if len(c.Flavors) == 0 {
+		return invalid("flavors", "at least one flavor is needed")
+	}
+	seen := map[string]bool{}
+	for i, f := range c.Flavors {
+		key := fmt.Sprintf("flavors[%d]", i)
+		switch {
+		case !flavorIDRe.MatchString(f.ID):
+			return invalid(key+".id", "%q must be 1-64 lower-case letters, digits, '.', '_' or '-'", f.ID)
+		case seen[f.ID]:
+			return invalid(key+".id", "%q is defined twice", f.ID)
+		case f.CPU <= 0:
+			return invalid(key+".cpu", "must be more than 0")
+		case f.Memory <= 0:
+			return invalid(key+".memory", "must be more than 0, e.g. 4GiB")
+		case f.GPU < 0 || f.Disk < 0 || f.PricePerHour < 0:
+			return invalid(key, "gpu, disk and price_per_hour must not be negative")
+		}
+		seen[f.ID] = true
+	}
+	seen = map[string]bool{}
+	for i, e := range c.Engines {
+		key := fmt.Sprintf("engines[%d]", i)
+		switch {
+		case !engineRe.MatchString(e.Name):
+			return invalid(key+".name", "%q must be 1-64 letters, digits, '.', '_' or '-'", e.Name)
+		case seen[e.Name]:
+			return invalid(key+".name", "%q is defined twice", e.Name)
+		case !filepath.IsAbs(e.Python):
+			return invalid(key+".python", "%q must be an absolute path to an interpreter", e.Python)
+		}
+		seen[e.Name] = true
+	}
+	if c.Quotas.JobsPerUser < 0 || c.Quotas.ServicesPerUser < 0 || c.Quotas.NotebooksPerUser < 0 {
+		return invalid("quotas", "must not be negative (0 means unlimited)")
+	}
+	if c.LifecycleInterval < Duration(time.Second) {
+		return invalid("lifecycle_interval", "%s is shorter than 1s", time.Duration(c.LifecycleInterval))
+	}
+	return nil
+}
+
+// LoadFile decodes a server config file into c, strictly: unknown keys and
+// keys that belong to flags are errors.
+func (c *Server) LoadFile(path string) error {
+	const op errs.Op = "config.LoadFile"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return errs.E(op, errs.Invalid, CodeConfigRead, fmt.Sprintf("cannot read config file %s", path), errs.Hint("check the --config path"), err)
+	}
+	return c.decode(path, b)
+}
+
+func (c *Server) decode(path string, b []byte) error {
+	const op errs.Op = "config.LoadFile"
+	j, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		return errs.E(op, errs.Invalid, CodeConfigSyntax, fmt.Sprintf("%s is not valid YAML: %v", path, err))
+	}
+	if bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
+		return nil // an empty file sets nothing
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(c); err != nil {
+		return decodeError(op, path, err)
+	}
+	return nil
+}
+
+var unknownFieldRe = regexp.MustCompile(`unknown field "([^"]*)"`)
+
+func decodeError(op errs.Op, path string, err error) error {
+	if m := unknownFieldRe.FindStringSubmatch(err.Error()); m != nil {
+		return errs.E(op, errs.Invalid, CodeConfigUnknown, fmt.Sprintf("%s: unknown key %q", path, m[1]),
+			errs.Hint("the keys are region, s3_domain, advertise_url, work_dir, sandbox, flavors, engines, quotas, lifecycle_interval; data dir, listen addresses and --meta are flags"))
+	}
+	var te *json.UnmarshalTypeError
+	if asTypeError(err, &te) {
+		return errs.E(op, errs.Invalid, CodeConfigSyntax, fmt.Sprintf("%s: key %q must be a %s, not a %s", path, te.Field, jsonTypeName(te.Type.Kind().String()), te.Value))
+	}
+	return errs.E(op, errs.Invalid, CodeConfigSyntax, fmt.Sprintf("%s: %v", path, err))
+}
+
+func asTypeError(err error, te **json.UnmarshalTypeError) bool {
+	t, ok := err.(*json.UnmarshalTypeError)
+	if ok {
+		*te = t
+	}
+	return ok
+}
+
+func jsonTypeName(kind string) string {
+	switch kind {
+	case "string":
+		return "string"
+	case "slice", "array":
+		return "list"
+	case "struct", "map":
+		return "mapping"
+	case "bool":
+		return "boolean"
+	default:
+		return "number"
+	}
+}

@@ -1,0 +1,178 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/atelier-dev/atelier/internal/errs"
+)
+
+var testMachine = Machine{CPUs: 6, MemoryBytes: 24 << 30}
+
+func TestDefault(t *testing.T) {
+	c := Default("/data", testMachine)
+	if err := c.Validate(); err != nil {
+		t.Fatalf("default config invalid: %v", err)
+	}
+	if c.Region != "us-east-1" || c.Listen != "127.0.0.1:8080" || c.S3Listen != "127.0.0.1:9000" {
+		t.Errorf("defaults: %+v", c)
+	}
+	if c.AdvertiseURL != "http://127.0.0.1:8080" || c.WorkDir != "/data/work" || c.Sandbox != "bubblewrap" {
+		t.Errorf("derived defaults: advertise %q work %q sandbox %q", c.AdvertiseURL, c.WorkDir, c.Sandbox)
+	}
+	var ids []string
+	for _, f := range c.Flavors {
+		ids = append(ids, f.ID)
+	}
+	if got := strings.Join(ids, ","); got != "cpu.1,cpu.2,cpu.4,cpu.6" {
+		t.Errorf("flavors = %s", got)
+	}
+	if c.Flavors[0].Memory <= 0 || c.Flavors[3].Memory > Bytes(testMachine.MemoryBytes) {
+		t.Errorf("flavor memory out of range: %v", c.Flavors)
+	}
+}
+
+func TestDefaultFlavorsGPU(t *testing.T) {
+	fs := DefaultFlavors(Machine{CPUs: 2, MemoryBytes: 8 << 30, GPUs: 4})
+	var ids []string
+	for _, f := range fs {
+		ids = append(ids, f.ID)
+	}
+	if got := strings.Join(ids, ","); got != "cpu.1,cpu.2,gpu.1,gpu.2,gpu.4" {
+		t.Errorf("flavors = %s", got)
+	}
+}
+
+func TestLoadFile(t *testing.T) {
+	tests := []struct {
+		name    string
+		yaml    string
+		code    errs.Code
+		wantMsg string
+		check   func(*testing.T, *Server)
+	}{
+		{name: "empty", yaml: "", check: func(t *testing.T, c *Server) {
+			if c.Region != "us-east-1" {
+				t.Errorf("region %q", c.Region)
+			}
+		}},
+		{name: "all keys", yaml: `
+region: cn-north-4
+s3_domain: s3.example.com
+advertise_url: http://10.0.0.5:8080
+work_dir: /srv/atelier/work
+sandbox: none
+flavors:
+  - {id: small, cpu: 1, memory: 2GiB, price_per_hour: 0.1}
+  - {id: gpu.1, cpu: 8, memory: 64GiB, gpu: 1, disk: 100GiB}
+engines:
+  - {name: pytorch, python: /usr/bin/python3, pip_args: ["--no-index"]}
+quotas: {jobs_per_user: 2}
+lifecycle_interval: 10m
+`, check: func(t *testing.T, c *Server) {
+			if c.Region != "cn-north-4" || c.S3Domain != "s3.example.com" || c.Sandbox != "none" || c.WorkDir != "/srv/atelier/work" {
+				t.Errorf("scalars: %+v", c)
+			}
+			if len(c.Flavors) != 2 || c.Flavors[0].ID != "small" || c.Flavors[0].Memory != 2<<30 || c.Flavors[1].Disk != 100<<30 {
+				t.Errorf("flavors: %+v", c.Flavors)
+			}
+			if len(c.Engines) != 1 || c.Engines[0].PipArgs[0] != "--no-index" || c.Quotas.JobsPerUser != 2 {
+				t.Errorf("engines/quotas: %+v %+v", c.Engines, c.Quotas)
+			}
+			if time.Duration(c.LifecycleInterval) != 10*time.Minute {
+				t.Errorf("lifecycle_interval %v", c.LifecycleInterval)
+			}
+		}},
+		{name: "unknown key", yaml: "regoin: x\n", code: CodeConfigUnknown, wantMsg: `unknown key "regoin"`},
+		{name: "flag key in file", yaml: "listen: 0.0.0.0:80\n", code: CodeConfigUnknown, wantMsg: `unknown key "listen"`},
+		{name: "nested unknown key", yaml: "flavors: [{id: a, cpu: 1, memory: 1GiB, gpus: 2}]\n", code: CodeConfigUnknown, wantMsg: `"gpus"`},
+		{name: "bad yaml", yaml: "region: [\n", code: CodeConfigSyntax, wantMsg: "not valid YAML"},
+		{name: "wrong type", yaml: "quotas: {jobs_per_user: lots}\n", code: CodeConfigSyntax, wantMsg: "jobs_per_user"},
+		{name: "bad duration", yaml: "lifecycle_interval: soon\n", code: CodeConfigSyntax, wantMsg: `"soon" is not a duration`},
+		{name: "bad size", yaml: "flavors: [{id: a, cpu: 1, memory: lots}]\n", code: CodeConfigSyntax, wantMsg: `"lots" is not a size`},
+		{name: "bad sandbox", yaml: "sandbox: docker\n", code: CodeConfigInvalid, wantMsg: `sandbox: "docker" is not`},
+		{name: "bad region", yaml: "region: US East\n", code: CodeConfigInvalid, wantMsg: "region:"},
+		{name: "duplicate flavor", yaml: "flavors: [{id: a, cpu: 1, memory: 1GiB}, {id: a, cpu: 2, memory: 1GiB}]\n", code: CodeConfigInvalid, wantMsg: "defined twice"},
+		{name: "zero memory", yaml: "flavors: [{id: a, cpu: 1}]\n", code: CodeConfigInvalid, wantMsg: "flavors[0].memory"},
+		{name: "relative python", yaml: "engines: [{name: py, python: python3}]\n", code: CodeConfigInvalid, wantMsg: "engines[0].python"},
+		{name: "relative work dir", yaml: "work_dir: work\n", code: CodeConfigInvalid, wantMsg: "work_dir"},
+		{name: "bad advertise", yaml: "advertise_url: 10.0.0.1:8080\n", code: CodeConfigInvalid, wantMsg: "advertise_url"},
+		{name: "negative quota", yaml: "quotas: {jobs_per_user: -1}\n", code: CodeConfigInvalid, wantMsg: "quotas"},
+		{name: "tiny interval", yaml: "lifecycle_interval: 1ms\n", code: CodeConfigInvalid, wantMsg: "lifecycle_interval"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "atelier.yaml")
+			if err := os.WriteFile(path, []byte(tt.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := &Server{DataDir: "/data", Listen: DefaultListen, S3Listen: DefaultS3Listen}
+			err := c.LoadFile(path)
+			if err == nil {
+				c.ApplyDefaults(testMachine)
+				err = c.Validate()
+			}
+			if tt.code == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				tt.check(t, c)
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error, want %s", tt.code)
+			}
+			if got := errs.CodeOf(err); got != tt.code {
+				t.Errorf("code %q, want %q (%v)", got, tt.code, err)
+			}
+			if !errs.Is(err, errs.Invalid) {
+				t.Errorf("kind %v, want invalid", errs.KindOf(err))
+			}
+			if !strings.Contains(errs.UserMessage(err), tt.wantMsg) {
+				t.Errorf("message %q does not contain %q", errs.UserMessage(err), tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestLoadFileMissing(t *testing.T) {
+	err := (&Server{}).LoadFile(filepath.Join(t.TempDir(), "nope.yaml"))
+	if errs.CodeOf(err) != CodeConfigRead || !strings.Contains(errs.UserMessage(err), "nope.yaml") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestValidateListen(t *testing.T) {
+	c := Default("/d", testMachine)
+	c.Listen = "8080"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "listen") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	tests := map[string]int64{"100": 100, "1KiB": 1024, "4GiB": 4 << 30, "1.5GB": 1_500_000_000, "2G": 2e9, "512Mi": 512 << 20, " 3 MiB ": 3 << 20, "7B": 7}
+	for in, want := range tests {
+		got, err := ParseBytes(in)
+		if err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "-1GiB", "1XB", "1e30GiB"} {
+		if _, err := ParseBytes(bad); err == nil {
+			t.Errorf("ParseBytes(%q) accepted", bad)
+		}
+	}
+	if s := Bytes(4 << 30).String(); s != "4GiB" {
+		t.Errorf("String = %s", s)
+	}
+}
+
+func TestParseMemTotal(t *testing.T) {
+	if got := parseMemTotal("MemFree: 1 kB\nMemTotal:       24576000 kB\n"); got != 24576000*1024 {
+		t.Errorf("got %d", got)
+	}
+}
