@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"net/netip"
 	"strings"
 )
@@ -180,4 +183,69 @@ func (c *condition) valueMatches(i int, got string, vars lookupFunc) bool {
 		return strings.EqualFold(got, c.values[i])
 	}
 	return false
+}
+
+// parseConditionBlock parses the {"<key>": values} object of one operator.
+func parseConditionBlock(o operator, raw json.RawMessage) ([]condition, *problem) {
+	keys, p := object(raw, "an operator's block")
+	if p != nil {
+		return nil, p
+	}
+	if len(keys) == 0 {
+		return nil, newProblem(codeBadConditionKey, "%s names no condition keys", o.name)
+	}
+	var out []condition
+	seen := map[string]string{}
+	for _, key := range sortedKeys(keys) {
+		lk := strings.ToLower(key)
+		if prev, dup := seen[lk]; dup {
+			return nil, newProblem(codeDuplicateKey, "condition key %q repeats %q (keys are case-insensitive)", key, prev)
+		}
+		seen[lk] = key
+		values, p := conditionValues(keys[key])
+		if p != nil {
+			return nil, p.within("." + key)
+		}
+		c, p := newCondition(o, key, values)
+		if p != nil {
+			return nil, p.within("." + key)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// conditionValues accepts a string, a boolean, a number or an array of them.
+func conditionValues(raw json.RawMessage) ([]string, *problem) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, newProblem(codeSyntax, "%v", err)
+	}
+	list, isList := v.([]any)
+	if !isList {
+		list = []any{v}
+	}
+	out := make([]string, 0, len(list))
+	for i, e := range list {
+		s, ok := scalarString(e)
+		if !ok {
+			return nil, newProblem(codeType, "must be a string, number or boolean, or an array of them").within(index(isList, i))
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func scalarString(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case json.Number:
+		return v.String(), true
+	case bool:
+		return fmt.Sprint(v), true
+	}
+	return "", false
 }

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
+	"sort"
+	"strings"
 )
 
 // jsonFrame is an open JSON object or array while checkJSON walks a document.
@@ -91,4 +95,127 @@ func syntaxProblem(err error, offset int64) *problem {
 		offset = se.Offset
 	}
 	return newProblem(codeSyntax, "the policy is not valid JSON: %v (at byte %d)", err, offset)
+}
+
+// normalizeList normalises the entries of a string-or-array element.
+func normalizeList(raw json.RawMessage, norm func(string) (string, *problem)) ([]string, *problem) {
+	list, isList, p := stringList(raw)
+	if p != nil {
+		return nil, p
+	}
+	out := make([]string, 0, len(list))
+	for i, s := range list {
+		n, p := norm(s)
+		if p != nil {
+			return nil, p.within(index(isList, i))
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// stringList decodes a string or a non-empty array of strings and reports
+// which it was.
+func stringList(raw json.RawMessage) (list []string, isList bool, p *problem) {
+	if first(raw) == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, false, newProblem(codeSyntax, "%v", err)
+		}
+		return []string{s}, false, nil
+	}
+	if err := json.Unmarshal(raw, &list); err != nil || list == nil {
+		return nil, true, newProblem(codeType, "must be a string or an array of strings")
+	}
+	if len(list) == 0 {
+		return nil, true, newProblem(codeMissing, "must not be an empty array")
+	}
+	return list, true, nil
+}
+
+// either returns the one of two mutually exclusive fields that is present.
+func either(f map[string]json.RawMessage, a, b string) (string, json.RawMessage, *problem) {
+	ra, okA := f[a]
+	rb, okB := f[b]
+	switch {
+	case okA && okB:
+		return "", nil, newProblem(codeMissing, "has both %s and %s; use one", a, b)
+	case okB:
+		return b, rb, nil
+	}
+	return a, ra, nil
+}
+
+// object decodes raw as a JSON object; what names it in the message.
+func object(raw json.RawMessage, what string) (map[string]json.RawMessage, *problem) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, newProblem(codeType, "%s must be a JSON object", what)
+	}
+	return m, nil
+}
+
+// optionalString decodes the string field name when present.
+func optionalString(f map[string]json.RawMessage, name string) (string, *problem) {
+	raw, ok := f[name]
+	if !ok {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", newProblem(codeType, "must be a string").within(name)
+	}
+	return s, nil
+}
+
+// checkFields rejects a field that is not in allowed, suggesting the right
+// spelling when only the case differs.
+func checkFields(f map[string]json.RawMessage, allowed []string) *problem {
+	for _, k := range sortedKeys(f) {
+		if slices.Contains(allowed, k) {
+			continue
+		}
+		for _, a := range allowed {
+			if strings.EqualFold(a, k) {
+				return newProblem(codeUnknownField, "unknown field (did you mean %q?)", a).within(k)
+			}
+		}
+		return newProblem(codeUnknownField, "unknown field").within(k)
+	}
+	return nil
+}
+
+// prefixed is p.within(prefix) for a p that may be nil.
+func prefixed(p *problem, prefix string) *problem {
+	if p == nil {
+		return nil
+	}
+	return p.within(prefix)
+}
+
+// index is the path suffix of element i: "[i]" in an array, "" for a lone
+// string.
+func index(isList bool, i int) string {
+	if !isList {
+		return ""
+	}
+	return fmt.Sprintf("[%d]", i)
+}
+
+// first is the first non-space byte of raw.
+func first(raw json.RawMessage) byte {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	if len(t) == 0 {
+		return 0
+	}
+	return t[0]
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -28,6 +28,9 @@ type jsonStatement struct {
 // lists always as arrays, principals under "Atelier" (or "*"), condition
 // keys in lower case. Parse of the result yields a policy equal to p.
 func (p *Policy) MarshalJSON() ([]byte, error) {
+	if p == nil {
+		return []byte("null"), nil
+	}
 	doc := jsonPolicy{Version: p.version, ID: p.id, Statement: make([]jsonStatement, 0, len(p.statements))}
 	for i := range p.statements {
 		doc.Statement = append(doc.Statement, p.statements[i].canonical())

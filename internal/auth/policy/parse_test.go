@@ -89,7 +89,7 @@ func errorParseCases() []parseCase {
 		{name: "syntax", doc: `{"Statement" [}`, code: codeSyntax, msg: "the policy is not valid JSON: invalid character '[' after object key (at byte 13)"},
 		{name: "array", doc: `[]`, code: codeType, msg: "the policy must be a JSON object"},
 		{name: "null", doc: `null`, code: codeType, msg: "the policy must be a JSON object"},
-		{name: "trailing data", doc: stmt(`{` + allow + `}`) + `{}`, code: codeSyntax, msg: "unexpected data after the policy at byte 97"},
+		{name: "trailing data", doc: stmt(`{`+allow+`}`) + `{}`, code: codeSyntax, msg: "unexpected data after the policy at byte 97"},
 		{name: "duplicate top-level key", doc: `{"Statement":[],"Statement":[{` + allow + `}]}`, code: codeDuplicateKey, msg: `duplicate key "Statement" at byte 27`},
 		{name: "duplicate statement key", doc: stmt(`{` + allow + `,"Effect":"Deny"}`), code: codeDuplicateKey, msg: `duplicate key "Effect" at byte 102`},
 		{name: "too large", doc: stmt(`{` + allow + `,"Sid":"` + strings.Repeat("x", MaxSize) + `"}`), code: codeTooLarge,

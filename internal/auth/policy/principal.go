@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"strings"
 	"unicode"
 )
@@ -71,4 +72,40 @@ func principalMatches(entries []string, principal string) bool {
 		}
 	}
 	return false
+}
+
+// parsePrincipals parses "*" or {"AWS"|"ID"|"Atelier": "*" | "NAME" | [...]}.
+func parsePrincipals(raw json.RawMessage) ([]string, *problem) {
+	if first(raw) == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil || s != anyone {
+			return nil, newProblem(codeBadPrincipal, `must be "*" or an object such as {"AWS": ["user/NAME"]}`)
+		}
+		return []string{anyone}, nil
+	}
+	var byType map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &byType); err != nil || byType == nil {
+		return nil, newProblem(codeType, `must be "*" or an object such as {"AWS": ["user/NAME"]}`)
+	}
+	if len(byType) == 0 {
+		return nil, newProblem(codeBadPrincipal, "names no principals")
+	}
+	var out []string
+	for _, typ := range sortedKeys(byType) {
+		if typ != principalAWS && typ != principalID && typ != principalAtelier {
+			return nil, newProblem(codeBadPrincipal, "unknown principal type %q (want AWS, ID or Atelier)", typ).within("." + typ)
+		}
+		entries, isList, p := stringList(byType[typ])
+		if p != nil {
+			return nil, p.within("." + typ)
+		}
+		for i, e := range entries {
+			name, p := normalizePrincipal(e)
+			if p != nil {
+				return nil, p.within("." + typ + index(isList, i))
+			}
+			out = append(out, name)
+		}
+	}
+	return out, nil
 }

@@ -173,7 +173,9 @@ func TestVerifyErrors(t *testing.T) {
 		}, kind: errs.Invalid, code: CodeScopeDate, s3: S3AuthorizationHeaderMalformed, msgHas: "20240308"},
 
 		// Time.
-		{name: "no date", req: func(t *testing.T) *http.Request { return withHeader(signed(t, "atelier", testRegion), "X-Amz-Date", "") },
+		{name: "no date", req: func(t *testing.T) *http.Request {
+			return withHeader(signed(t, "atelier", testRegion), "X-Amz-Date", "")
+		},
 			kind: errs.Invalid, code: CodeMissingDate, s3: S3MissingSecurityHeader},
 		{name: "bad X-Amz-Date", req: func(t *testing.T) *http.Request {
 			return withHeader(signed(t, "atelier", testRegion), "X-Amz-Date", "2024-03-09T23:59:30Z")
@@ -271,6 +273,20 @@ func TestVerifyErrors(t *testing.T) {
 			SignRequest(r, testCreds(), testRegion, "atelier", "", testTime)
 			return withHeader(serverRequest(t, r), "X-Amz-Content-Sha256", "")
 		}, setup: func(v *Verifier) { v.MaxBody = 100 }, kind: errs.TooLarge, code: CodeBodyTooLarge, s3: S3EntityTooLarge, msgHas: "100 bytes"},
+		{name: "body of unknown length over MaxBody", req: func(t *testing.T) *http.Request {
+			r := clientRequest(t, "POST", "http://h/api/v1/users", []byte(strings.Repeat("x", 101)))
+			SignRequest(r, testCreds(), testRegion, "atelier", "", testTime)
+			sr := withHeader(serverRequest(t, r), "X-Amz-Content-Sha256", "")
+			sr.ContentLength = -1
+			return sr
+		}, setup: func(v *Verifier) { v.MaxBody = 100 }, kind: errs.TooLarge, code: CodeBodyTooLarge, s3: S3EntityTooLarge},
+		{name: "body read fails", req: func(t *testing.T) *http.Request {
+			r := clientRequest(t, "POST", "http://h/api/v1/users", []byte("abc"))
+			SignRequest(r, testCreds(), testRegion, "atelier", "", testTime)
+			sr := withHeader(serverRequest(t, r), "X-Amz-Content-Sha256", "")
+			sr.Body = io.NopCloser(io.MultiReader(strings.NewReader("ab"), errReader{}))
+			return sr
+		}, kind: errs.IO, code: CodeBodyRead, s3: S3IncompleteBody, msgHas: "reading the request body failed"},
 
 		// Misconfigured verifiers.
 		{name: "verifier without service", req: func(t *testing.T) *http.Request { return signed(t, "atelier", testRegion) },
@@ -438,3 +454,7 @@ func TestIsSigned(t *testing.T) {
 		}
 	}
 }
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }

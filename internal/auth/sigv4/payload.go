@@ -18,30 +18,38 @@ import (
 // S3 layer decodes and verifies chunk by chunk.
 const streamingPrefix = "STREAMING-"
 
+// payload is the payload hash a client signed and whether the body must
+// still be checked against it.
+type payload struct {
+	hash  string
+	check bool // a hex hash from x-amz-content-sha256: verify the body as it is read
+}
+
 // payloadHash returns the payload hash the client signed: UNSIGNED-PAYLOAD
 // for presigned URLs, else the x-amz-content-sha256 header, else (for
 // services other than s3) the hash of the body, which it buffers.
-func (v *Verifier) payloadHash(r *http.Request, c claim) (string, *failure) {
+func (v *Verifier) payloadHash(r *http.Request, c claim) (payload, *failure) {
 	if c.presigned {
-		return UnsignedPayload, nil
+		return payload{hash: UnsignedPayload}, nil
 	}
 	h := r.Header.Get(headerContentSHA256)
 	switch {
 	case h == UnsignedPayload || strings.HasPrefix(h, streamingPrefix):
-		return h, nil
+		return payload{hash: h}, nil
 	case h != "":
 		if !isSHA256Hex(h) {
-			return "", &failure{errs.Invalid, CodeBadContentSHA256, S3InvalidArgument,
+			return payload{}, &failure{errs.Invalid, CodeBadContentSHA256, S3InvalidArgument,
 				fmt.Sprintf("x-amz-content-sha256 %q is not a hex SHA-256, %s or STREAMING-…", h, UnsignedPayload),
 				"send the hex SHA-256 of the body, or UNSIGNED-PAYLOAD"}
 		}
-		return h, nil
+		return payload{hash: h, check: true}, nil
 	case v.Service == serviceS3:
-		return "", &failure{errs.Invalid, CodeMissingContentHash, S3InvalidRequest,
+		return payload{}, &failure{errs.Invalid, CodeMissingContentHash, S3InvalidRequest,
 			"missing required header for this request: x-amz-content-sha256",
 			"S3 clients send x-amz-content-sha256 (the body's hex SHA-256 or UNSIGNED-PAYLOAD); sign it"}
 	}
-	return v.hashBody(r)
+	h, f := v.hashBody(r)
+	return payload{hash: h}, f
 }
 
 // hashBody reads up to MaxBody bytes of the body, hashes them and puts them
@@ -51,15 +59,19 @@ func (v *Verifier) hashBody(r *http.Request) (string, *failure) {
 		return EmptyPayloadHash, nil
 	}
 	limit := v.maxBody()
+	tooLarge := &failure{errs.TooLarge, CodeBodyTooLarge, S3EntityTooLarge,
+		fmt.Sprintf("the request body is larger than %d bytes and has no x-amz-content-sha256 header", limit),
+		"send x-amz-content-sha256 (the body's hex SHA-256, or UNSIGNED-PAYLOAD) so that the server need not buffer the body"}
+	if r.ContentLength > limit {
+		return "", tooLarge
+	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return "", &failure{errs.IO, CodeBodyRead, S3IncompleteBody,
 			"reading the request body failed: " + err.Error(), "send the whole body"}
 	}
 	if int64(len(b)) > limit {
-		return "", &failure{errs.TooLarge, CodeBodyTooLarge, S3EntityTooLarge,
-			fmt.Sprintf("the request body is larger than %d bytes and has no x-amz-content-sha256 header", limit),
-			"send x-amz-content-sha256 (the body's hex SHA-256, or UNSIGNED-PAYLOAD) so that the server need not buffer the body"}
+		return "", tooLarge
 	}
 	r.Body = replayBody{Reader: bytes.NewReader(b), Closer: r.Body}
 	return HashPayload(b), nil
@@ -119,7 +131,7 @@ func (b *verifyingBody) Close() error { return b.body.Close() }
 // signatureMatches reports whether the claimed signature is the one of any
 // canonical form of r the client may have signed. It compares in constant
 // time.
-func signatureMatches(r *http.Request, c claim, service string, key []byte, payload string) bool {
+func signatureMatches(r *http.Request, c claim, service string, key []byte, payloadHash string) bool {
 	skip := ""
 	if c.presigned {
 		skip = paramSignature
@@ -138,7 +150,7 @@ func signatureMatches(r *http.Request, c claim, service string, key []byte, payl
 	match := false
 	for _, uri := range canonicalURIs(r.URL, service) {
 		for _, q := range queries {
-			cr := canonicalRequest(r.Method, uri, q, headers, c.signedHeaders, payload)
+			cr := canonicalRequest(r.Method, uri, q, headers, c.signedHeaders, payloadHash)
 			sig := hmacSHA256(key, stringToSign(c.time, scope, cr))
 			match = hmac.Equal(sig, c.signature) || match
 		}

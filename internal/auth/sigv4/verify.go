@@ -2,6 +2,7 @@ package sigv4
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -109,18 +110,18 @@ func (v *Verifier) Verify(r *http.Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	payload, f := v.payloadHash(r, c)
+	pl, f := v.payloadHash(r, c)
 	if f != nil {
 		return nil, f.err(opVerify)
 	}
 	key := signingKey(secret, c.cred.date, c.cred.region, c.cred.service)
-	if !signatureMatches(r, c, v.Service, key, payload) {
+	if !signatureMatches(r, c, v.Service, key, pl.hash) {
 		return nil, v.mismatch(c).err(opVerify)
 	}
-	if isSHA256Hex(payload) && !c.presigned {
-		r.Body = newVerifyingBody(r.Body, payload)
+	if pl.check {
+		r.Body = newVerifyingBody(r.Body, pl.hash)
 	}
-	return newResult(c, key, payload), nil
+	return newResult(c, key, pl.hash), nil
 }
 
 func (v *Verifier) validate() error {
@@ -163,7 +164,7 @@ func newResult(c claim, key []byte, payload string) *Result {
 		Service:       c.cred.service,
 		Time:          c.time,
 		SignedHeaders: c.signedHeaders,
-		Signature:     fmt.Sprintf("%x", c.signature),
+		Signature:     hex.EncodeToString(c.signature),
 		SigningKey:    key,
 		Scope:         c.cred.scope(),
 		PayloadHash:   payload,
