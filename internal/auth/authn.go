@@ -120,6 +120,16 @@ func (s *Service) AuthenticateToken(ctx context.Context, token string) (*Princip
 // AuthenticateSigV4 verifies a SigV4-signed request with v (whose Lookup is
 // replaced by the store's) and resolves the signer to its Principal.
 func (s *Service) AuthenticateSigV4(ctx context.Context, r *http.Request, v sigv4.Verifier) (*Principal, *sigv4.Result, error) {
+	return s.authenticateSigned(ctx, v, func(v *sigv4.Verifier) (*sigv4.Result, error) { return v.Verify(r) })
+}
+
+// AuthenticatePresignedV2 verifies a Signature Version 2 presigned GET/HEAD
+// (see sigv4.VerifyPresignedV2) and resolves the signer to its Principal.
+func (s *Service) AuthenticatePresignedV2(ctx context.Context, r *http.Request, v sigv4.Verifier, bucket string) (*Principal, *sigv4.Result, error) {
+	return s.authenticateSigned(ctx, v, func(v *sigv4.Verifier) (*sigv4.Result, error) { return v.VerifyPresignedV2(r, bucket) })
+}
+
+func (s *Service) authenticateSigned(ctx context.Context, v sigv4.Verifier, verify func(*sigv4.Verifier) (*sigv4.Result, error)) (*Principal, *sigv4.Result, error) {
 	const op errs.Op = "auth.AuthenticateSigV4"
 	var key *meta.AccessKey
 	v.Lookup = func(ctx context.Context, ak string) (string, error) {
@@ -133,7 +143,7 @@ func (s *Service) AuthenticateSigV4(ctx context.Context, r *http.Request, v sigv
 		key = k
 		return s.seal.open(k.AccessKey, k.SecretEnc)
 	}
-	res, err := v.Verify(r)
+	res, err := verify(&v)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -89,13 +89,13 @@ func TestValidateName(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		"":                         "must not be empty",
-		"has space":                "white space",
-		"tab\tname":                "white space",
-		"-dash":                    "not allowed",
-		"a/b":                      "not allowed",
-		"中文":                       "not allowed",
-		string(make200()):          "200 characters long; the limit is 64",
+		"":                           "must not be empty",
+		"has space":                  "white space",
+		"tab\tname":                  "white space",
+		"-dash":                      "not allowed",
+		"a/b":                        "not allowed",
+		"中文":                         "not allowed",
+		string(make200()):            "200 characters long; the limit is 64",
 		"x" + string(make200()[:64]): "65 characters",
 	}
 	for n, want := range bad {
@@ -113,4 +113,3 @@ func make200() []byte {
 	}
 	return b
 }
-
