@@ -159,12 +159,20 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // UserMessage is the message shown to a user: the outermost message and the
-// messages of wrapped *Errors, without operation names and without the text of
-// foreign causes (which may carry internal detail).
+// messages of wrapped *Errors, joined by ": ", without operation names and
+// without the text of foreign causes (which may carry internal detail). It is
+// "" when no *Error in the chain has a message; a plain error that is not an
+// *Error at all is shown as is.
 func UserMessage(err error) string {
+	var e *Error
+	if !errors.As(err, &e) {
+		if err == nil {
+			return ""
+		}
+		return err.Error()
+	}
 	var parts []string
 	for err != nil {
-		var e *Error
 		if !errors.As(err, &e) {
 			break
 		}
@@ -172,13 +180,6 @@ func UserMessage(err error) string {
 			parts = append(parts, e.Msg)
 		}
 		err = e.Err
-	}
-	if len(parts) == 0 {
-		var e *Error
-		if errors.As(err, &e) || err == nil {
-			return ""
-		}
-		return err.Error()
 	}
 	return strings.Join(parts, ": ")
 }

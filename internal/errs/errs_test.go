@@ -24,7 +24,8 @@ func TestE(t *testing.T) {
 			`user "bob" not found: no such user`, `auth.GetUser: user "bob" not found: meta.GetUser: no such user`},
 		{"foreign cause hidden from users", E("x", Internal, "reading config", io.ErrUnexpectedEOF), Internal, "", "",
 			"reading config", "x: reading config: unexpected EOF"},
-		{"foreign cause alone", E("x", io.EOF), Other, "", "", "EOF", "x: EOF"},
+		{"foreign cause alone is not shown", E("x", io.EOF), Other, "", "", "", "x: EOF"},
+		{"plain error", io.EOF, Other, "", "", "EOF", "EOF"},
 		{"kind only", E("x", Conflict), Conflict, "", "", "", "x: conflict"},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,33 @@
+// Package s3 is the S3 protocol front end of OBS, Atelier's object store:
+// the wire format of the S3 REST API, with no storage of its own.
+//
+// This part of the package is the protocol layer the handlers build on:
+//
+//   - route.go: Route maps a request to a Target (operation, bucket, key),
+//     path-style ("/bucket/key") or virtual-host-style
+//     ("<bucket>.<s3_domain>"). Keys are unescaped exactly once from the path
+//     as the client escaped it, so every key comes back byte for byte. S3
+//     sub-resources Atelier does not offer (?acl, ?tagging, ?versioning, …)
+//     are answered NotImplemented, naming them. ParseCopySource, ParseRange
+//     and ParsePartNumber parse the x-amz-copy-source and Range headers and
+//     the partNumber parameter; Op.Action names the policy action of an
+//     operation.
+//   - xml.go: the XML documents of the API, with element names and order as
+//     S3 sends them (responses in the namespace
+//     http://s3.amazonaws.com/doc/2006-03-01/, times as
+//     2006-01-02T15:04:05.000Z, ETags quoted), ParseXML (size-limited, no
+//     DTDs or entities, MalformedXML errors that say what is wrong),
+//     WriteXML, a Validate function per request document, and EncodeKey for
+//     encoding-type=url.
+//   - errors.go: the S3 error table (ErrorCode → HTTP status and default
+//     message), Error, constructors whose messages name the bucket, key,
+//     principal and action involved, ToError (mapping SigV4 failures and
+//     *errs.Error kinds to S3 codes) and WriteError.
+//   - bucketname.go: ValidateBucketName (S3's DNS rules, with a message that
+//     names the rule broken and a hint with a corrected name).
+//
+// Protocol errors are *Error values; functions return them as error. A
+// handler returns whatever error it gets and lets WriteError map it; it
+// returns an *Error of its own (ErrNoSuchBucket, ErrAccessDenied, …) where it
+// knows more than an error's kind says.
+package s3

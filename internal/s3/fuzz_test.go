@@ -1,0 +1,248 @@
+package s3
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// checkError fails unless err is an *Error with a known code and a message.
+func checkError(t *testing.T, what string, err error) {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("%s: error %v (%T) is not an *s3.Error", what, err, err)
+	}
+	if !e.Code.Known() || e.message() == "" {
+		t.Fatalf("%s: error %+v has an unknown code or no message", what, e)
+	}
+}
+
+// FuzzParseXMLDocuments parses and validates each request document. It
+// checks that nothing panics, errors are S3 errors, and a document that
+// validates still validates after a marshal/parse round trip.
+func FuzzParseXMLDocuments(f *testing.F) {
+	seeds := []string{
+		`<Delete><Quiet>true</Quiet><Object><Key>a</Key><VersionId>null</VersionId></Object></Delete>`,
+		`<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Object><Key>a&amp;b</Key></Object></Delete>`,
+		`<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"x"</ETag><ChecksumCRC32>AAAAAA==</ChecksumCRC32></Part></CompleteMultipartUpload>`,
+		`<CreateBucketConfiguration><LocationConstraint>us-east-1</LocationConstraint></CreateBucketConfiguration>`,
+		`<LifecycleConfiguration><Rule><ID>r</ID><Filter><And><Prefix>p/</Prefix></And></Filter><Status>Enabled</Status><Expiration><Date>2030-01-01T00:00:00Z</Date></Expiration><AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule></LifecycleConfiguration>`,
+		`<LifecycleConfiguration><Rule><Prefix></Prefix><Status>Disabled</Status><Expiration><Days>5</Days></Expiration></Rule></LifecycleConfiguration>`,
+		`<CORSConfiguration><CORSRule><ID>x</ID><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod><AllowedHeader>x-*</AllowedHeader><ExposeHeader>ETag</ExposeHeader><MaxAgeSeconds>10</MaxAgeSeconds></CORSRule></CORSConfiguration>`,
+		`<!DOCTYPE x [<!ENTITY a "b">]><Delete/>`,
+		`<?xml version="1.0" encoding="UTF-8"?><Delete><Object><Key>&#x10FFFF;&#xD;</Key></Object></Delete>`,
+		``,
+	}
+	for i, s := range seeds {
+		f.Add(uint8(i), s)
+	}
+	f.Fuzz(func(t *testing.T, kind uint8, doc string) {
+		type document struct {
+			v        any
+			validate func() error
+		}
+		var (
+			del  Delete
+			cmu  CompleteMultipartUpload
+			cbc  CreateBucketConfiguration
+			lc   LifecycleConfiguration
+			cors CORSConfiguration
+		)
+		docs := []document{
+			{&del, func() error { return ValidateDelete(&del) }},
+			{&cmu, func() error { return ValidateCompleteMultipartUpload(&cmu) }},
+			{&cbc, func() error { return ValidateCreateBucketConfiguration(&cbc, "us-east-1") }},
+			{&lc, func() error { return ValidateLifecycle(&lc) }},
+			{&cors, func() error { return ValidateCORS(&cors) }},
+		}
+		d := docs[int(kind)%len(docs)]
+		const max = 1 << 16
+		if err := ParseXML(strings.NewReader(doc), max, d.v); err != nil {
+			checkError(t, "ParseXML", err)
+			return
+		}
+		if len(doc) > max {
+			t.Fatalf("a document of %d bytes parsed with a limit of %d", len(doc), max)
+		}
+		if err := d.validate(); err != nil {
+			checkError(t, "validate", err)
+			return
+		}
+		var out bytes.Buffer
+		w := &recorder{header: http.Header{}, body: &out}
+		if err := WriteXML(w, 200, d.v); err != nil {
+			t.Fatalf("WriteXML: %v", err)
+		}
+		fresh := []document{
+			{&Delete{}, nil}, {&CompleteMultipartUpload{}, nil}, {&CreateBucketConfiguration{}, nil},
+			{&LifecycleConfiguration{}, nil}, {&CORSConfiguration{}, nil},
+		}
+		v := fresh[int(kind)%len(fresh)].v
+		written := out.String()
+		if err := ParseXML(&out, 4*max, v); err != nil {
+			t.Fatalf("our own document does not parse: %v\n%s", err, written)
+		}
+		var err error
+		switch v := v.(type) {
+		case *Delete:
+			err = ValidateDelete(v)
+		case *CompleteMultipartUpload:
+			err = ValidateCompleteMultipartUpload(v)
+		case *CreateBucketConfiguration:
+			err = ValidateCreateBucketConfiguration(v, "us-east-1")
+		case *LifecycleConfiguration:
+			err = ValidateLifecycle(v)
+		case *CORSConfiguration:
+			err = ValidateCORS(v)
+		}
+		if err != nil {
+			t.Fatalf("our own document does not validate: %v", err)
+		}
+	})
+}
+
+// recorder is a minimal http.ResponseWriter (httptest's checks headers in
+// ways a fuzzer need not exercise).
+type recorder struct {
+	header http.Header
+	body   *bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header         { return r.header }
+func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
+func (r *recorder) WriteHeader(int)             {}
+
+// FuzzRoute routes random request targets and hosts. Nothing may panic;
+// errors are S3 errors; a path-style route, re-addressed with the key
+// escaped by EncodeKey, gives the same bucket, key and operation, and so
+// does the virtual-host form of it.
+func FuzzRoute(f *testing.F) {
+	seeds := []struct {
+		method uint8
+		target string
+		host   string
+	}{
+		{0, "/bucket/a%2Fb+c%20d/../x/", "127.0.0.1:9000"},
+		{0, "/bucket/%E4%B8%AD%E6%96%87?uploadId=u", "h"},
+		{1, "/bucket/k?partNumber=1&uploadId=x", "bucket.s3.example.com:9000"},
+		{2, "/bucket?delete", "h"},
+		{3, "/?acl", "s3.example.com"},
+		{4, "//x", "h"},
+		{5, "/bucket/%00", "h"},
+		{0, "/b/" + strings.Repeat("k", 1030), "h"},
+	}
+	for _, s := range seeds {
+		f.Add(s.method, s.target, s.host, false)
+	}
+	methods := []string{"GET", "PUT", "POST", "DELETE", "HEAD", "OPTIONS", "PATCH"}
+	const domain = "s3.example.com"
+	f.Fuzz(func(t *testing.T, m uint8, target, host string, copySource bool) {
+		method := methods[int(m)%len(methods)]
+		u, err := url.ParseRequestURI(target)
+		if err != nil {
+			return
+		}
+		r := &http.Request{Method: method, URL: u, Host: host, Header: http.Header{}}
+		if copySource {
+			r.Header.Set("x-amz-copy-source", "/src/key")
+		}
+		got, err := Route(r, domain)
+		if err != nil {
+			checkError(t, "Route", err)
+			return
+		}
+		if !utf8.ValidString(got.Key) || len(got.Key) > MaxKeyLength || strings.IndexByte(got.Key, 0) >= 0 {
+			t.Fatalf("Route accepted the key %q", got.Key)
+		}
+		if got.Bucket != "" && ValidateBucketName(got.Bucket) != nil {
+			t.Fatalf("Route accepted the bucket %q", got.Bucket)
+		}
+		if got.Bucket == "" {
+			return
+		}
+		query := ""
+		if u.RawQuery != "" {
+			query = "?" + u.RawQuery
+		}
+		check := func(form, target, host string) {
+			u2, err := url.ParseRequestURI(target)
+			if err != nil {
+				t.Fatalf("%s target %q does not parse: %v", form, target, err)
+			}
+			r2 := &http.Request{Method: method, URL: u2, Host: host, Header: r.Header}
+			again, err := Route(r2, domain)
+			if err != nil {
+				t.Fatalf("%s %q: %v (first: %+v)", form, target, err, got)
+			}
+			if again.Bucket != got.Bucket || again.Key != got.Key || again.Op != got.Op {
+				t.Fatalf("%s %q routes to %+v, first %+v", form, target, again, got)
+			}
+		}
+		check("path-style", "/"+got.Bucket+"/"+EncodeKey(got.Key)+query, "127.0.0.1")
+		check("virtual-host", "/"+EncodeKey(got.Key)+query, got.Bucket+"."+domain)
+	})
+}
+
+// FuzzParseRange checks that a parsed range lies inside the object and that
+// errors are InvalidRange.
+func FuzzParseRange(f *testing.F) {
+	for _, s := range []string{"bytes=0-9", "bytes=-5", "bytes=5-", "bytes=9-1", "bytes=0-1,2-3", "bytes=-0", "BYTES = 1 - 2", "bytes=99999999999999999999-"} {
+		f.Add(s, int64(10))
+	}
+	f.Add("bytes=0-", int64(0))
+	f.Fuzz(func(t *testing.T, h string, size int64) {
+		start, length, ok, err := ParseRange(h, size)
+		if err != nil {
+			if codeOf(err) != InvalidRange || ok {
+				t.Fatalf("ParseRange(%q, %d): error %v, ok %v", h, size, err, ok)
+			}
+			return
+		}
+		if !ok {
+			if start != 0 || length != 0 {
+				t.Fatalf("ParseRange(%q, %d) = %d, %d without ok", h, size, start, length)
+			}
+			return
+		}
+		if start < 0 || length <= 0 || start >= size || length > size-start {
+			t.Fatalf("ParseRange(%q, %d) = %d, %d: outside the object", h, size, start, length)
+		}
+	})
+}
+
+// FuzzBucketName checks ValidateBucketName against the rules stated
+// independently, and that suggestions are valid.
+func FuzzBucketName(f *testing.F) {
+	for _, s := range []string{"my-bucket", "My_Bucket", "192.168.0.1", "xn--abc", "a..b", "a-.b", "ab", "bucket-s3alias", "中文", "a\xffb"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		err := ValidateBucketName(name)
+		if err == nil {
+			if len(name) < 3 || len(name) > 63 || !isAlnum(name[0]) || !isAlnum(name[len(name)-1]) ||
+				strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789-.") != "" ||
+				strings.Contains(name, "..") || strings.Contains(name, ".-") || strings.Contains(name, "-.") ||
+				strings.HasPrefix(name, "xn--") || strings.HasSuffix(name, "-s3alias") {
+				t.Fatalf("ValidateBucketName accepted %q", name)
+			}
+			if SuggestBucketName(name) != name {
+				t.Fatalf("SuggestBucketName changed the valid name %q", name)
+			}
+			return
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Code != InvalidBucketName || e.Bucket != name || e.Message == "" {
+			t.Fatalf("ValidateBucketName(%q) = %#v", name, err)
+		}
+		if s := SuggestBucketName(name); s != "" {
+			if verr := ValidateBucketName(s); verr != nil {
+				t.Fatalf("the suggestion %q for %q is not valid: %v", s, name, verr)
+			}
+		}
+	})
+}
