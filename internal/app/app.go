@@ -19,11 +19,14 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/apiserver"
 	"github.com/atelier-dev/atelier/internal/auth"
+	"github.com/atelier-dev/atelier/internal/blob/disk"
 	"github.com/atelier-dev/atelier/internal/config"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/meta/postgres"
 	"github.com/atelier-dev/atelier/internal/meta/sqlite"
+	"github.com/atelier-dev/atelier/internal/obs"
+	"github.com/atelier-dev/atelier/internal/s3"
 )
 
 // Error codes of server start-up.
@@ -70,6 +73,11 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	if err != nil {
 		return err
 	}
+	blobs, err := disk.Open(ctx, filepath.Join(cfg.DataDir, "objects"), disk.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	objects := obs.New(store, blobs, obs.Options{Region: cfg.Region, Logger: log, Users: iam})
 
 	apiLn, err := listen(cfg.Listen, "--listen")
 	if err != nil {
@@ -94,7 +102,8 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 
 	servers := []*http.Server{
 		{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
-		{Handler: s3Placeholder(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
+		{Handler: s3.NewServer(s3.Deps{OBS: objects, IAM: iam, Region: cfg.Region, Domain: cfg.S3Domain, Logger: log, Registry: reg}),
+			ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
 	}
 	log.Info("atelier server started", "version", version, "api", admin.Endpoint, "s3", admin.S3Endpoint,
 		"data_dir", cfg.DataDir, "meta", redactDSN(cfg.MetaDSN), "admin_config", adminPath)
@@ -117,6 +126,11 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	go func() {
 		defer wg.Done()
 		gcLoop(ctx, iam, log)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s3.Background(ctx, objects, time.Duration(cfg.LifecycleInterval), log)
 	}()
 
 	<-ctx.Done()

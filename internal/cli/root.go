@@ -37,6 +37,7 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 		newAccessKeyCmd(a),
 		newPolicyCmd(a),
 		newTokenCmd(a),
+		newObsCmd(a),
 	)
 	return root
 }

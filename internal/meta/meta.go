@@ -191,6 +191,9 @@ type Store interface {
 	Tokens
 	Policies
 	Settings
+	Buckets
+	Objects
+	Uploads
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 	// Close releases the store's connections.

@@ -40,13 +40,16 @@ const (
 	InvalidDigest                      ErrorCode = "InvalidDigest"
 	InvalidLocationConstraint          ErrorCode = "InvalidLocationConstraint"
 	InvalidPart                        ErrorCode = "InvalidPart"
+	InvalidPartNumber                  ErrorCode = "InvalidPartNumber"
 	InvalidPartOrder                   ErrorCode = "InvalidPartOrder"
+	InvalidStorageClass                ErrorCode = "InvalidStorageClass"
 	InvalidRange                       ErrorCode = "InvalidRange"
 	InvalidRequest                     ErrorCode = "InvalidRequest"
 	InvalidToken                       ErrorCode = "InvalidToken"
 	InvalidURI                         ErrorCode = "InvalidURI"
 	KeyTooLongError                    ErrorCode = "KeyTooLongError"
 	MalformedPolicy                    ErrorCode = "MalformedPolicy"
+	MalformedTrailerError              ErrorCode = "MalformedTrailerError"
 	MalformedXML                       ErrorCode = "MalformedXML"
 	MetadataTooLarge                   ErrorCode = "MetadataTooLarge"
 	MethodNotAllowed                   ErrorCode = "MethodNotAllowed"
@@ -102,6 +105,8 @@ var errorTable = map[ErrorCode]errorInfo{
 	InvalidDigest:                      {http.StatusBadRequest, "The Content-MD5 or checksum you specified is not valid."},
 	InvalidLocationConstraint:          {http.StatusBadRequest, "The specified location constraint is not valid."},
 	InvalidPart:                        {http.StatusBadRequest, "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified ETag might not have matched the part's ETag."},
+	InvalidPartNumber:                  {http.StatusRequestedRangeNotSatisfiable, "The requested part number is not satisfiable."},
+	InvalidStorageClass:                {http.StatusBadRequest, "The storage class you specified is not valid."},
 	InvalidPartOrder:                   {http.StatusBadRequest, "The list of parts was not in ascending order. Parts must be ordered by part number."},
 	InvalidRange:                       {http.StatusRequestedRangeNotSatisfiable, "The requested range is not satisfiable."},
 	InvalidRequest:                     {http.StatusBadRequest, "Invalid Request."},
@@ -109,6 +114,7 @@ var errorTable = map[ErrorCode]errorInfo{
 	InvalidURI:                         {http.StatusBadRequest, "Couldn't parse the specified URI."},
 	KeyTooLongError:                    {http.StatusBadRequest, "Your key is too long."},
 	MalformedPolicy:                    {http.StatusBadRequest, "The bucket policy is not valid."},
+	MalformedTrailerError:              {http.StatusBadRequest, "The request contained trailing data that was not well-formed or did not conform to our published schema."},
 	MalformedXML:                       {http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."},
 	MetadataTooLarge:                   {http.StatusBadRequest, "Your metadata headers exceed the maximum allowed metadata size."},
 	MethodNotAllowed:                   {http.StatusMethodNotAllowed, "The specified method is not allowed against this resource."},

@@ -24,7 +24,7 @@ func TestErrorTable(t *testing.T) {
 		BucketAlreadyOwnedByYou: 409, BucketNotEmpty: 409, EntityTooLarge: 400, EntityTooSmall: 400,
 		ExpiredToken: 400, IllegalLocationConstraintException: 400, IncompleteBody: 400,
 		InternalError: 500, InvalidAccessKeyID: 403, InvalidArgument: 400, InvalidBucketName: 400,
-		InvalidDigest: 400, InvalidLocationConstraint: 400, InvalidPart: 400, InvalidPartOrder: 400,
+		InvalidDigest: 400, InvalidLocationConstraint: 400, InvalidPart: 400, InvalidPartOrder: 400, InvalidPartNumber: 416, InvalidStorageClass: 400, MalformedTrailerError: 400,
 		InvalidRange: 416, InvalidRequest: 400, InvalidToken: 400, InvalidURI: 400,
 		KeyTooLongError: 400, MalformedXML: 400, MalformedPolicy: 400, MetadataTooLarge: 400,
 		MethodNotAllowed: 405, MissingContentLength: 411, MissingRequestBodyError: 400,

@@ -55,6 +55,28 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"DeletePolicyAttached", testDeletePolicyAttached},
 
 		{"Settings", testSettings},
+
+		{"BucketRoundTrip", testBucketRoundTrip},
+		{"BucketList", testBucketList},
+		{"BucketConfig", testBucketConfig},
+		{"DeleteBucket", testDeleteBucket},
+
+		{"ObjectRoundTrip", testObjectRoundTrip},
+		{"ObjectInvalid", testObjectInvalid},
+		{"ObjectKeys", testObjectKeys},
+		{"ListObjectsDelimiter", testListObjectsDelimiter},
+		{"ListObjectsEdges", testListObjectsEdges},
+		{"ListObjectsPaging", testListObjectsPaging},
+		{"ListObjectsRandom", testListObjectsRandom},
+		{"ConcurrentPutObject", testConcurrentPutObject},
+		{"BlobsInUse", testBlobsInUse},
+
+		{"UploadRoundTrip", testUploadRoundTrip},
+		{"Multipart", testMultipart},
+		{"ConcurrentPutParts", testConcurrentPutParts},
+		{"ListUploads", testListUploads},
+		{"ListUploadsCap", testListUploadsCap},
+		{"ListPartsCap", testListPartsCap},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -80,6 +102,16 @@ func RunReopen(t *testing.T, open func(t *testing.T) (meta.Store, func() meta.St
 	must(t, s.CreatePolicy(ctx, p))
 	must(t, s.AttachPolicy(ctx, u.ID, p.ID))
 	must(t, s.PutSetting(ctx, "admin-key", "AK1"))
+	b := bucket("b1", u.ID)
+	b.Policy = `{"Statement":[]}`
+	must(t, s.CreateBucket(ctx, b))
+	o := object("b1", "dir/中文.txt", 3, 4)
+	put(t, s, o)
+	up := upload("up1", "b1", "big")
+	must(t, s.CreateUpload(ctx, up))
+	pt := part("up1", 1, "part-1", 5)
+	_, err := s.PutPart(ctx, pt)
+	must(t, err)
 	must(t, s.Close())
 
 	s = reopen()
@@ -102,6 +134,21 @@ func RunReopen(t *testing.T, open func(t *testing.T) (meta.Store, func() meta.St
 	_, n, err := s.ListUsers(ctx, meta.ListOptions{})
 	must(t, err)
 	same(t, "users after reopen", n, 2)
+	gotB, err := s.GetBucket(ctx, "b1")
+	must(t, err)
+	same(t, "bucket after reopen", *gotB, norm(*b))
+	gotO, err := s.GetObject(ctx, "b1", o.Key)
+	must(t, err)
+	sameObject(t, "object after reopen", gotO, o)
+	gotUp, err := s.GetUpload(ctx, up.ID)
+	must(t, err)
+	same(t, "upload after reopen", *gotUp, normUpload(up))
+	parts, _, err := s.ListParts(ctx, up.ID, 0, 0)
+	must(t, err)
+	same(t, "parts after reopen", vals(parts), []meta.UploadPart{norm(*pt)})
+	inUse, err := s.BlobsInUse(ctx, []string{o.Blobs[0].ID, o.Blobs[1].ID, pt.Blob.ID})
+	must(t, err)
+	same(t, "blobs in use after reopen", len(inUse), 3)
 }
 
 // base is the time fixtures are created at: a non-UTC zone and nanoseconds
@@ -214,6 +261,11 @@ func testPing(t *testing.T, s meta.Store) {
 func testClose(t *testing.T, s meta.Store) {
 	ctx := t.Context()
 	seedUsers(t, s, "u1")
+	seedBucket(t, s, "b1")
+	put(t, s, object("b1", "k", 1))
+	must(t, s.CreateUpload(ctx, upload("up1", "b1", "k")))
+	_, err := s.PutPart(ctx, part("up1", 1, "x", 1))
+	must(t, err)
 	must(t, s.Close())
 	must(t, s.Close())
 	b := base()
@@ -248,6 +300,23 @@ func testClose(t *testing.T, s meta.Store) {
 		"PolicyUsers":             func() error { _, err := s.PolicyUsers(ctx, "p1"); return err },
 		"GetSetting":              func() error { _, err := s.GetSetting(ctx, "k"); return err },
 		"PutSetting":              func() error { return s.PutSetting(ctx, "k", "v") },
+		"CreateBucket":            func() error { return s.CreateBucket(ctx, bucket("b2", "u1")) },
+		"GetBucket":               func() error { _, err := s.GetBucket(ctx, "b1"); return err },
+		"ListBuckets":             func() error { _, err := s.ListBuckets(ctx, ""); return err },
+		"DeleteBucket":            func() error { return s.DeleteBucket(ctx, "b1") },
+		"SetBucketConfig":         func() error { return s.SetBucketConfig(ctx, "b1", meta.BucketCORS, "{}") },
+		"PutObject":               func() error { _, err := s.PutObject(ctx, object("b1", "k2", 1)); return err },
+		"GetObject":               func() error { _, err := s.GetObject(ctx, "b1", "k"); return err },
+		"DeleteObject":            func() error { _, err := s.DeleteObject(ctx, "b1", "k"); return err },
+		"ListObjects":             func() error { _, err := s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1"}); return err },
+		"BlobsInUse":              func() error { _, err := s.BlobsInUse(ctx, []string{"x"}); return err },
+		"CreateUpload":            func() error { return s.CreateUpload(ctx, upload("up2", "b1", "k")) },
+		"GetUpload":               func() error { _, err := s.GetUpload(ctx, "up1"); return err },
+		"ListUploads":             func() error { _, _, err := s.ListUploads(ctx, meta.ListUploadsQuery{Bucket: "b1"}); return err },
+		"PutPart":                 func() error { _, err := s.PutPart(ctx, part("up1", 2, "x", 1)); return err },
+		"ListParts":               func() error { _, _, err := s.ListParts(ctx, "up1", 0, 0); return err },
+		"CompleteUpload":          func() error { _, _, err := s.CompleteUpload(ctx, "up1", object("b1", "k", 1)); return err },
+		"AbortUpload":             func() error { _, err := s.AbortUpload(ctx, "up1"); return err },
 	} {
 		err := call()
 		if err == nil || errs.Is(err, errs.NotFound) || errs.Is(err, errs.Exists) || errs.Is(err, errs.Conflict) {

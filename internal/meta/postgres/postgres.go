@@ -169,6 +169,7 @@ var dialect = sqlcore.Dialect{
 	IsUnique:     func(err error) bool { return sqlState(err) == "23505" },
 	IsForeignKey: func(err error) bool { return sqlState(err) == "23503" },
 	Kind:         kind,
+	ForUpdate:    " FOR UPDATE",
 }
 
 // sqlState is the SQLSTATE of a server error, or "".

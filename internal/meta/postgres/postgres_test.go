@@ -284,3 +284,94 @@ func TestOpenMigrationFails(t *testing.T) {
 		t.Errorf("hint %q does not say what to check", errs.HintOf(err))
 	}
 }
+
+// TestInsertRace makes PutObject and PutPart lose the race to insert a row:
+// another transaction inserts it after their SELECT … FOR UPDATE found
+// nothing, so their INSERT waits for it. Once it commits, they must find,
+// replace and return its row.
+func TestInsertRace(t *testing.T) {
+	srv := newServer(t)
+	dsn := srv.createDB(t)
+	s := open(t, dsn)
+	ctx := t.Context()
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	if err := s.CreateBucket(ctx, &meta.Bucket{Name: "b1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateUpload(ctx, &meta.Upload{ID: "up1", Bucket: "b1", Key: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, insert string
+		put          func() (string, error) // returns what the replaced row holds
+	}{
+		{"object", `INSERT INTO objects (bucket, key, size, etag) VALUES ('b1', 'k', 0, 'raw')`,
+			func() (string, error) {
+				old, err := s.PutObject(ctx, &meta.Object{Bucket: "b1", Key: "k", ETag: "new"})
+				if old == nil {
+					return "", err
+				}
+				return old.ETag, err
+			}},
+		{"part", `INSERT INTO upload_parts (upload_id, number, blob_id, size) VALUES ('up1', 1, 'raw', 0)`,
+			func() (string, error) {
+				old, err := s.PutPart(ctx, &meta.UploadPart{UploadID: "up1", Number: 1, Blob: meta.Blob{ID: "new"}})
+				if old == nil {
+					return "", err
+				}
+				return old.Blob.ID, err
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tx, err := raw.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			if _, err := tx.ExecContext(ctx, tc.insert); err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				replaced string
+				err      error
+			}
+			done := make(chan result, 1)
+			go func() {
+				v, err := tc.put()
+				done <- result{v, err}
+			}()
+			// Wait until the store's INSERT waits for tx.
+			for waiting := 0; waiting == 0; {
+				select {
+				case r := <-done:
+					t.Fatalf("the put did not wait: %+v", r)
+				case <-time.After(10 * time.Millisecond):
+				}
+				err := raw.QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_stat_activity
+					WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			r := <-done
+			if r.err != nil || r.replaced != "raw" {
+				t.Fatalf("got replaced %q, error %v; want the row of the other transaction", r.replaced, r.err)
+			}
+		})
+	}
+	o, err := s.GetObject(ctx, "b1", "k")
+	if err != nil || o.ETag != "new" {
+		t.Fatalf("stored object: %+v, %v", o, err)
+	}
+	parts, _, err := s.ListParts(ctx, "up1", 0, 0)
+	if err != nil || len(parts) != 1 || parts[0].Blob.ID != "new" {
+		t.Fatalf("stored parts: %+v, %v", parts, err)
+	}
+}

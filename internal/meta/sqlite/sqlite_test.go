@@ -218,3 +218,56 @@ func TestOpenMigrationFails(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestCorruptJSON damages the JSON columns behind the store's back: reads
+// fail with kind Internal and name the column. A listing decodes only the
+// rows it returns, so rows rolled up into a common prefix do not fail it.
+func TestCorruptJSON(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "meta.db"))
+	ctx := t.Context()
+	if err := s.CreateBucket(ctx, &meta.Bucket{Name: "b1"}); err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{"k": "v"}
+	for _, col := range []string{"metadata", "headers", "checksums", "blobs"} {
+		o := &meta.Object{Bucket: "b1", Key: "c/" + col, Size: 1, Metadata: m, Headers: m, Checksums: m,
+			Blobs: []meta.Blob{{ID: col, Size: 1}}}
+		if _, err := s.PutObject(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Writer().ExecContext(ctx, `UPDATE objects SET `+col+` = '{broken' WHERE key = ?`, o.Key); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.GetObject(ctx, "b1", o.Key)
+		wantInternal(t, "GetObject "+col, err, "corrupt "+col+" column")
+	}
+	_, err := s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1"})
+	wantInternal(t, "ListObjects", err, "corrupt blobs column") // c/blobs sorts first
+	res, err := s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1", Delimiter: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Objects) != 0 || len(res.CommonPrefixes) != 1 {
+		t.Fatalf("rolled-up listing: %+v", res)
+	}
+	for _, col := range []string{"metadata", "headers"} {
+		u := &meta.Upload{ID: "u-" + col, Bucket: "b1", Key: "k", Metadata: m, Headers: m}
+		if err := s.CreateUpload(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Writer().ExecContext(ctx, `UPDATE uploads SET `+col+` = 'null]' WHERE id = ?`, u.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.GetUpload(ctx, u.ID)
+		wantInternal(t, "GetUpload "+col, err, "corrupt "+col+" column")
+	}
+	_, _, err = s.ListUploads(ctx, meta.ListUploadsQuery{Bucket: "b1"})
+	wantInternal(t, "ListUploads", err, "corrupt headers column") // u-headers sorts first
+}
+
+func wantInternal(t *testing.T, what string, err error, msg string) {
+	t.Helper()
+	if !errs.Is(err, errs.Internal) || !strings.Contains(err.Error(), msg) {
+		t.Fatalf("%s: got %v (kind %q), want kind %q saying %q", what, err, errs.KindOf(err), errs.Internal, msg)
+	}
+}

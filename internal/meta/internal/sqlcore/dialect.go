@@ -18,6 +18,11 @@ type Dialect struct {
 	// Kind classifies any other driver error: Unavailable for a busy or
 	// unreachable database, IO for a failed disk, Other when unknown.
 	Kind func(err error) errs.Kind
+	// ForUpdate is the row-locking clause appended to a SELECT in a write
+	// transaction: " FOR UPDATE" in PostgreSQL, where concurrent
+	// transactions interleave. SQLite leaves it empty: its write
+	// transactions run one at a time.
+	ForUpdate string
 }
 
 // Rebind rewrites the '?' placeholders of query for d. Question marks inside

@@ -117,8 +117,9 @@ func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// wrap turns a driver error into an *errs.Error with the dialect's kind.
-// Errors that already are *errs.Error pass through unchanged.
+// wrap turns a driver error into an *errs.Error with the dialect's kind, and
+// a stored value that cannot be decoded into one of kind Internal. Errors
+// that already are *errs.Error pass through unchanged.
 func (s *Store) wrap(op errs.Op, err error) error {
 	if err == nil {
 		return nil
@@ -126,6 +127,10 @@ func (s *Store) wrap(op errs.Op, err error) error {
 	var e *errs.Error
 	if errors.As(err, &e) {
 		return err
+	}
+	var ce *corruptError
+	if errors.As(err, &ce) {
+		return errs.E(op, errs.Internal, err)
 	}
 	return errs.E(op, s.d.Kind(err), err)
 }
@@ -135,9 +140,25 @@ type scanner interface {
 	Scan(dest ...any) error
 }
 
-// list runs a page query and scans each row with scan.
+// readTx runs fn in a read-only transaction on the read pool, whose
+// statements all see one snapshot of the database.
+func (s *Store) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() // nothing to commit
+	return fn(tx)
+}
+
+// list runs a page query on the read pool and scans each row with scan.
 func list[T any](ctx context.Context, s *Store, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
-	rows, err := s.query(ctx, s.r, query, args...)
+	return listIn(ctx, s, s.r, scan, query, args...)
+}
+
+// listIn is list through q.
+func listIn[T any](ctx context.Context, s *Store, q querier, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := s.query(ctx, q, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,284 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/meta"
+)
+
+const objectColumns = `bucket, key, size, etag, content_type, metadata, headers, checksums,
+	storage_class, owner_id, last_modified, blobs`
+
+// batchSize bounds the values of one IN list or multi-row INSERT, well
+// under both databases' limits on bound parameters.
+const batchSize = 256
+
+// objectRow is a scanned objects row whose JSON columns are not yet decoded,
+// so that a listing decodes only the rows it returns.
+type objectRow struct {
+	o                                   meta.Object
+	lastModified                        sql.NullInt64
+	metadata, headers, checksums, blobs string
+}
+
+func (r *objectRow) scan(sc scanner) error {
+	return sc.Scan(&r.o.Bucket, &r.o.Key, &r.o.Size, &r.o.ETag, &r.o.ContentType,
+		&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobs)
+}
+
+// object decodes the row.
+func (r *objectRow) object() (*meta.Object, error) {
+	o := r.o
+	o.LastModified = fromMillis(r.lastModified)
+	var err error
+	if o.Metadata, err = decodeMap("metadata", r.metadata); err != nil {
+		return nil, err
+	}
+	if o.Headers, err = decodeMap("headers", r.headers); err != nil {
+		return nil, err
+	}
+	if o.Checksums, err = decodeMap("checksums", r.checksums); err != nil {
+		return nil, err
+	}
+	if o.Blobs, err = decodeBlobs(r.blobs); err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+func scanObject(sc scanner) (*meta.Object, error) {
+	var r objectRow
+	if err := r.scan(sc); err != nil {
+		return nil, err
+	}
+	return r.object()
+}
+
+func objectNotFound(op errs.Op, bucket, key string) error {
+	return errs.E(op, errs.NotFound, fmt.Sprintf("object %q not found in bucket %q", key, bucket))
+}
+
+// validObject checks what PutObject and CompleteUpload store: a bucket name,
+// a valid key, NUL-free UTF-8 text, UTF-8 maps, blobs with ids and sizes
+// that add up to the object's size.
+func validObject(op errs.Op, o *meta.Object) error {
+	if err := required(op, "bucket name", o.Bucket); err != nil {
+		return err
+	}
+	if err := validKey(op, o.Key); err != nil {
+		return err
+	}
+	if err := validText(op, "bucket name", o.Bucket, "ETag", o.ETag, "content type", o.ContentType,
+		"storage class", o.StorageClass, "owner id", o.OwnerID); err != nil {
+		return err
+	}
+	for what, m := range map[string]map[string]string{"metadata": o.Metadata, "headers": o.Headers, "checksums": o.Checksums} {
+		if err := validMap(op, what, m); err != nil {
+			return err
+		}
+	}
+	if o.Size < 0 {
+		return errs.E(op, errs.Invalid, fmt.Sprintf("object size %d is negative", o.Size))
+	}
+	var total int64
+	for i, b := range o.Blobs {
+		if err := validBlob(op, fmt.Sprintf("blob %d", i+1), b); err != nil {
+			return err
+		}
+		total += b.Size
+	}
+	if total != o.Size {
+		return errs.E(op, errs.Invalid, fmt.Sprintf("object size %d differs from its blobs' total %d", o.Size, total))
+	}
+	return nil
+}
+
+// validBlob checks a blob reference: an id, a size that is not negative.
+func validBlob(op errs.Op, what string, b meta.Blob) error {
+	if err := required(op, what+" id", b.ID); err != nil {
+		return err
+	}
+	if err := validText(op, what+" id", b.ID, what+" ETag", b.ETag); err != nil {
+		return err
+	}
+	if b.Size < 0 {
+		return errs.E(op, errs.Invalid, fmt.Sprintf("%s size %d is negative", what, b.Size))
+	}
+	return nil
+}
+
+// PutObject inserts o or replaces the object with its key, in one
+// transaction, and returns the replaced object (nil if none). NotFound if
+// the bucket does not exist; Invalid if the key is empty, longer than
+// MaxKeyBytes or not NUL-free UTF-8, or the blobs' sizes do not add up to
+// o.Size.
+func (s *Store) PutObject(ctx context.Context, o *meta.Object) (*meta.Object, error) {
+	const op errs.Op = "meta.PutObject"
+	if err := validObject(op, o); err != nil {
+		return nil, err
+	}
+	var replaced *meta.Object
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		replaced, err = s.putObject(ctx, tx, op, o)
+		return err
+	})
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	return replaced, nil
+}
+
+// putObject stores a validated o in tx and returns the object it replaced;
+// NotFound if the bucket does not exist.
+//
+// In PostgreSQL, transactions interleave. The object's row, when there is
+// one, is locked, so that the object replaced is the one every concurrent
+// writer sees last; and the row's existence keeps the bucket (DeleteBucket
+// refuses buckets with objects). When there is none, the INSERT's
+// foreign-key check locks the bucket's row, and two writers may both insert:
+// the loser's INSERT waits for the winner, inserts nothing, and the loop
+// then finds and locks the winner's row, which it replaces and returns.
+func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.Object) (*meta.Object, error) {
+	args := []any{o.Size, o.ETag, o.ContentType, encodeMap(o.Metadata), encodeMap(o.Headers), encodeMap(o.Checksums),
+		o.StorageClass, o.OwnerID, millis(o.LastModified), encodeBlobs(o.Blobs)}
+	for {
+		old, err := scanObject(s.queryRow(ctx, tx,
+			`SELECT `+objectColumns+` FROM objects WHERE bucket = ? AND key = ?`+s.d.ForUpdate, o.Bucket, o.Key))
+		switch {
+		case err == nil:
+			_, err = s.exec(ctx, tx,
+				`UPDATE objects SET size = ?, etag = ?, content_type = ?, metadata = ?, headers = ?, checksums = ?,
+				storage_class = ?, owner_id = ?, last_modified = ?, blobs = ?
+				WHERE bucket = ? AND key = ?`, append(args, o.Bucket, o.Key)...)
+			if err == nil {
+				_, err = s.exec(ctx, tx, `DELETE FROM object_blobs WHERE bucket = ? AND key = ?`, o.Bucket, o.Key)
+			}
+			if err == nil {
+				err = s.insertBlobRefs(ctx, tx, o)
+			}
+			return old, err
+		case !errors.Is(err, sql.ErrNoRows):
+			return nil, err
+		}
+		res, err := s.exec(ctx, tx,
+			`INSERT INTO objects (`+objectColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (bucket, key) DO NOTHING`, append([]any{o.Bucket, o.Key}, args...)...)
+		if s.d.IsForeignKey(err) {
+			return nil, bucketNotFound(op, o.Bucket)
+		}
+		if err != nil {
+			return nil, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, err
+		}
+		if n == 1 {
+			return nil, s.insertBlobRefs(ctx, tx, o)
+		}
+		// A concurrent transaction inserted the key first: replace its object.
+	}
+}
+
+// insertBlobRefs records the distinct blobs of o in object_blobs.
+func (s *Store) insertBlobRefs(ctx context.Context, tx *sql.Tx, o *meta.Object) error {
+	ids := make([]string, len(o.Blobs))
+	for i, b := range o.Blobs {
+		ids[i] = b.ID
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	for chunk := range slices.Chunk(ids, batchSize) {
+		args := make([]any, 0, 3*len(chunk))
+		for _, id := range chunk {
+			args = append(args, o.Bucket, o.Key, id)
+		}
+		_, err := s.exec(ctx, tx, `INSERT INTO object_blobs (bucket, key, blob_id) VALUES `+
+			strings.Repeat(`(?, ?, ?), `, len(chunk)-1)+`(?, ?, ?)`, args...)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetObject returns the object; NotFound if none.
+func (s *Store) GetObject(ctx context.Context, bucket, key string) (*meta.Object, error) {
+	const op errs.Op = "meta.GetObject"
+	if err := validText(op, "bucket name", bucket, "object key", key); err != nil {
+		return nil, err
+	}
+	o, err := scanObject(s.queryRow(ctx, s.r,
+		`SELECT `+objectColumns+` FROM objects WHERE bucket = ? AND key = ?`, bucket, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, objectNotFound(op, bucket, key)
+	}
+	return o, s.wrap(op, err)
+}
+
+// DeleteObject removes the object and returns it; NotFound if none. One
+// statement deletes the row and, by cascade, its blob references.
+func (s *Store) DeleteObject(ctx context.Context, bucket, key string) (*meta.Object, error) {
+	const op errs.Op = "meta.DeleteObject"
+	if err := validText(op, "bucket name", bucket, "object key", key); err != nil {
+		return nil, err
+	}
+	o, err := scanObject(s.queryRow(ctx, s.w,
+		`DELETE FROM objects WHERE bucket = ? AND key = ? RETURNING `+objectColumns, bucket, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, objectNotFound(op, bucket, key)
+	}
+	return o, s.wrap(op, err)
+}
+
+// BlobsInUse reports which of the blob ids an object or an upload part
+// references: the map holds the ids in use, each true, and no others. It
+// asks in batches, so ids may be many.
+func (s *Store) BlobsInUse(ctx context.Context, ids []string) (map[string]bool, error) {
+	const op errs.Op = "meta.BlobsInUse"
+	inUse := map[string]bool{}
+	for _, id := range ids {
+		if err := validText(op, "blob id", id); err != nil {
+			return nil, err
+		}
+	}
+	for chunk := range slices.Chunk(ids, batchSize) {
+		marks, in := inList(chunk)
+		found, err := list(ctx, s, func(sc scanner) (string, error) {
+			var id string
+			err := sc.Scan(&id)
+			return id, err
+		}, `SELECT blob_id FROM object_blobs WHERE blob_id IN (`+marks+`)
+		UNION SELECT blob_id FROM upload_parts WHERE blob_id IN (`+marks+`)`, append(in, in...)...)
+		if err != nil {
+			return nil, s.wrap(op, err)
+		}
+		for _, id := range found {
+			inUse[id] = true
+		}
+	}
+	return inUse, nil
+}
+
+// inList returns the placeholders and arguments of an IN list of values,
+// which must not be empty. The list is padded to a power of two by
+// repeating the last value, so that the databases see few distinct
+// statements (pgx caches the prepared ones).
+func inList(values []string) (string, []any) {
+	size := 1
+	for size < len(values) {
+		size *= 2
+	}
+	args := make([]any, size)
+	for i := range args {
+		args[i] = values[min(i, len(values)-1)]
+	}
+	return strings.Repeat(`?, `, size-1) + `?`, args
+}

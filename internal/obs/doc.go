@@ -1,0 +1,35 @@
+// Package obs is Atelier's object storage service (OBS): buckets, objects
+// and multipart uploads, what the S3 front end (package s3) and platform
+// components (datasets, jobs, the model registry) call.
+//
+// The service joins two stores: the metadata store (package meta) indexes
+// buckets, objects and uploads, and the blob store (package blob) holds the
+// bytes as immutable blobs. An object is an ordered list of blobs: one for a
+// PUT, one per part for a multipart upload (completing an upload copies no
+// byte). Objects never share blobs, so a blob can be deleted as soon as the
+// index entry that referenced it is gone.
+//
+// Writes go bytes first, index second: PutObject streams the body into a new
+// blob while hashing it (MD5 for the ETag and any additional checksum) in the
+// same pass, verifies Content-MD5, checksum and size — a bad body makes the
+// blob store discard the blob — then indexes the object in one transaction
+// and deletes the blobs of the object it replaced. A crash between the two
+// steps leaves an unreferenced blob, which CollectGarbage removes once it is
+// older than the bound it is given.
+//
+// Every method takes the Caller and authorizes the request itself. The
+// decision is the pure function Authorize: an explicit Deny in the bucket
+// policy or in a policy attached to the user wins; temporary credentials'
+// session policy must allow the request; admins and the bucket's owner are
+// allowed (buckets are private by default); otherwise an Allow in an
+// attached policy or in the bucket policy (for the caller, or for "*",
+// which is how anonymous access is granted) is needed. A refusal is
+// AccessDenied naming the caller, the action, the bucket and the key.
+//
+// Errors carry ATL.OBS codes; S3Error maps them to S3 error codes and
+// statuses. Conditional requests (CheckConditions), byte ranges
+// (ParseRange), bucket names (ValidateBucketName), keys (ValidateKey),
+// lifecycle and CORS rules are pure functions the S3 front end may use
+// directly. ApplyLifecycle and CollectGarbage are the background work the
+// server runs periodically.
+package obs

@@ -1,0 +1,188 @@
+package obs
+
+import (
+	"net/http"
+
+	"github.com/atelier-dev/atelier/internal/errs"
+)
+
+// Error codes of object storage. Each maps to an S3 error code and HTTP
+// status (see S3Error) and is listed in docs/api.md.
+const (
+	CodeNoSuchBucket         errs.Code = "ATL.OBS.0001"
+	CodeNoSuchKey            errs.Code = "ATL.OBS.0002"
+	CodeNoSuchUpload         errs.Code = "ATL.OBS.0003"
+	CodeAccessDenied         errs.Code = "ATL.OBS.0004"
+	CodeInvalidBucketName    errs.Code = "ATL.OBS.0005"
+	CodeBucketExists         errs.Code = "ATL.OBS.0006"
+	CodeBucketOwnedByYou     errs.Code = "ATL.OBS.0007"
+	CodeBucketNotEmpty       errs.Code = "ATL.OBS.0008"
+	CodeWrongRegion          errs.Code = "ATL.OBS.0009"
+	CodeKeyTooLong           errs.Code = "ATL.OBS.0010"
+	CodeBadKey               errs.Code = "ATL.OBS.0011"
+	CodeMetadataTooLarge     errs.Code = "ATL.OBS.0012"
+	CodeBadStorageClass      errs.Code = "ATL.OBS.0013"
+	CodeInvalidDigest        errs.Code = "ATL.OBS.0014"
+	CodeBadDigest            errs.Code = "ATL.OBS.0015"
+	CodeBadChecksum          errs.Code = "ATL.OBS.0016"
+	CodeBadChecksumAlgo      errs.Code = "ATL.OBS.0017"
+	CodeIncompleteBody       errs.Code = "ATL.OBS.0018"
+	CodeEntityTooLarge       errs.Code = "ATL.OBS.0019"
+	CodeInvalidRange         errs.Code = "ATL.OBS.0020"
+	CodeNotModified          errs.Code = "ATL.OBS.0021"
+	CodePreconditionFailed   errs.Code = "ATL.OBS.0022"
+	CodeCopyToItself         errs.Code = "ATL.OBS.0023"
+	CodeBadDirective         errs.Code = "ATL.OBS.0024"
+	CodeBadListArgument      errs.Code = "ATL.OBS.0025"
+	CodeBadContinuationToken errs.Code = "ATL.OBS.0026"
+	CodeMalformedRequest     errs.Code = "ATL.OBS.0027"
+	CodeBadPartNumber        errs.Code = "ATL.OBS.0028"
+	CodeInvalidPartOrder     errs.Code = "ATL.OBS.0029"
+	CodeInvalidPart          errs.Code = "ATL.OBS.0030"
+	CodeEntityTooSmall       errs.Code = "ATL.OBS.0031"
+	CodeBadCopyRange         errs.Code = "ATL.OBS.0032"
+	CodeNoSuchPart           errs.Code = "ATL.OBS.0033"
+	CodeMalformedPolicy      errs.Code = "ATL.OBS.0034"
+	CodeNoSuchBucketPolicy   errs.Code = "ATL.OBS.0035"
+	CodeBadLifecycle         errs.Code = "ATL.OBS.0036"
+	CodeNoSuchLifecycle      errs.Code = "ATL.OBS.0037"
+	CodeBadCORS              errs.Code = "ATL.OBS.0038"
+	CodeNoSuchCORS           errs.Code = "ATL.OBS.0039"
+	CodeKeyNotArchivable     errs.Code = "ATL.OBS.0040"
+	CodeInconsistent         errs.Code = "ATL.OBS.0041"
+	CodeTooManyDeleteKeys    errs.Code = "ATL.OBS.0042"
+)
+
+// codeInfo is what a code means to the front ends: the kind of error (which
+// decides the REST status), the S3 error code and the S3 HTTP status.
+type codeInfo struct {
+	kind   errs.Kind
+	s3     string
+	status int
+}
+
+// infoOf is the table of ATL.OBS codes.
+func infoOf(c errs.Code) (codeInfo, bool) {
+	switch c {
+	case CodeNoSuchBucket:
+		return codeInfo{errs.NotFound, "NoSuchBucket", http.StatusNotFound}, true
+	case CodeNoSuchKey:
+		return codeInfo{errs.NotFound, "NoSuchKey", http.StatusNotFound}, true
+	case CodeNoSuchUpload:
+		return codeInfo{errs.NotFound, "NoSuchUpload", http.StatusNotFound}, true
+	case CodeAccessDenied:
+		return codeInfo{errs.PermissionDenied, "AccessDenied", http.StatusForbidden}, true
+	case CodeInvalidBucketName:
+		return codeInfo{errs.Invalid, "InvalidBucketName", http.StatusBadRequest}, true
+	case CodeBucketExists:
+		return codeInfo{errs.Exists, "BucketAlreadyExists", http.StatusConflict}, true
+	case CodeBucketOwnedByYou:
+		return codeInfo{errs.Exists, "BucketAlreadyOwnedByYou", http.StatusConflict}, true
+	case CodeBucketNotEmpty:
+		return codeInfo{errs.Conflict, "BucketNotEmpty", http.StatusConflict}, true
+	case CodeWrongRegion:
+		return codeInfo{errs.Invalid, "IllegalLocationConstraintException", http.StatusBadRequest}, true
+	case CodeKeyTooLong:
+		return codeInfo{errs.Invalid, "KeyTooLongError", http.StatusBadRequest}, true
+	case CodeBadKey, CodeBadChecksumAlgo, CodeBadDirective, CodeBadListArgument,
+		CodeBadContinuationToken, CodeBadPartNumber, CodeBadCopyRange, CodeBadLifecycle,
+		CodeBadCORS, CodeKeyNotArchivable:
+		return codeInfo{errs.Invalid, "InvalidArgument", http.StatusBadRequest}, true
+	case CodeMetadataTooLarge:
+		return codeInfo{errs.TooLarge, "MetadataTooLarge", http.StatusBadRequest}, true
+	case CodeBadStorageClass:
+		return codeInfo{errs.Invalid, "InvalidStorageClass", http.StatusBadRequest}, true
+	case CodeInvalidDigest:
+		return codeInfo{errs.Invalid, "InvalidDigest", http.StatusBadRequest}, true
+	case CodeBadDigest, CodeBadChecksum:
+		return codeInfo{errs.Invalid, "BadDigest", http.StatusBadRequest}, true
+	case CodeIncompleteBody:
+		return codeInfo{errs.Invalid, "IncompleteBody", http.StatusBadRequest}, true
+	case CodeEntityTooLarge:
+		return codeInfo{errs.TooLarge, "EntityTooLarge", http.StatusBadRequest}, true
+	case CodeInvalidRange:
+		return codeInfo{errs.Invalid, "InvalidRange", http.StatusRequestedRangeNotSatisfiable}, true
+	case CodeNotModified:
+		return codeInfo{errs.Conflict, "NotModified", http.StatusNotModified}, true
+	case CodePreconditionFailed:
+		return codeInfo{errs.Conflict, "PreconditionFailed", http.StatusPreconditionFailed}, true
+	case CodeCopyToItself:
+		return codeInfo{errs.Invalid, "InvalidRequest", http.StatusBadRequest}, true
+	case CodeMalformedRequest, CodeTooManyDeleteKeys:
+		return codeInfo{errs.Invalid, "MalformedXML", http.StatusBadRequest}, true
+	case CodeInvalidPartOrder:
+		return codeInfo{errs.Invalid, "InvalidPartOrder", http.StatusBadRequest}, true
+	case CodeInvalidPart:
+		return codeInfo{errs.Invalid, "InvalidPart", http.StatusBadRequest}, true
+	case CodeEntityTooSmall:
+		return codeInfo{errs.Invalid, "EntityTooSmall", http.StatusBadRequest}, true
+	case CodeNoSuchPart:
+		return codeInfo{errs.Invalid, "InvalidPartNumber", http.StatusRequestedRangeNotSatisfiable}, true
+	case CodeMalformedPolicy:
+		return codeInfo{errs.Invalid, "MalformedPolicy", http.StatusBadRequest}, true
+	case CodeNoSuchBucketPolicy:
+		return codeInfo{errs.NotFound, "NoSuchBucketPolicy", http.StatusNotFound}, true
+	case CodeNoSuchLifecycle:
+		return codeInfo{errs.NotFound, "NoSuchLifecycleConfiguration", http.StatusNotFound}, true
+	case CodeNoSuchCORS:
+		return codeInfo{errs.NotFound, "NoSuchCORSConfiguration", http.StatusNotFound}, true
+	case CodeInconsistent:
+		return codeInfo{errs.Internal, "InternalError", http.StatusInternalServerError}, true
+	}
+	return codeInfo{}, false
+}
+
+// S3Error returns the S3 error code and HTTP status the S3 front end answers
+// for err. ok reports whether err carries an ATL.OBS code; when it does not,
+// code and status still hold a fallback chosen by the error's kind
+// (InternalError 500, ServiceUnavailable 503, AccessDenied 403, …), so a
+// front end may use them or apply its own table first.
+func S3Error(err error) (code string, status int, ok bool) {
+	if err == nil {
+		return "", http.StatusOK, false
+	}
+	if in, found := infoOf(errs.CodeOf(err)); found {
+		return in.s3, in.status, true
+	}
+	switch errs.KindOf(err) {
+	case errs.Invalid:
+		return "InvalidArgument", http.StatusBadRequest, false
+	case errs.NotFound:
+		return "NoSuchKey", http.StatusNotFound, false
+	case errs.Exists, errs.Conflict:
+		return "OperationAborted", http.StatusConflict, false
+	case errs.Unauthenticated:
+		return "InvalidAccessKeyId", http.StatusForbidden, false
+	case errs.PermissionDenied:
+		return "AccessDenied", http.StatusForbidden, false
+	case errs.TooLarge:
+		return "EntityTooLarge", http.StatusBadRequest, false
+	case errs.Unavailable:
+		return "ServiceUnavailable", http.StatusServiceUnavailable, false
+	case errs.Unsupported:
+		return "NotImplemented", http.StatusNotImplemented, false
+	}
+	return "InternalError", http.StatusInternalServerError, false
+}
+
+// fail builds an error with an ATL.OBS code; the kind comes from the code's
+// row in the table.
+func fail(op errs.Op, code errs.Code, msg string, hint string, cause ...error) error {
+	in, _ := infoOf(code)
+	args := []any{in.kind, code, msg}
+	if hint != "" {
+		args = append(args, errs.Hint(hint))
+	}
+	for _, c := range cause {
+		args = append(args, c)
+	}
+	return errs.E(op, args...)
+}
+
+// storeErr wraps a failure of the metadata or byte store, keeping its kind.
+func storeErr(op errs.Op, what string, err error) error {
+	if errs.KindOf(err) == errs.Other {
+		return errs.E(op, errs.Internal, what, err)
+	}
+	return errs.E(op, what, err)
+}

@@ -1,0 +1,268 @@
+package obs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/meta"
+)
+
+// LifecycleRule is one rule of a bucket's lifecycle configuration: objects
+// under Prefix expire ExpirationDays after they were last modified, and
+// multipart uploads under Prefix are aborted AbortIncompleteDays after they
+// were initiated. A zero number of days means no such action.
+type LifecycleRule struct {
+	ID                  string `json:"id"`
+	Status              string `json:"status"` // LifecycleEnabled or LifecycleDisabled
+	Prefix              string `json:"prefix,omitempty"`
+	ExpirationDays      int    `json:"expiration_days,omitempty"`
+	AbortIncompleteDays int    `json:"abort_incomplete_days,omitempty"`
+}
+
+// Lifecycle rule states and limits.
+const (
+	LifecycleEnabled  = "Enabled"
+	LifecycleDisabled = "Disabled"
+	MaxLifecycleRules = 1000
+	maxRuleIDLen      = 255
+)
+
+// ValidateLifecycle checks rules and fills in missing ids ("rule-N"). It
+// returns the rules to store.
+func ValidateLifecycle(rules []LifecycleRule) ([]LifecycleRule, error) {
+	const op errs.Op = "obs.ValidateLifecycle"
+	const hint = "each rule has a unique ID, Status Enabled or Disabled, and a positive Expiration Days or AbortIncompleteMultipartUpload DaysAfterInitiation"
+	bad := func(format string, args ...any) error {
+		return fail(op, CodeBadLifecycle, "invalid lifecycle configuration: "+fmt.Sprintf(format, args...), hint)
+	}
+	switch {
+	case len(rules) == 0:
+		return nil, bad("no rules (delete the configuration to remove every rule)")
+	case len(rules) > MaxLifecycleRules:
+		return nil, bad("%d rules; the limit is %d", len(rules), MaxLifecycleRules)
+	}
+	out := make([]LifecycleRule, len(rules))
+	seen := map[string]bool{}
+	for i, r := range rules {
+		if r.ID == "" {
+			r.ID = fmt.Sprintf("rule-%d", i+1)
+		}
+		switch {
+		case len(r.ID) > maxRuleIDLen:
+			return nil, bad("rule %d: the ID is longer than %d characters", i+1, maxRuleIDLen)
+		case seen[r.ID]:
+			return nil, bad("rule %d: the ID %q is used twice", i+1, r.ID)
+		case r.Status != LifecycleEnabled && r.Status != LifecycleDisabled:
+			return nil, bad("rule %q: Status %q is not Enabled or Disabled", r.ID, r.Status)
+		case len(r.Prefix) > MaxKeyLen:
+			return nil, bad("rule %q: the prefix is longer than %d bytes", r.ID, MaxKeyLen)
+		case r.ExpirationDays < 0 || r.AbortIncompleteDays < 0:
+			return nil, bad("rule %q: a number of days is negative", r.ID)
+		case r.ExpirationDays == 0 && r.AbortIncompleteDays == 0:
+			return nil, bad("rule %q has no action: set Expiration Days or AbortIncompleteMultipartUpload DaysAfterInitiation", r.ID)
+		}
+		seen[r.ID] = true
+		out[i] = r
+	}
+	return out, nil
+}
+
+// PutLifecycle replaces the bucket's lifecycle rules.
+func (s *Service) PutLifecycle(ctx context.Context, c *Caller, bucket string, rules []LifecycleRule) error {
+	const op errs.Op = "obs.PutLifecycle"
+	b, err := s.bucket(ctx, op, bucket)
+	if err != nil {
+		return err
+	}
+	if err := s.check(op, c, b, ActionPutLifecycleConfiguration, "", nil); err != nil {
+		return err
+	}
+	rules, err = ValidateLifecycle(rules)
+	if err != nil {
+		return err
+	}
+	doc, err := json.Marshal(rules)
+	if err != nil {
+		return errs.E(op, errs.Internal, "encoding lifecycle rules", err)
+	}
+	return s.setConfig(ctx, op, bucket, meta.BucketLifecycle, string(doc))
+}
+
+// GetLifecycle returns the bucket's lifecycle rules;
+// NoSuchLifecycleConfiguration if it has none.
+func (s *Service) GetLifecycle(ctx context.Context, c *Caller, bucket string) ([]LifecycleRule, error) {
+	const op errs.Op = "obs.GetLifecycle"
+	b, err := s.bucket(ctx, op, bucket)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.check(op, c, b, ActionGetLifecycleConfiguration, "", nil); err != nil {
+		return nil, err
+	}
+	if b.Lifecycle == "" {
+		return nil, fail(op, CodeNoSuchLifecycle, fmt.Sprintf("bucket %q has no lifecycle configuration", bucket), "")
+	}
+	var rules []LifecycleRule
+	if err := json.Unmarshal([]byte(b.Lifecycle), &rules); err != nil {
+		return nil, fail(op, CodeInconsistent, fmt.Sprintf("the stored lifecycle configuration of bucket %q does not decode", bucket), "put the configuration again", err)
+	}
+	return rules, nil
+}
+
+// DeleteLifecycle removes the bucket's lifecycle rules (S3 checks
+// obs:PutLifecycleConfiguration for it).
+func (s *Service) DeleteLifecycle(ctx context.Context, c *Caller, bucket string) error {
+	const op errs.Op = "obs.DeleteLifecycle"
+	b, err := s.bucket(ctx, op, bucket)
+	if err != nil {
+		return err
+	}
+	if err := s.check(op, c, b, ActionPutLifecycleConfiguration, "", nil); err != nil {
+		return err
+	}
+	return s.setConfig(ctx, op, bucket, meta.BucketLifecycle, "")
+}
+
+// LifecycleResult counts what ApplyLifecycle did.
+type LifecycleResult struct {
+	Expired int // objects deleted
+	Aborted int // multipart uploads aborted
+}
+
+// ApplyLifecycle runs every enabled lifecycle rule of every bucket once:
+// it deletes the objects under a rule's prefix last modified more than
+// ExpirationDays ago and aborts the uploads under it initiated more than
+// AbortIncompleteDays ago. A failure in one bucket does not stop the others;
+// the failures are returned together.
+func (s *Service) ApplyLifecycle(ctx context.Context) (LifecycleResult, error) {
+	const op errs.Op = "obs.ApplyLifecycle"
+	var res LifecycleResult
+	buckets, err := s.store.ListBuckets(ctx, "")
+	if err != nil {
+		return res, storeErr(op, "listing buckets", err)
+	}
+	now := s.now()
+	var failures []error
+	for _, b := range buckets {
+		if b.Lifecycle == "" {
+			continue
+		}
+		var rules []LifecycleRule
+		if err := json.Unmarshal([]byte(b.Lifecycle), &rules); err != nil {
+			s.log.Error("stored lifecycle configuration does not decode; skipping the bucket", "bucket", b.Name, "err", err)
+			continue
+		}
+		for _, r := range rules {
+			if r.Status != LifecycleEnabled {
+				continue
+			}
+			if r.ExpirationDays > 0 {
+				n, err := s.expire(ctx, b.Name, r.Prefix, now.Add(-days(r.ExpirationDays)))
+				res.Expired += n
+				if err != nil {
+					failures = append(failures, fmt.Errorf("bucket %q rule %q: %w", b.Name, r.ID, err))
+				}
+			}
+			if r.AbortIncompleteDays > 0 {
+				n, err := s.abortStale(ctx, b.Name, r.Prefix, now.Add(-days(r.AbortIncompleteDays)))
+				res.Aborted += n
+				if err != nil {
+					failures = append(failures, fmt.Errorf("bucket %q rule %q: %w", b.Name, r.ID, err))
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		failures = append(failures, ctx.Err())
+	}
+	if len(failures) > 0 {
+		return res, errs.E(op, errs.KindOf(failures[0]), "lifecycle rules could not all be applied", errors.Join(failures...))
+	}
+	return res, nil
+}
+
+func days(n int) time.Duration { return time.Duration(n) * 24 * time.Hour }
+
+// expire deletes the objects under prefix last modified before cutoff.
+func (s *Service) expire(ctx context.Context, bucket, prefix string, cutoff time.Time) (int, error) {
+	const op errs.Op = "obs.expire"
+	n := 0
+	q := meta.ListObjectsQuery{Bucket: bucket, Prefix: prefix, MaxKeys: 1000}
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		page, err := s.store.ListObjects(ctx, q)
+		if err != nil {
+			return n, storeErr(op, "listing objects", err)
+		}
+		for _, o := range page.Objects {
+			if !o.LastModified.Before(cutoff) {
+				continue
+			}
+			gone, err := s.store.DeleteObject(ctx, bucket, o.Key)
+			if errs.Is(err, errs.NotFound) {
+				continue
+			}
+			if err != nil {
+				return n, storeErr(op, fmt.Sprintf("deleting object %q", o.Key), err)
+			}
+			s.deleteBlobs(ctx, gone.Blobs)
+			n++
+		}
+		if !page.Truncated {
+			return n, nil
+		}
+		q.StartAfter = page.NextStartAfter
+	}
+}
+
+// abortStale aborts the uploads under prefix initiated before cutoff.
+func (s *Service) abortStale(ctx context.Context, bucket, prefix string, cutoff time.Time) (int, error) {
+	const op errs.Op = "obs.abortStale"
+	n := 0
+	q := meta.ListUploadsQuery{Bucket: bucket, Prefix: prefix, MaxUploads: 1000}
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		ups, more, err := s.store.ListUploads(ctx, q)
+		if err != nil {
+			return n, storeErr(op, "listing uploads", err)
+		}
+		for _, u := range ups {
+			if !u.Initiated.Before(cutoff) {
+				continue
+			}
+			parts, err := s.store.AbortUpload(ctx, u.ID)
+			if errs.Is(err, errs.NotFound) {
+				continue
+			}
+			if err != nil {
+				return n, storeErr(op, fmt.Sprintf("aborting upload %q", u.ID), err)
+			}
+			s.deleteBlobs(ctx, partBlobs(parts))
+			n++
+		}
+		if !more || len(ups) == 0 {
+			return n, nil
+		}
+		last := ups[len(ups)-1]
+		q.KeyMarker, q.UploadIDMarker = last.Key, last.ID
+	}
+}
+
+func partBlobs(parts []*meta.UploadPart) []meta.Blob {
+	out := make([]meta.Blob, 0, len(parts))
+	for _, p := range parts {
+		out = append(out, p.Blob)
+	}
+	return out
+}

@@ -1,0 +1,436 @@
+package obs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/meta"
+)
+
+// PutOptions describe the body and attributes of a PutObject.
+type PutOptions struct {
+	Size         int64             // bytes in the body; -1 if unknown
+	ContentType  string            // "" stores none
+	Metadata     map[string]string // user metadata (lower-case names without x-amz-meta-)
+	Headers      map[string]string // stored system headers (Cache-Control, …)
+	ContentMD5   []byte            // binary MD5 the client sent; nil if absent
+	Checksum     Checksum          // optional additional checksum
+	StorageClass string            // "" is STANDARD
+}
+
+// PutObject stores body as the object bucket/key, replacing any object with
+// that key. The bytes are written to a new blob and hashed in the same pass;
+// Content-MD5, the checksum and the size are verified before the object is
+// indexed, and the replaced object's blobs are deleted after.
+func (s *Service) PutObject(ctx context.Context, c *Caller, bucket, key string, body io.Reader, o PutOptions) (*meta.Object, error) {
+	const op errs.Op = "obs.PutObject"
+	class, err := s.checkAttributes(op, key, o.Metadata, o.StorageClass)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.bucket(ctx, op, bucket)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.check(op, c, b, ActionPutObject, key, nil); err != nil {
+		return nil, err
+	}
+	w, err := s.writeBlob(ctx, op, body, o.Size, o.ContentMD5, o.Checksum)
+	if err != nil {
+		return nil, err
+	}
+	obj := &meta.Object{
+		Bucket: bucket, Key: key, Size: w.size, ETag: w.etag(),
+		ContentType: o.ContentType, Metadata: o.Metadata, Headers: o.Headers,
+		StorageClass: class, OwnerID: objectOwner(c, b), LastModified: s.nowMS(),
+		Blobs: []meta.Blob{{ID: w.id, Size: w.size}},
+	}
+	if w.checksum != "" {
+		obj.Checksums = map[string]string{w.algo: w.checksum}
+	}
+	if err := s.commit(ctx, op, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+func (s *Service) checkAttributes(op errs.Op, key string, md map[string]string, class string) (string, error) {
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	if err := validateMetadata(op, md); err != nil {
+		return "", err
+	}
+	return storageClass(op, class)
+}
+
+// objectOwner is the owner of an object c writes: c, or the bucket owner
+// for anonymous writes.
+func objectOwner(c *Caller, b *meta.Bucket) string {
+	if id := c.userID(); id != "" {
+		return id
+	}
+	return b.OwnerID
+}
+
+// commit indexes obj, whose blobs are new, and deletes the blobs of the
+// object it replaced. When indexing fails for certain (the bucket is gone,
+// the request is invalid) the new blobs are deleted; when the outcome is
+// unknown (the store did not answer) they are left to CollectGarbage, which
+// deletes them only if nothing references them.
+func (s *Service) commit(ctx context.Context, op errs.Op, obj *meta.Object) error {
+	replaced, err := s.store.PutObject(ctx, obj)
+	if err != nil {
+		switch errs.KindOf(err) {
+		case errs.NotFound, errs.Invalid, errs.Conflict, errs.Exists, errs.TooLarge:
+			s.deleteBlobs(ctx, obj.Blobs)
+		default:
+			s.log.Warn("indexing an object failed; its new blobs are left to garbage collection",
+				"bucket", obj.Bucket, "key", obj.Key, "err", err)
+		}
+		if errs.Is(err, errs.NotFound) {
+			return noSuchBucket(op, obj.Bucket)
+		}
+		return storeErr(op, fmt.Sprintf("indexing object %q", obj.Key), err)
+	}
+	if replaced != nil {
+		s.deleteBlobs(ctx, replaced.Blobs)
+	}
+	return nil
+}
+
+// GetOptions select what GetObject returns.
+type GetOptions struct {
+	Range      *Range // nil: the whole object
+	PartNumber int    // > 0: that part of a multipart object (part 1 of a simple object is all of it)
+	Conditions Conditions
+}
+
+// GetResult is an object and the bytes asked for.
+type GetResult struct {
+	Object     *meta.Object
+	Body       io.ReadCloser // Length bytes from Offset; nil from HeadObject and on errors
+	Offset     int64
+	Length     int64
+	Partial    bool // a range or part was asked for: answer 206 with Content-Range
+	PartsCount int  // parts of a multipart object; 0 for a simple object
+}
+
+// ContentRange is the value of the Content-Range header of a partial
+// answer.
+func (r *GetResult) ContentRange() string {
+	if r.Length == 0 {
+		return fmt.Sprintf("bytes */%d", r.Object.Size)
+	}
+	return fmt.Sprintf("bytes %d-%d/%d", r.Offset, r.Offset+r.Length-1, r.Object.Size)
+}
+
+// GetObject returns the object and a reader of the asked bytes, which the
+// caller must close. When a condition fails the error is NotModified or
+// PreconditionFailed and the result still carries the Object (a 304 answer
+// shows its ETag).
+func (s *Service) GetObject(ctx context.Context, c *Caller, bucket, key string, o GetOptions) (*GetResult, error) {
+	return s.get(ctx, "obs.GetObject", c, bucket, key, o, http.MethodGet)
+}
+
+// HeadObject is GetObject without the body.
+func (s *Service) HeadObject(ctx context.Context, c *Caller, bucket, key string, o GetOptions) (*GetResult, error) {
+	return s.get(ctx, "obs.HeadObject", c, bucket, key, o, http.MethodHead)
+}
+
+// openAttempts bounds the retries of a read that found its first blob
+// deleted by a concurrent overwrite.
+const openAttempts = 3
+
+func (s *Service) get(ctx context.Context, op errs.Op, c *Caller, bucket, key string, o GetOptions, method string) (*GetResult, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if o.Range != nil && o.PartNumber != 0 {
+		return nil, fail(op, CodeBadPartNumber, "a Range and a part number in one request", "ask for either a byte range or a part")
+	}
+	if o.PartNumber < 0 || o.PartNumber > MaxPartNumber {
+		return nil, badPartNumber(op, o.PartNumber)
+	}
+	b, err := s.bucket(ctx, op, bucket)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.check(op, c, b, ActionGetObject, key, nil); err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		res, err := s.lookup(ctx, op, bucket, key, o, method)
+		if err != nil || method == http.MethodHead {
+			return res, err
+		}
+		body, err := openRange(ctx, s.blobs, bucket+"/"+key, res.Object.Blobs, res.Offset, res.Length)
+		if blobMissing(err) && attempt < openAttempts {
+			continue // replaced while we looked: read the new one
+		}
+		if err != nil {
+			return nil, err
+		}
+		res.Body = body
+		return res, nil
+	}
+}
+
+// lookup reads the index entry and works out the bytes to send.
+func (s *Service) lookup(ctx context.Context, op errs.Op, bucket, key string, o GetOptions, method string) (*GetResult, error) {
+	obj, err := s.store.GetObject(ctx, bucket, key)
+	if errs.Is(err, errs.NotFound) {
+		return nil, noSuchKey(op, bucket, key)
+	}
+	if err != nil {
+		return nil, storeErr(op, fmt.Sprintf("reading object %q", key), err)
+	}
+	res := &GetResult{Object: obj, Length: obj.Size}
+	if isMultipart(obj) {
+		res.PartsCount = len(obj.Blobs)
+	}
+	if err := CheckConditions(obj, o.Conditions, method); err != nil {
+		return res, err
+	}
+	switch {
+	case o.Range != nil:
+		off, n, err := o.Range.Resolve(obj.Size)
+		if err != nil {
+			return nil, err
+		}
+		res.Offset, res.Length, res.Partial = off, n, true
+	case o.PartNumber > 0:
+		if !isMultipart(obj) {
+			if o.PartNumber != 1 {
+				return nil, noSuchPart(op, o.PartNumber, 1)
+			}
+			break
+		}
+		if o.PartNumber > len(obj.Blobs) {
+			return nil, noSuchPart(op, o.PartNumber, len(obj.Blobs))
+		}
+		for _, bl := range obj.Blobs[:o.PartNumber-1] {
+			res.Offset += bl.Size
+		}
+		res.Length = obj.Blobs[o.PartNumber-1].Size
+		res.Partial = true
+	}
+	return res, nil
+}
+
+func isMultipart(o *meta.Object) bool { return strings.Contains(o.ETag, "-") }
+
+func noSuchPart(op errs.Op, n, count int) error {
+	return fail(op, CodeNoSuchPart, fmt.Sprintf("part %d does not exist: the object has %d part(s)", n, count), "")
+}
+
+// DeleteObject deletes the object; deleting a missing object succeeds (S3
+// semantics).
+func (s *Service) DeleteObject(ctx context.Context, c *Caller, bucket, key string) error {
+	const op errs.Op = "obs.DeleteObject"
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	b, err := s.bucket(ctx, op, bucket)
+	if err != nil {
+		return err
+	}
+	return s.deleteOne(ctx, op, c, b, key)
+}
+
+func (s *Service) deleteOne(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, key string) error {
+	if err := s.check(op, c, b, ActionDeleteObject, key, nil); err != nil {
+		return err
+	}
+	gone, err := s.store.DeleteObject(ctx, b.Name, key)
+	if errs.Is(err, errs.NotFound) {
+		return nil
+	}
+	if err != nil {
+		return storeErr(op, fmt.Sprintf("deleting object %q", key), err)
+	}
+	s.deleteBlobs(ctx, gone.Blobs)
+	return nil
+}
+
+// MaxDeleteKeys is the most keys one DeleteObjects takes.
+const MaxDeleteKeys = 1000
+
+// DeleteResult is the outcome for one key of DeleteObjects; Err is nil on
+// success (a missing key is a success).
+type DeleteResult struct {
+	Key string
+	Err error
+}
+
+// DeleteObjects deletes up to MaxDeleteKeys objects of one bucket and
+// reports per key. The error is for the request as a whole.
+func (s *Service) DeleteObjects(ctx context.Context, c *Caller, bucket string, keys []string) ([]DeleteResult, error) {
+	const op errs.Op = "obs.DeleteObjects"
+	switch {
+	case len(keys) == 0:
+		return nil, fail(op, CodeMalformedRequest, "no keys to delete", "name at least one object")
+	case len(keys) > MaxDeleteKeys:
+		return nil, fail(op, CodeTooManyDeleteKeys, fmt.Sprintf("%d keys to delete; the limit is %d per request", len(keys), MaxDeleteKeys),
+			"split the keys into batches of 1000")
+	}
+	b, err := s.bucket(ctx, op, bucket)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DeleteResult, len(keys))
+	for i, k := range keys {
+		out[i].Key = k
+		if err := ValidateKey(k); err != nil {
+			out[i].Err = err
+			continue
+		}
+		out[i].Err = s.deleteOne(ctx, op, c, b, k)
+	}
+	return out, nil
+}
+
+// Metadata directives of CopyObject.
+const (
+	DirectiveCopy    = "COPY"
+	DirectiveReplace = "REPLACE"
+)
+
+// CopyOptions describe a CopyObject.
+type CopyOptions struct {
+	MetadataDirective string // DirectiveCopy ("" too) or DirectiveReplace
+	// With DirectiveReplace, the new attributes:
+	ContentType string
+	Metadata    map[string]string
+	Headers     map[string]string
+	// StorageClass of the copy; "" is STANDARD.
+	StorageClass string
+	// SourceConditions are x-amz-copy-source-if-*; a failed one is
+	// PreconditionFailed.
+	SourceConditions Conditions
+}
+
+// CopyObject copies srcBucket/srcKey to dstBucket/dstKey: it reads the
+// source and writes a new blob (objects never share blobs), so the copy's
+// ETag is the MD5 of its bytes. Copying an object onto itself needs
+// DirectiveReplace or a new storage class.
+func (s *Service) CopyObject(ctx context.Context, c *Caller, srcBucket, srcKey, dstBucket, dstKey string, o CopyOptions) (*meta.Object, error) {
+	const op errs.Op = "obs.CopyObject"
+	if err := ValidateKey(srcKey); err != nil {
+		return nil, err
+	}
+	replace := false
+	switch o.MetadataDirective {
+	case "", DirectiveCopy:
+	case DirectiveReplace:
+		replace = true
+	default:
+		return nil, fail(op, CodeBadDirective, fmt.Sprintf("unknown metadata directive %q", o.MetadataDirective), "use COPY or REPLACE")
+	}
+	md := o.Metadata
+	if !replace {
+		md = nil
+	}
+	class, err := s.checkAttributes(op, dstKey, md, o.StorageClass)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := s.bucket(ctx, op, srcBucket)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.check(op, c, sb, ActionGetObject, srcKey, nil); err != nil {
+		return nil, err
+	}
+	db := sb
+	if dstBucket != srcBucket {
+		if db, err = s.bucket(ctx, op, dstBucket); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.check(op, c, db, ActionPutObject, dstKey, nil); err != nil {
+		return nil, err
+	}
+	src, _, body, err := s.openSource(ctx, op, srcBucket, srcKey, o.SourceConditions, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	if srcBucket == dstBucket && srcKey == dstKey && !replace && (o.StorageClass == "" || o.StorageClass == src.StorageClass) {
+		return nil, fail(op, CodeCopyToItself,
+			fmt.Sprintf("copying %s/%s onto itself without changing its metadata or storage class", srcBucket, srcKey),
+			"set the metadata directive to REPLACE (with the new metadata) or copy to another key")
+	}
+	algo := checksumAlgo(src)
+	w, err := s.writeBlob(ctx, op, body, src.Size, nil, Checksum{Algo: algo})
+	if err != nil {
+		if errs.CodeOf(err) == CodeEntityTooLarge {
+			return nil, fail(op, CodeEntityTooLarge,
+				fmt.Sprintf("the source is %d bytes; one copy is at most %d bytes", src.Size, s.maxPut),
+				"copy it with a multipart upload whose parts are UploadPartCopy ranges of the source", err)
+		}
+		return nil, err
+	}
+	obj := &meta.Object{
+		Bucket: dstBucket, Key: dstKey, Size: w.size, ETag: w.etag(),
+		ContentType: src.ContentType, Metadata: src.Metadata, Headers: src.Headers,
+		StorageClass: class, OwnerID: objectOwner(c, db), LastModified: s.nowMS(),
+		Blobs: []meta.Blob{{ID: w.id, Size: w.size}},
+	}
+	if replace {
+		obj.ContentType, obj.Metadata, obj.Headers = o.ContentType, o.Metadata, o.Headers
+	}
+	if w.checksum != "" {
+		obj.Checksums = map[string]string{w.algo: w.checksum}
+	}
+	if err := s.commit(ctx, op, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// checksumAlgo is the algorithm of the object's additional checksum, if any
+// (the first by name, should there be several).
+func checksumAlgo(o *meta.Object) string {
+	if len(o.Checksums) == 0 {
+		return ""
+	}
+	return slices.Sorted(maps.Keys(o.Checksums))[0]
+}
+
+// openSource opens the source of a copy, all of it or the byte range rng
+// ("bytes=first-last" within the object), after checking its conditions (a
+// failed one is PreconditionFailed). It returns the source object and the
+// number of bytes the reader yields.
+func (s *Service) openSource(ctx context.Context, op errs.Op, bucket, key string, cond Conditions, rng *Range) (*meta.Object, int64, io.ReadCloser, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := s.lookup(ctx, op, bucket, key, GetOptions{Conditions: cond}, "COPY")
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		src := res.Object
+		off, n := int64(0), src.Size
+		if rng != nil {
+			if rng.First < 0 || rng.Last < rng.First || rng.Last >= src.Size {
+				return nil, 0, nil, fail(op, CodeBadCopyRange,
+					fmt.Sprintf("the copy source range %s is not within the source object of %d bytes", rng, src.Size),
+					"write the range as bytes=first-last with 0 <= first <= last < the source size")
+			}
+			off, n = rng.First, rng.Last-rng.First+1
+		}
+		body, err := openRange(ctx, s.blobs, bucket+"/"+key, src.Blobs, off, n)
+		if blobMissing(err) && attempt < openAttempts {
+			continue
+		}
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		return src, n, body, nil
+	}
+}

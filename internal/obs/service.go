@@ -1,0 +1,204 @@
+package obs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/atelier-dev/atelier/internal/auth/policy"
+	"github.com/atelier-dev/atelier/internal/blob"
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/meta"
+)
+
+// Store is what the service needs from the metadata store.
+type Store interface {
+	meta.Buckets
+	meta.Objects
+	meta.Uploads
+}
+
+// UserNamer gives the display name of a user id (auth.Service has it).
+type UserNamer interface {
+	UserName(ctx context.Context, id string) string
+}
+
+// Defaults of Options.
+const (
+	DefaultRegion      = "us-east-1"
+	DefaultMinPartSize = 5 << 20 // every part of a multipart upload but the last
+	DefaultMaxPutSize  = 5 << 30 // one PUT or one part
+)
+
+// Options configure a Service. Zero values take the defaults.
+type Options struct {
+	Region      string           // the one region of this server; default "us-east-1"
+	Now         func() time.Time // default time.Now
+	Logger      *slog.Logger     // default discards
+	Authorizer  func(AuthzInput) Decision
+	Users       UserNamer // owner display names in listings; nil: the id is the name
+	MinPartSize int64     // default DefaultMinPartSize
+	MaxPutSize  int64     // default DefaultMaxPutSize
+}
+
+// Service is object storage: buckets, objects and multipart uploads over a
+// metadata store (the index) and a blob store (the bytes). It is safe for
+// concurrent use.
+type Service struct {
+	store     Store
+	blobs     blob.Store
+	region    string
+	now       func() time.Time
+	log       *slog.Logger
+	authorize func(AuthzInput) Decision
+	users     UserNamer
+	minPart   int64
+	maxPut    int64
+	policies  policyCache
+}
+
+// New returns a Service over store and blobs.
+func New(store Store, blobs blob.Store, o Options) *Service {
+	if o.Region == "" {
+		o.Region = DefaultRegion
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Authorizer == nil {
+		o.Authorizer = Authorize
+	}
+	if o.MinPartSize <= 0 {
+		o.MinPartSize = DefaultMinPartSize
+	}
+	if o.MaxPutSize <= 0 {
+		o.MaxPutSize = DefaultMaxPutSize
+	}
+	return &Service{
+		store: store, blobs: blobs, region: o.Region, now: o.Now, log: o.Logger,
+		authorize: o.Authorizer, users: o.Users, minPart: o.MinPartSize, maxPut: o.MaxPutSize,
+		policies: policyCache{m: map[string]cachedPolicy{}},
+	}
+}
+
+// Region is the region of this server.
+func (s *Service) Region() string { return s.region }
+
+func (s *Service) nowMS() time.Time { return s.now().UTC().Truncate(time.Millisecond) }
+
+func newUploadID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// bucket loads a bucket; NoSuchBucket if none.
+func (s *Service) bucket(ctx context.Context, op errs.Op, name string) (*meta.Bucket, error) {
+	b, err := s.store.GetBucket(ctx, name)
+	if errs.Is(err, errs.NotFound) {
+		return nil, noSuchBucket(op, name)
+	}
+	if err != nil {
+		return nil, storeErr(op, fmt.Sprintf("reading bucket %q", name), err)
+	}
+	return b, nil
+}
+
+func noSuchBucket(op errs.Op, name string) error {
+	return fail(op, CodeNoSuchBucket, fmt.Sprintf("bucket %q does not exist", name),
+		"`atelier obs ls` lists your buckets; bucket names are lower case")
+}
+
+func noSuchKey(op errs.Op, bucket, key string) error {
+	hint := "keys are case-sensitive and exact: `atelier obs ls obs://" + bucket + "/` lists what is there"
+	return fail(op, CodeNoSuchKey, fmt.Sprintf("object %q does not exist in bucket %q", key, bucket), hint)
+}
+
+// check authorizes c to do action on bucket b (key "" for the bucket
+// itself) and returns AccessDenied naming what is missing.
+func (s *Service) check(op errs.Op, c *Caller, b *meta.Bucket, action, key string, extra map[string][]string) error {
+	in := AuthzInput{Subject: c.subject(), UserID: c.userID(), Action: action, Context: c.context(extra)}
+	name := ""
+	if b != nil {
+		name = b.Name
+		in.BucketOwner = b.OwnerID
+		in.Resource = resourceOf(b.Name, key)
+	} else {
+		in.BucketOwner = in.UserID // ListAllMyBuckets: the caller's own list
+	}
+	broken := false
+	if b != nil && b.Policy != "" {
+		p, err := s.policies.get(b.Name, b.Policy)
+		if err != nil {
+			// Stored policies were validated; one that no longer parses (a
+			// grammar change) leaves the bucket to its owner and admins.
+			s.log.Error("stored bucket policy does not parse; only the owner and admins may use the bucket", "bucket", b.Name, "err", err)
+			broken = true
+		}
+		in.BucketPolicy = p
+	}
+	d := s.authorize(in)
+	if broken && d.Allowed && d.Reason != ReasonAdmin && d.Reason != ReasonOwner {
+		d = Decision{Reason: ReasonNoGrant}
+	}
+	if d.Allowed {
+		return nil
+	}
+	return deniedError(op, c, action, name, key, d.Reason)
+}
+
+// policyCache keeps parsed bucket policies, keyed by bucket and checked
+// against the stored document, so a request does not parse JSON.
+type policyCache struct {
+	mu sync.Mutex
+	m  map[string]cachedPolicy
+}
+
+type cachedPolicy struct {
+	doc string
+	p   *policy.Policy
+	err error
+}
+
+const maxCachedPolicies = 4096
+
+func (pc *policyCache) get(bucket, doc string) (*policy.Policy, error) {
+	pc.mu.Lock()
+	e, ok := pc.m[bucket]
+	pc.mu.Unlock()
+	if ok && e.doc == doc {
+		return e.p, e.err
+	}
+	p, err := policy.Parse([]byte(doc), policy.Resource)
+	pc.mu.Lock()
+	if len(pc.m) >= maxCachedPolicies {
+		clear(pc.m)
+	}
+	pc.m[bucket] = cachedPolicy{doc: doc, p: p, err: err}
+	pc.mu.Unlock()
+	return p, err
+}
+
+// cleanupContext is for deleting blobs after the request's context may have
+// ended: the cleanup still runs, with a bound.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+}
+
+// deleteBlobs removes blobs no index entry references any more. Failures are
+// logged: CollectGarbage removes what is left.
+func (s *Service) deleteBlobs(ctx context.Context, blobs []meta.Blob) {
+	if len(blobs) == 0 {
+		return
+	}
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	for _, b := range blobs {
+		if err := s.blobs.Delete(ctx, b.ID); err != nil {
+			s.log.Warn("cannot delete unreferenced blob; garbage collection will", "blob", b.ID, "err", err)
+		}
+	}
+}

@@ -1,0 +1,172 @@
+package obsclient
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/atelier-dev/atelier/internal/errs"
+)
+
+// Location is one side of a transfer: an OBS object or prefix (Bucket set),
+// or a local path.
+type Location struct {
+	Bucket string // OBS bucket; empty for a local path
+	Key    string // OBS key or prefix; empty for the bucket's root
+	Path   string // local path, as given
+}
+
+// Remote reports whether l is in OBS.
+func (l Location) Remote() bool { return l.Bucket != "" }
+
+// DirSyntax reports whether l is written as a directory: an OBS key that is
+// empty or ends in "/", or a local path that ends in a separator or is "."
+// or "..".
+func (l Location) DirSyntax() bool {
+	if l.Remote() {
+		return l.Key == "" || strings.HasSuffix(l.Key, "/")
+	}
+	p := l.Path
+	if strings.HasSuffix(p, "/") || strings.HasSuffix(p, string(os.PathSeparator)) {
+		return true
+	}
+	b := filepath.Base(p)
+	return b == "." || b == ".."
+}
+
+// String is the obs:// URL or the local path.
+func (l Location) String() string {
+	if l.Remote() {
+		return URL(l.Bucket, l.Key)
+	}
+	return l.Path
+}
+
+// AsDir is l as a directory: an OBS key gains a trailing "/" (unless it is
+// the bucket's root); a local path is unchanged.
+func (l Location) AsDir() Location {
+	if l.Remote() && l.Key != "" && !strings.HasSuffix(l.Key, "/") {
+		l.Key += "/"
+	}
+	return l
+}
+
+// Join is the location of rel (slash-separated) under l taken as a
+// directory.
+func (l Location) Join(rel string) Location {
+	if l.Remote() {
+		l = l.AsDir()
+		l.Key += rel
+		return l
+	}
+	l.Path = filepath.Join(l.Path, filepath.FromSlash(rel))
+	return l
+}
+
+// Base is the last element of l: the key's last segment or the path's base
+// name, without a trailing slash.
+func (l Location) Base() string {
+	if l.Remote() {
+		return path.Base(strings.TrimSuffix(l.Key, "/"))
+	}
+	return filepath.Base(l.Path)
+}
+
+// ParseLocation reads obs://bucket/key, s3://bucket/key (the same place)
+// or a local path. The scheme is case-insensitive; the bucket name must
+// follow the DNS rules of ValidateBucketName; the key is kept as written.
+func ParseLocation(s string) (Location, error) {
+	const op errs.Op = "obsclient.ParseLocation"
+	if strings.TrimSpace(s) == "" {
+		return Location{}, errs.E(op, errs.Invalid, "empty path")
+	}
+	scheme, rest, found := strings.Cut(s, "://")
+	if !found || !isScheme(scheme) {
+		for _, p := range []string{"obs:", "s3:"} {
+			if len(s) > len(p) && strings.EqualFold(s[:len(p)], p) {
+				return Location{}, errs.E(op, errs.Invalid,
+					errs.Hint(fmt.Sprintf("write it as %s//BUCKET/KEY", strings.ToLower(p))),
+					fmt.Sprintf("malformed URL %q", s))
+			}
+		}
+		return Location{Path: s}, nil
+	}
+	switch strings.ToLower(scheme) {
+	case "obs", "s3":
+	default:
+		return Location{}, errs.E(op, errs.Invalid, errs.Hint("OBS locations are written obs://BUCKET/KEY or s3://BUCKET/KEY"),
+			fmt.Sprintf("unsupported URL scheme %q in %q", scheme, s))
+	}
+	bucket, key, _ := strings.Cut(rest, "/")
+	if bucket == "" {
+		return Location{}, errs.E(op, errs.Invalid, errs.Hint("write it as obs://BUCKET/KEY"),
+			fmt.Sprintf("%q names no bucket", s))
+	}
+	if err := ValidateBucketName(bucket); err != nil {
+		return Location{}, err
+	}
+	return Location{Bucket: bucket, Key: key}, nil
+}
+
+// isScheme reports whether s is a URL scheme as RFC 3986 writes one: a
+// letter, then letters, digits, "+", "-" or ".".
+func isScheme(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ValidateBucketName checks name against the DNS-compatible bucket naming
+// rules of S3 and OBS: 3 to 63 characters; lowercase letters, digits,
+// hyphens and dots; a letter or digit first and last; no "..", ".-" or
+// "-."; not an IP address. The error names the rule broken.
+func ValidateBucketName(name string) error {
+	const op errs.Op = "obsclient.ValidateBucketName"
+	const rules errs.Hint = "bucket names are 3-63 lowercase letters, digits, hyphens and dots, starting and ending with a letter or digit"
+	bad := func(why string) error {
+		return errs.E(op, errs.Invalid, rules, fmt.Sprintf("invalid bucket name %q: %s", name, why))
+	}
+	switch {
+	case len(name) < 3:
+		return bad("shorter than 3 characters")
+	case len(name) > 63:
+		return bad("longer than 63 characters")
+	}
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+		case r >= 'A' && r <= 'Z':
+			return bad("capital letters are not allowed")
+		case r == '_':
+			return bad("underscores are not allowed")
+		default:
+			return bad(fmt.Sprintf("%q is not allowed", r))
+		}
+	}
+	if !isAlnum(name[0]) || !isAlnum(name[len(name)-1]) {
+		return bad("must start and end with a letter or digit")
+	}
+	for _, s := range []string{"..", ".-", "-."} {
+		if strings.Contains(name, s) {
+			return bad(fmt.Sprintf("%q is not allowed", s))
+		}
+	}
+	if net.ParseIP(name) != nil {
+		return bad("must not be an IP address")
+	}
+	return nil
+}
+
+func isAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
