@@ -65,6 +65,20 @@ step "5. errors are exact: demo-user may not create users"
 ATELIER_CONFIG=/dev/null ATELIER_ENDPOINT="$endpoint" ATELIER_ACCESS_KEY="$ak" ATELIER_SECRET_KEY="$sk" \
   "$bin" user create intruder && { echo "demo: expected a 403" >&2; exit 1; } || true
 
+step "6. upload a sample directory to OBS (the S3 API at $(sed -n 's/^s3_endpoint: *//p' "$data/admin.yaml")) and list it"
+sample="$data/sample"
+mkdir -p "$sample/train/cat" "$sample/train/dog" "$sample/val/cat" "$sample/.git"
+for i in 1 2 3; do
+  head -c $((2048 * i)) /dev/urandom >"$sample/train/cat/$i.bin"
+  head -c $((1024 * i)) /dev/urandom >"$sample/train/dog/$i.bin"
+done
+echo "held-out sample" >"$sample/val/cat/1.txt"
+echo "ref: refs/heads/main" >"$sample/.git/HEAD"   # skipped: .git is never uploaded unless --all
+run "$bin" obs mb obs://demo
+run "$bin" obs cp -r "$sample" obs://demo/data/
+run "$bin" obs ls -r -l obs://demo/data/
+objects=$("$bin" obs ls -r obs://demo/data/ -o json | grep -c '"key"' || true)
+
 if [ "${KEEP:-0}" = 1 ]; then
   echo
   echo "KEEP=1: the server keeps running (pid $pid). Use it with:"
@@ -72,4 +86,4 @@ if [ "${KEEP:-0}" = 1 ]; then
   echo "Stop it with: kill $pid"
 fi
 echo
-echo "demo: ok users=$("$bin" user list -o json | sed -n 's/.*"total": *\([0-9]*\).*/\1/p') seconds=$(( $(date +%s) - start ))"
+echo "demo: ok users=$("$bin" user list -o json | sed -n 's/.*"total": *\([0-9]*\).*/\1/p') objects=$objects seconds=$(( $(date +%s) - start ))"

@@ -46,6 +46,7 @@ const ShutdownTimeout = 10 * time.Second
 // fails. Before it returns every listener is closed and the store released.
 func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logger) error {
 	const op errs.Op = "app.Run"
+	started := time.Now()
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -130,7 +131,7 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		s3.Background(ctx, objects, time.Duration(cfg.LifecycleInterval), log)
+		s3.Background(ctx, objects, time.Duration(cfg.LifecycleInterval), started, log)
 	}()
 
 	<-ctx.Done()

@@ -55,10 +55,10 @@ type Server struct {
 // Flavor is a resource size that jobs, notebooks and services run with.
 type Flavor struct {
 	ID           string  `json:"id"`
-	CPU          float64 `json:"cpu"`               // cores
-	Memory       Bytes   `json:"memory"`            // e.g. "4GiB"
-	GPU          int     `json:"gpu,omitempty"`     // whole GPUs
-	Disk         Bytes   `json:"disk,omitempty"`    // job scratch disk; 0 = unlimited
+	CPU          float64 `json:"cpu"`            // cores
+	Memory       Bytes   `json:"memory"`         // e.g. "4GiB"
+	GPU          int     `json:"gpu,omitempty"`  // whole GPUs
+	Disk         Bytes   `json:"disk,omitempty"` // job scratch disk; 0 = unlimited
 	PricePerHour float64 `json:"price_per_hour,omitempty"`
 }
 

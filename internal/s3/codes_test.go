@@ -29,4 +29,3 @@ func TestOBSCodesKnown(t *testing.T) {
 		t.Fatalf("only %d ATL.OBS codes map to S3 errors; is the scan broken?", seen)
 	}
 }
-

@@ -260,7 +260,9 @@ func TestS3cmd(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "s3cfg")
 	os.WriteFile(cfg, []byte(fmt.Sprintf("[default]\naccess_key = %s\nsecret_key = %s\nhost_base = %s\nhost_bucket = %s\nuse_https = False\nbucket_location = us-east-1\nsignature_v2 = False\nmultipart_chunk_size_mb = 5\n",
 		s.cfg.AccessKey, s.cfg.SecretKey, host, host)), 0o600)
-	s3 := func(args ...string) string { return tool(t, nil, "/usr/bin/s3cmd", append([]string{"-c", cfg}, args...)...) }
+	s3 := func(args ...string) string {
+		return tool(t, nil, "/usr/bin/s3cmd", append([]string{"-c", cfg}, args...)...)
+	}
 	dir := t.TempDir()
 	small := filepath.Join(dir, "a.txt")
 	os.WriteFile(small, []byte("alpha"), 0o600)
