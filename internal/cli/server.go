@@ -15,7 +15,7 @@ import (
 // newServerCmd is `atelier server`.
 func newServerCmd() *cobra.Command {
 	var (
-		dataDir, listen, s3Listen, configFile, metaDSN string
+		dataDir, listen, s3Listen, configFile, metaDSN, s3Domain string
 		logLevel, logFormat                            string
 	)
 	cmd := &cobra.Command{
@@ -48,6 +48,9 @@ Its keys never change; its endpoints follow the listen addresses.`,
 					return err
 				}
 			}
+			if s3Domain != "" {
+				cfg.S3Domain = s3Domain
+			}
 			cfg.ApplyDefaults(config.LocalMachine())
 			return serverapp.Run(cmd.Context(), cfg, buildVersion().Version, log)
 		},
@@ -56,6 +59,7 @@ Its keys never change; its endpoints follow the listen addresses.`,
 	f.StringVar(&dataDir, "data-dir", "", "data directory (default ~/.atelier)")
 	f.StringVar(&listen, "listen", config.DefaultListen, "REST API address HOST:PORT (port 0 picks a free one)")
 	f.StringVar(&s3Listen, "s3-listen", config.DefaultS3Listen, "S3 API address HOST:PORT")
+	f.StringVar(&s3Domain, "s3-domain", "", "DNS name for virtual-host-style S3 addressing (bucket.DOMAIN); overrides s3_domain in --config")
 	f.StringVar(&configFile, "config", "", "server config file (YAML)")
 	f.StringVar(&metaDSN, "meta", "", "metadata store: postgres://… (default: SQLite in the data dir)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
