@@ -6,5 +6,9 @@
 // results, ordering and paging as documented, the error kinds callers rely
 // on (NotFound, Exists, Conflict, Invalid), cascades, cleanup of expired
 // credentials, millisecond time round trips, UTF-8, concurrent writers and
-// durability across Close. meta/sqlite and meta/postgres both pass it.
+// durability across Close. Object listings are compared, page by page, with
+// a reference implementation over odd, random and many keys, with and
+// without delimiters; replaced and removed objects and parts must come back
+// exactly once, also under concurrent writers. meta/sqlite and
+// meta/postgres both pass it.
 package metatest

@@ -250,6 +250,8 @@ func TestCorruptJSON(t *testing.T) {
 	if len(res.Objects) != 0 || len(res.CommonPrefixes) != 1 {
 		t.Fatalf("rolled-up listing: %+v", res)
 	}
+	_, err = s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1", Prefix: "c/", Delimiter: "/"})
+	wantInternal(t, "grouped ListObjects", err, "corrupt blobs column")
 	for _, col := range []string{"metadata", "headers"} {
 		u := &meta.Upload{ID: "u-" + col, Bucket: "b1", Key: "k", Metadata: m, Headers: m}
 		if err := s.CreateUpload(ctx, u); err != nil {

@@ -2,16 +2,27 @@
 // shared by meta/sqlite and meta/postgres.
 //
 // The SQL is written once, with '?' placeholders and syntax both databases
-// accept (ON CONFLICT, NULLS FIRST, boolean columns compared as booleans). A
-// Dialect supplies the rest: whether placeholders are rebound to $1, $2, …,
-// and how to recognise unique and foreign-key violations and unavailability
-// in the driver's errors.
+// accept (ON CONFLICT, NULLS FIRST, RETURNING, boolean columns compared as
+// booleans). A Dialect supplies the rest: whether placeholders are rebound
+// to $1, $2, …, the row-locking clause of a SELECT, and how to recognise
+// unique and foreign-key violations and unavailability in the driver's
+// errors.
 //
 // A Store has a writer and a reader *sql.DB. Every write and every
-// transaction goes to the writer; plain reads go to the reader. SQLite passes
-// a writer limited to one connection and a separate read pool; PostgreSQL
-// passes the same pool twice.
+// transaction goes to the writer; plain reads, and the read-only
+// transactions that give a multi-query listing one snapshot, go to the
+// reader. SQLite passes a writer limited to one connection and a separate
+// read pool; PostgreSQL passes the same pool twice. In PostgreSQL, whose
+// transactions interleave, writes that replace a row and return the old one
+// lock it first (SELECT … FOR UPDATE) and retry an INSERT that a concurrent
+// transaction won.
 //
 // Times are stored as BIGINT epoch milliseconds, NULL for the zero time, and
-// read back in UTC. Migrate applies a dialect's embedded goose migrations.
+// read back in UTC. Object metadata, headers, checksums and blob lists are
+// JSON text, and come back nil when empty. Object keys are TEXT that sorts
+// in byte order (PostgreSQL columns use the "C" collation); a key prefix is
+// the range [prefix, successor(prefix)), where the successor increments the
+// prefix's last code point, so that listings are range scans of the
+// (bucket, key) primary key. Migrate applies a dialect's embedded goose
+// migrations.
 package sqlcore

@@ -68,7 +68,7 @@ func (s *Store) listFlat(ctx context.Context, tx *sql.Tx, bucket string, kr keyR
 	}
 	cond, args := kr.where(`key`)
 	objects, err := listIn(ctx, s, tx, scanObject,
-		`SELECT `+objectColumns+` FROM objects WHERE bucket = ? AND `+cond+` ORDER BY key LIMIT ?`,
+		`SELECT `+objectColumns+` FROM objects WHERE bucket = ? AND `+cond+` ORDER BY key `+limitArg,
 		append(append([]any{bucket}, args...), maxKeys+1)...) // one past the page tells it is truncated
 	if err != nil {
 		return err
@@ -158,7 +158,7 @@ func (g *grouper) next(ctx context.Context) error {
 	limit := min(g.batch, g.max+1-g.n) // one entry past the page tells it is truncated
 	cond, args := g.kr.where(`key`)
 	rows, err := g.s.query(ctx, g.tx,
-		`SELECT `+objectColumns+` FROM objects WHERE bucket = ? AND `+cond+` ORDER BY key LIMIT ?`,
+		`SELECT `+objectColumns+` FROM objects WHERE bucket = ? AND `+cond+` ORDER BY key `+limitArg,
 		append(append([]any{g.q.Bucket}, args...), limit)...)
 	if err != nil {
 		return err

@@ -174,6 +174,11 @@ func listIn[T any](ctx context.Context, s *Store, q querier, scan func(scanner) 
 	return out, rows.Err()
 }
 
+// limitArg is a LIMIT clause with a bound value. The CAST keeps SQLite
+// (whose query planner reads a plain bound LIMIT and, when the value
+// changes, compiles the statement a second time) from looking at the value.
+const limitArg = `LIMIT CAST(? AS INTEGER)`
+
 // millis is how a time is stored: epoch milliseconds, NULL for the zero time.
 func millis(t time.Time) sql.NullInt64 {
 	if t.IsZero() {

@@ -139,7 +139,7 @@ func (s *Store) ListUploads(ctx context.Context, q meta.ListUploadsQuery) ([]*me
 		args = append(args, q.KeyMarker, q.UploadIDMarker)
 	}
 	uploads, err := list(ctx, s, scanUpload,
-		`SELECT `+uploadColumns+` FROM uploads WHERE bucket = ? AND `+cond+` ORDER BY key, id LIMIT ?`,
+		`SELECT `+uploadColumns+` FROM uploads WHERE bucket = ? AND `+cond+` ORDER BY key, id `+limitArg,
 		append(args, limit+1)...)
 	if err != nil {
 		return nil, false, s.wrap(op, err)
@@ -227,7 +227,7 @@ func (s *Store) ListParts(ctx context.Context, uploadID string, marker, max int)
 		return nil, false, uploadNotFound(op, uploadID)
 	}
 	parts, err := list(ctx, s, scanPart,
-		`SELECT `+partColumns+` FROM upload_parts WHERE upload_id = ? AND number > ? ORDER BY number LIMIT ?`,
+		`SELECT `+partColumns+` FROM upload_parts WHERE upload_id = ? AND number > ? ORDER BY number `+limitArg,
 		uploadID, marker, max+1)
 	if err != nil {
 		return nil, false, s.wrap(op, err)
