@@ -151,7 +151,8 @@ type Uploads interface {
 	// CompleteUpload, in one transaction, stores o (replacing the object with
 	// its key), deletes the upload and its parts, and returns the replaced
 	// object and the parts o does not use, whose blobs the caller deletes.
-	// NotFound if the upload does not exist.
+	// NotFound if the upload does not exist; Conflict (and nothing changed)
+	// if o uses a blob that is no longer one of the upload's parts.
 	CompleteUpload(ctx context.Context, uploadID string, o *Object) (replaced *Object, unused []*UploadPart, err error)
 	// AbortUpload deletes the upload and returns its parts; NotFound if none.
 	AbortUpload(ctx context.Context, uploadID string) ([]*UploadPart, error)

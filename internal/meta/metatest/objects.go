@@ -1057,6 +1057,11 @@ func testMultipart(t *testing.T, s meta.Store) {
 	bad.Size++
 	_, _, err = s.CompleteUpload(ctx, "up1", &bad)
 	wantKind(t, "complete with a bad size", err, errs.Invalid)
+	bad = *o
+	bad.Blobs = append([]meta.Blob{{ID: "not-a-part", Size: 1}}, o.Blobs[1:]...)
+	bad.Size = o.Size - o.Blobs[0].Size + 1
+	_, _, err = s.CompleteUpload(ctx, "up1", &bad)
+	wantKind(t, "complete with a blob that is no longer a part (replaced meanwhile)", err, errs.Conflict)
 	_, _, err = s.CompleteUpload(ctx, "nothing", o)
 	wantKind(t, "complete a missing upload", err, errs.NotFound)
 	_, _, err = s.CompleteUpload(ctx, "\xff", o)

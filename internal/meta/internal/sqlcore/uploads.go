@@ -242,7 +242,8 @@ func (s *Store) ListParts(ctx context.Context, uploadID string, marker, max int)
 // its key), deletes the upload and its parts, and returns the replaced
 // object and the parts o does not use (by blob id), in number order.
 // NotFound if the upload does not exist; Invalid if o is not valid (see
-// PutObject) or names another bucket or key than the upload.
+// PutObject) or names another bucket or key than the upload; Conflict if o
+// uses a blob that is no longer one of the upload's parts.
 func (s *Store) CompleteUpload(ctx context.Context, uploadID string, o *meta.Object) (*meta.Object, []*meta.UploadPart, error) {
 	const op errs.Op = "meta.CompleteUpload"
 	if err := validText(op, "upload id", uploadID); err != nil {
@@ -270,8 +271,17 @@ func (s *Store) CompleteUpload(ctx context.Context, uploadID string, o *meta.Obj
 		if err != nil {
 			return err
 		}
+		current := map[string]bool{}
+		for _, p := range parts {
+			current[p.Blob.ID] = true
+		}
 		used := map[string]bool{}
 		for _, b := range o.Blobs {
+			if !current[b.ID] {
+				// The part was re-uploaded after the caller read the parts:
+				// its blob may already be deleted. Nothing is changed.
+				return errs.E(op, errs.Conflict, fmt.Sprintf("a part of multipart upload %q was replaced while it was being completed", uploadID))
+			}
 			used[b.ID] = true
 		}
 		unused = []*meta.UploadPart{}
