@@ -78,6 +78,7 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	if err != nil {
 		return err
 	}
+	defer blobs.Close()
 	objects := obs.New(store, blobs, obs.Options{Region: cfg.Region, Logger: log, Users: iam})
 
 	apiLn, err := listen(cfg.Listen, "--listen")

@@ -131,25 +131,26 @@ func (s *Service) AuthenticatePresignedV2(ctx context.Context, r *http.Request, 
 
 func (s *Service) authenticateSigned(ctx context.Context, v sigv4.Verifier, verify func(*sigv4.Verifier) (*sigv4.Result, error)) (*Principal, *sigv4.Result, error) {
 	const op errs.Op = "auth.AuthenticateSigV4"
-	var key *meta.AccessKey
+	var rk *resolvedKey
 	v.Lookup = func(ctx context.Context, ak string) (string, error) {
-		k, err := s.store.GetAccessKey(ctx, ak)
+		k, err := s.resolveKey(ctx, op, ak)
 		if err != nil {
 			return "", err
 		}
-		if err := s.checkKeyUsable(op, k); err != nil {
+		if err := s.checkKeyUsable(op, k.key); err != nil {
 			return "", err
 		}
-		key = k
-		return s.seal.open(k.AccessKey, k.SecretEnc)
+		rk = k
+		return k.secret, nil
 	}
 	res, err := verify(&v)
 	if err != nil {
 		return nil, nil, err
 	}
-	if key == nil || key.AccessKey != res.AccessKey {
+	if rk == nil || rk.key.AccessKey != res.AccessKey {
 		return nil, nil, errs.E(op, errs.Internal, "verifier did not look up the signing key")
 	}
+	key := rk.key
 	if key.Temporary {
 		if res.SecurityToken == "" || subtle.ConstantTimeCompare([]byte(hashSecret(res.SecurityToken)), []byte(key.SessionTokenHash)) != 1 {
 			return nil, nil, unauthenticated(op, CodeBadSessionToken,
@@ -157,24 +158,6 @@ func (s *Service) authenticateSigned(ctx context.Context, v sigv4.Verifier, veri
 				"pass AWS_SESSION_TOKEN along with the key pair")
 		}
 	}
-	u, err := s.store.GetUser(ctx, key.UserID)
-	if err != nil {
-		return nil, nil, errs.E(op, err)
-	}
-	p, err := s.principal(ctx, u, "sigv4")
-	if err != nil {
-		return nil, nil, err
-	}
-	p.AccessKey = key.AccessKey
-	if key.Temporary {
-		p.Temporary, p.ExpiresAt = true, key.ExpiresAt
-		if key.SessionPolicy != "" {
-			sp, err := parseSessionPolicy(key.SessionPolicy)
-			if err != nil {
-				return nil, nil, errs.E(op, errs.Internal, "stored session policy does not parse", err)
-			}
-			p.Subject.Session = sp
-		}
-	}
-	return p, res, nil
+	p := rk.p // a copy: callers may set SourceIP
+	return &p, res, nil
 }

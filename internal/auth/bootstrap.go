@@ -115,6 +115,7 @@ func (s *Service) RevokeTemporary(ctx context.Context, accessKey string) error {
 	if err := s.store.DeleteAccessKey(ctx, accessKey); err != nil && !errs.Is(err, errs.NotFound) {
 		return errs.E("auth.RevokeTemporary", err)
 	}
+	s.keys.invalidate()
 	return nil
 }
 

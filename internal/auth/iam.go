@@ -108,6 +108,7 @@ func (s *Service) DeleteUser(ctx context.Context, p *Principal, name string) err
 	if err := s.store.DeleteUser(ctx, u.ID); err != nil {
 		return errs.E(op, err)
 	}
+	s.keys.invalidate()
 	s.log.Info("user deleted", "user", name, "by", p.User.Name)
 	return nil
 }
@@ -225,6 +226,7 @@ func (s *Service) SetAccessKeyStatus(ctx context.Context, p *Principal, ak strin
 	if err := s.store.SetAccessKeyStatus(ctx, ak, status); err != nil {
 		return nil, errs.E(op, err)
 	}
+	s.keys.invalidate()
 	k.Status = status
 	s.log.Info("access key status changed", "access_key", ak, "status", status, "by", p.User.Name)
 	return k, nil
@@ -239,6 +241,7 @@ func (s *Service) DeleteAccessKey(ctx context.Context, p *Principal, ak string) 
 	if err := s.store.DeleteAccessKey(ctx, ak); err != nil {
 		return errs.E(op, err)
 	}
+	s.keys.invalidate()
 	s.log.Info("access key deleted", "access_key", ak, "by", p.User.Name)
 	return nil
 }
@@ -399,6 +402,7 @@ func (s *Service) DeletePolicy(ctx context.Context, p *Principal, name string) e
 	if err != nil {
 		return err
 	}
+	defer s.keys.invalidate()
 	if err := s.store.DeletePolicy(ctx, mp.ID); err != nil {
 		if errs.Is(err, errs.Conflict) {
 			return errs.E(op, errs.Conflict, CodePolicyAttached, fmt.Sprintf("policy %q is attached to users", name),
@@ -421,6 +425,7 @@ func (s *Service) AttachPolicy(ctx context.Context, p *Principal, userName, poli
 	if err := s.store.AttachPolicy(ctx, u.ID, mp.ID); err != nil {
 		return errs.E(op, err)
 	}
+	s.keys.invalidate()
 	s.log.Info("policy attached", "policy", policyName, "user", userName, "by", p.User.Name)
 	return nil
 }
@@ -432,6 +437,7 @@ func (s *Service) DetachPolicy(ctx context.Context, p *Principal, userName, poli
 	if err != nil {
 		return err
 	}
+	defer s.keys.invalidate()
 	if err := s.store.DetachPolicy(ctx, u.ID, mp.ID); err != nil {
 		if errs.Is(err, errs.NotFound) {
 			return errs.E(op, errs.NotFound, CodePolicyNotOnUser, fmt.Sprintf("policy %q is not attached to user %q", policyName, userName),

@@ -72,6 +72,9 @@ const settingBootstrapKey = "bootstrap.admin_access_key"
 type Options struct {
 	Logger *slog.Logger
 	Now    func() time.Time // default time.Now
+	// CacheTTL is how long a resolved access key is reused (see
+	// DefaultCacheTTL); 0 means the default, negative disables the cache.
+	CacheTTL time.Duration
 }
 
 // Service implements identity and access management over a Store.
@@ -80,6 +83,7 @@ type Service struct {
 	seal  *sealer
 	log   *slog.Logger
 	now   func() time.Time
+	keys  *keyCache
 }
 
 // New returns a Service that seals secrets with masterKey (32 bytes).
@@ -94,7 +98,10 @@ func New(store Store, masterKey []byte, o Options) (*Service, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Service{store: store, seal: s, log: o.Logger, now: o.Now}, nil
+	if o.CacheTTL == 0 {
+		o.CacheTTL = DefaultCacheTTL
+	}
+	return &Service{store: store, seal: s, log: o.Logger, now: o.Now, keys: newKeyCache(o.CacheTTL)}, nil
 }
 
 // Principal is an authenticated caller.

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atelier-dev/atelier/internal/auth/sigv4"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/meta/sqlite"
@@ -405,4 +407,69 @@ func TestTemporaryCredentials(t *testing.T) {
 		t.Errorf("revoking twice: %v", err)
 	}
 	wantErr(t, f.svc.RevokeTemporary(ctx, frank.AccessKey), errs.Invalid, "", "permanent")
+}
+
+func TestKeyCache(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	p, ak, sk := f.user(t, "cached")
+	sign := func() error {
+		req, _ := http.NewRequest("GET", "http://atelier/api/v1/whoami", nil)
+		sigv4.SignRequest(req, sigv4.Credentials{AccessKey: ak, SecretKey: sk}, "us-east-1", "atelier", sigv4.EmptyPayloadHash, f.clock.now())
+		_, _, err := f.svc.AuthenticateSigV4(ctx, req, sigv4.Verifier{Region: "us-east-1", AnyRegion: true, Service: "atelier", Now: f.clock.now})
+		return err
+	}
+	if err := sign(); err != nil {
+		t.Fatal(err)
+	}
+	// A change through the service applies at once.
+	if _, err := f.svc.SetAccessKeyStatus(ctx, p, ak, meta.KeyDisabled); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, sign(), errs.Unauthenticated, CodeKeyDisabled, "disabled")
+	if _, err := f.svc.SetAccessKeyStatus(ctx, f.admin, ak, meta.KeyActive); err != nil {
+		t.Fatal(err)
+	}
+	if err := sign(); err != nil {
+		t.Fatalf("enabled again: %v", err)
+	}
+	// A change made behind the service's back (another server sharing the
+	// store) applies within the cache TTL.
+	if err := f.store.SetAccessKeyStatus(ctx, ak, meta.KeyDisabled); err != nil {
+		t.Fatal(err)
+	}
+	if err := sign(); err != nil {
+		t.Fatalf("within the TTL the cached key still works: %v", err)
+	}
+	f.clock.add(DefaultCacheTTL + time.Millisecond)
+	wantErr(t, sign(), errs.Unauthenticated, CodeKeyDisabled, "disabled")
+	// Attaching a policy applies to the next request.
+	f.store.SetAccessKeyStatus(ctx, ak, meta.KeyActive)
+	f.clock.add(DefaultCacheTTL + time.Millisecond)
+	req, _ := http.NewRequest("GET", "http://atelier/x", nil)
+	sigv4.SignRequest(req, sigv4.Credentials{AccessKey: ak, SecretKey: sk}, "us-east-1", "atelier", sigv4.EmptyPayloadHash, f.clock.now())
+	before, _, err := f.svc.AuthenticateSigV4(ctx, req, sigv4.Verifier{Region: "us-east-1", AnyRegion: true, Service: "atelier", Now: f.clock.now})
+	if err != nil || len(before.PolicyNames) != 0 {
+		t.Fatalf("before attach: %v %v", before, err)
+	}
+	if _, err := f.svc.CreatePolicy(ctx, f.admin, "p", "", []byte(`{"Statement":[{"Effect":"Allow","Action":"atelier:user:List","Resource":"*"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.AttachPolicy(ctx, f.admin, "cached", "p"); err != nil {
+		t.Fatal(err)
+	}
+	req, _ = http.NewRequest("GET", "http://atelier/x", nil)
+	sigv4.SignRequest(req, sigv4.Credentials{AccessKey: ak, SecretKey: sk}, "us-east-1", "atelier", sigv4.EmptyPayloadHash, f.clock.now())
+	after, _, err := f.svc.AuthenticateSigV4(ctx, req, sigv4.Verifier{Region: "us-east-1", AnyRegion: true, Service: "atelier", Now: f.clock.now})
+	if err != nil || len(after.PolicyNames) != 1 {
+		t.Fatalf("after attach: %v %v", after, err)
+	}
+	// Principals handed out are copies: changing one does not change the cache.
+	after.SourceIP = "203.0.113.9"
+	req, _ = http.NewRequest("GET", "http://atelier/x", nil)
+	sigv4.SignRequest(req, sigv4.Credentials{AccessKey: ak, SecretKey: sk}, "us-east-1", "atelier", sigv4.EmptyPayloadHash, f.clock.now())
+	again, _, _ := f.svc.AuthenticateSigV4(ctx, req, sigv4.Verifier{Region: "us-east-1", AnyRegion: true, Service: "atelier", Now: f.clock.now})
+	if again.SourceIP != "" {
+		t.Error("a principal from the cache shares state with an earlier one")
+	}
 }

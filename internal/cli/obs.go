@@ -33,8 +33,8 @@ rate and ETA; otherwise one summary line is printed at the end.`
 // obsDialer connects to the S3 endpoint of cfg for conns requests at once.
 type obsDialer func(cfg *config.ClientConfig, conns int) (obsclient.S3, error)
 
-// minioDialer is the obsDialer of the real command.
-func minioDialer(cfg *config.ClientConfig, conns int) (obsclient.S3, error) {
+// obsMinioDialer is the obsDialer of the real command.
+func obsMinioDialer(cfg *config.ClientConfig, conns int) (obsclient.S3, error) {
 	return obsclient.NewMinio(cfg, obsclient.MinioOptions{Conns: conns, AppName: "atelier-cli", AppVersion: buildVersion().Version})
 }
 
@@ -44,8 +44,9 @@ type obsCmds struct {
 	dial obsDialer
 }
 
+// newObsCmd builds `atelier obs`, talking to the configured S3 endpoint.
 func newObsCmd(a *app) *cobra.Command {
-	return newObsGroup(a, minioDialer)
+	return newObsGroup(a, obsMinioDialer)
 }
 
 // newObsGroup builds `atelier obs` with its S3 connections made by dial.
@@ -57,15 +58,15 @@ func newObsGroup(a *app, dial obsDialer) *cobra.Command {
 	return cmd
 }
 
-// transferFlags are the flags of cp, sync and mv.
-type transferFlags struct {
+// obsTransferFlags are the flags of cp, sync and mv.
+type obsTransferFlags struct {
 	recursive, force, all, quiet, delete bool
 	jobs, parts                          int
 	partSize                             string
 }
 
 // register adds the flags every transfer command has.
-func (f *transferFlags) register(cmd *cobra.Command) {
+func (f *obsTransferFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.IntVarP(&f.jobs, "jobs", "j", obsclient.DefaultJobs, "files to transfer in parallel")
 	fl.IntVarP(&f.parts, "parts", "p", obsclient.DefaultPartJobs, "parts of one large file to transfer in parallel")
@@ -75,7 +76,7 @@ func (f *transferFlags) register(cmd *cobra.Command) {
 }
 
 // options checks the flags and returns the client options they select.
-func (f *transferFlags) options() (obsclient.Options, error) {
+func (f *obsTransferFlags) options() (obsclient.Options, error) {
 	if f.jobs < 1 || f.jobs > 256 {
 		return obsclient.Options{}, usagef("-j/--jobs must be between 1 and 256, got %d", f.jobs)
 	}
@@ -124,9 +125,9 @@ func (o *obsCmds) reporter(quiet bool) obsclient.Reporter {
 	return obsclient.NewSummaryReporter(out, o.a.stderr)
 }
 
-// parseLoc parses a command-line location; a malformed one is a usage
+// obsParse parses a command-line location; a malformed one is a usage
 // error.
-func parseLoc(s string) (obsclient.Location, error) {
+func obsParse(s string) (obsclient.Location, error) {
 	l, err := obsclient.ParseLocation(s)
 	if err != nil {
 		msg := errs.UserMessage(err)
@@ -138,9 +139,9 @@ func parseLoc(s string) (obsclient.Location, error) {
 	return l, nil
 }
 
-// parseRemote parses a location that must be in OBS.
-func parseRemote(s string) (obsclient.Location, error) {
-	l, err := parseLoc(s)
+// obsParseRemote parses a location that must be in OBS.
+func obsParseRemote(s string) (obsclient.Location, error) {
+	l, err := obsParse(s)
 	if err != nil {
 		return l, err
 	}
@@ -150,9 +151,9 @@ func parseRemote(s string) (obsclient.Location, error) {
 	return l, nil
 }
 
-// parseBucket parses an obs://BUCKET argument.
-func parseBucket(s string) (string, error) {
-	l, err := parseRemote(s)
+// obsParseBucket parses an obs://BUCKET argument.
+func obsParseBucket(s string) (string, error) {
+	l, err := obsParseRemote(s)
 	if err != nil {
 		return "", err
 	}
@@ -162,12 +163,12 @@ func parseBucket(s string) (string, error) {
 	return l.Bucket, nil
 }
 
-// parsePair parses the SRC and DST of a transfer; one must be in OBS.
-func parsePair(args []string) (src, dst obsclient.Location, err error) {
-	if src, err = parseLoc(args[0]); err != nil {
+// obsParsePair parses the SRC and DST of a transfer; one must be in OBS.
+func obsParsePair(args []string) (src, dst obsclient.Location, err error) {
+	if src, err = obsParse(args[0]); err != nil {
 		return
 	}
-	if dst, err = parseLoc(args[1]); err != nil {
+	if dst, err = obsParse(args[1]); err != nil {
 		return
 	}
 	if !src.Remote() && !dst.Remote() {
@@ -176,8 +177,8 @@ func parsePair(args []string) (src, dst obsclient.Location, err error) {
 	return
 }
 
-// optionalArg accepts at most one positional argument, named name.
-func optionalArg(name string) cobra.PositionalArgs {
+// obsOptionalArg accepts at most one positional argument, named name.
+func obsOptionalArg(name string) cobra.PositionalArgs {
 	return func(_ *cobra.Command, args []string) error {
 		switch {
 		case len(args) > 1:
@@ -189,8 +190,8 @@ func optionalArg(name string) cobra.PositionalArgs {
 	}
 }
 
-// plural is "1 object" or "3 objects".
-func plural(n int, one, many string) string {
+// obsPlural is "1 object" or "3 objects".
+func obsPlural(n int, one, many string) string {
 	if n == 1 {
 		return fmt.Sprintf("%d %s", n, one)
 	}

@@ -31,7 +31,8 @@ type obsObject struct {
 	ContentType  string `json:"content_type,omitempty"`
 }
 
-func objectView(bucket string, o obsclient.Object) obsObject {
+// obsObjectView is how ls and stat show o, an object of bucket.
+func obsObjectView(bucket string, o obsclient.Object) obsObject {
 	v := obsObject{URL: obsclient.URL(bucket, o.Key), Bucket: bucket, Key: o.Key, Dir: o.Prefix,
 		Size: o.Size, ETag: o.ETag, ContentType: o.ContentType}
 	if !o.LastModified.IsZero() {
@@ -53,7 +54,7 @@ func (o *obsCmds) mb() *cobra.Command {
 starting and ending with a letter or digit. New buckets are private.`,
 		Args: exactArgs("obs://BUCKET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := parseBucket(args[0])
+			b, err := obsParseBucket(args[0])
 			if err != nil {
 				return err
 			}
@@ -79,7 +80,7 @@ func (o *obsCmds) rb() *cobra.Command {
 abort its incomplete multipart uploads.`,
 		Args: exactArgs("obs://BUCKET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := parseBucket(args[0])
+			b, err := obsParseBucket(args[0])
 			if err != nil {
 				return err
 			}
@@ -92,7 +93,7 @@ abort its incomplete multipart uploads.`,
 				return err
 			}
 			if n > 0 {
-				o.a.done("deleted bucket obs://%s and %s", b, plural(n, "object", "objects"))
+				o.a.done("deleted bucket obs://%s and %s", b, obsPlural(n, "object", "objects"))
 			} else {
 				o.a.done("deleted bucket obs://%s", b)
 			}
@@ -112,12 +113,12 @@ func (o *obsCmds) ls() *cobra.Command {
 "directories" under it, one level deep (every object with -r). obs://b/ds and
 obs://b/ds/ both list the contents of ds/. -l adds sizes and times. With -o json
 or -o yaml the list object {"total", "count", "items"} is printed.`,
-		Args: optionalArg("obs://BUCKET[/PREFIX]"),
+		Args: obsOptionalArg("obs://BUCKET[/PREFIX]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var l obsclient.Location
 			if len(args) == 1 {
 				var err error
-				if l, err = parseRemote(args[0]); err != nil {
+				if l, err = obsParseRemote(args[0]); err != nil {
 					return err
 				}
 			}
@@ -135,7 +136,7 @@ or -o yaml the list object {"total", "count", "items"} is printed.`,
 			items := make([]obsObject, len(objs))
 			var total int64
 			for i, ob := range objs {
-				items[i] = objectView(l.Bucket, ob)
+				items[i] = obsObjectView(l.Bucket, ob)
 				total += ob.Size
 			}
 			list := api.List[obsObject]{Total: len(items), Count: len(items), Items: items}
@@ -154,7 +155,7 @@ or -o yaml the list object {"total", "count", "items"} is printed.`,
 					}
 					row(w, obsclient.HumanBytes(it.Size), timeMs(it.LastModified), it.URL)
 				}
-				fmt.Fprintf(w, "%s, %s\n", plural(len(items), "entry", "entries"), obsclient.HumanBytes(total))
+				fmt.Fprintf(w, "%s, %s\n", obsPlural(len(items), "entry", "entries"), obsclient.HumanBytes(total))
 			})
 		},
 	}
@@ -198,7 +199,7 @@ and obs://b/ds/ both mean everything under ds/, plus the object ds itself if
 there is one); obs://b with -r empties the bucket.`,
 		Args: exactArgs("obs://BUCKET/KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := parseRemote(args[0])
+			l, err := obsParseRemote(args[0])
 			if err != nil {
 				return err
 			}
@@ -211,7 +212,7 @@ there is one); obs://b with -r empties the bucket.`,
 				return err
 			}
 			if recursive {
-				o.a.done("deleted %s under %s", plural(n, "object", "objects"), l.AsDir())
+				o.a.done("deleted %s under %s", obsPlural(n, "object", "objects"), l.AsDir())
 			} else {
 				o.a.done("deleted %s", l)
 			}
@@ -228,7 +229,7 @@ func (o *obsCmds) stat() *cobra.Command {
 		Short: "Show an object's size, ETag, time and content type",
 		Args:  exactArgs("obs://BUCKET/KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := parseRemote(args[0])
+			l, err := obsParseRemote(args[0])
 			if err != nil {
 				return err
 			}
@@ -240,12 +241,12 @@ func (o *obsCmds) stat() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			v := objectView(l.Bucket, ob)
+			v := obsObjectView(l.Bucket, ob)
 			return o.a.show(v, func(w io.Writer) {
 				field(w, "URL", v.URL)
 				field(w, "Size", fmt.Sprintf("%d (%s)", v.Size, obsclient.HumanBytes(v.Size)))
 				field(w, "ETag", orDash(v.ETag))
-				if n, ok := etagParts(v.ETag); ok {
+				if n, ok := obsETagParts(v.ETag); ok {
 					field(w, "Parts", n)
 				}
 				field(w, "Last modified", timeMs(v.LastModified))
@@ -255,8 +256,8 @@ func (o *obsCmds) stat() *cobra.Command {
 	}
 }
 
-// etagParts is N of a multipart ETag "<md5>-N".
-func etagParts(etag string) (string, bool) {
+// obsETagParts is N of a multipart ETag "<md5>-N".
+func obsETagParts(etag string) (string, bool) {
 	sum, n, ok := strings.Cut(etag, "-")
 	return n, ok && len(sum) == 32 && n != ""
 }
@@ -267,7 +268,7 @@ func (o *obsCmds) cat() *cobra.Command {
 		Short: "Write an object's content to standard output",
 		Args:  exactArgs("obs://BUCKET/KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := parseRemote(args[0])
+			l, err := obsParseRemote(args[0])
 			if err != nil {
 				return err
 			}
@@ -290,7 +291,7 @@ func (o *obsCmds) presign() *cobra.Command {
 expires (at most 7 days, 168h).`,
 		Args: exactArgs("obs://BUCKET/KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := parseRemote(args[0])
+			l, err := obsParseRemote(args[0])
 			if err != nil {
 				return err
 			}

@@ -7,7 +7,7 @@ import (
 )
 
 func (o *obsCmds) cp() *cobra.Command {
-	var f transferFlags
+	var f obsTransferFlags
 	cmd := &cobra.Command{
 		Use:   "cp SRC DST",
 		Short: "Copy files and objects to, from and within OBS",
@@ -35,7 +35,7 @@ interrupted upload of large files.`,
 }
 
 func (o *obsCmds) mv() *cobra.Command {
-	var f transferFlags
+	var f obsTransferFlags
 	cmd := &cobra.Command{
 		Use:   "mv SRC DST",
 		Short: "Move files and objects to, from and within OBS",
@@ -54,8 +54,8 @@ left in place.`,
 }
 
 // copy runs cp (or mv, with move).
-func (o *obsCmds) copy(cmd *cobra.Command, args []string, f transferFlags, move bool) error {
-	src, dst, err := parsePair(args)
+func (o *obsCmds) copy(cmd *cobra.Command, args []string, f obsTransferFlags, move bool) error {
+	src, dst, err := obsParsePair(args)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (o *obsCmds) copy(cmd *cobra.Command, args []string, f transferFlags, move 
 }
 
 func (o *obsCmds) sync() *cobra.Command {
-	var f transferFlags
+	var f obsTransferFlags
 	cmd := &cobra.Command{
 		Use:   "sync SRC DST",
 		Short: "Copy only what is missing or different, between directories and prefixes",
@@ -87,7 +87,7 @@ the local file at the likely part sizes; when neither can decide, the files
 are equal if DST is at least as new as SRC (downloads keep the object's time).`,
 		Args: exactArgs("SRC", "DST"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			src, dst, err := parsePair(args)
+			src, dst, err := obsParsePair(args)
 			if err != nil {
 				return err
 			}

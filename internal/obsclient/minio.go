@@ -174,11 +174,11 @@ func (m *minioS3) Get(ctx context.Context, bucket, key string, offset, length in
 	switch {
 	case length >= 0:
 		if err := opts.SetRange(offset, offset+length-1); err != nil {
-			return nil, Object{}, errs.E("obsclient.S3", errs.Invalid, err)
+			return nil, Object{}, errs.E("obsclient.S3", errs.Invalid, fmt.Sprintf("bad range of %s: %v", URL(bucket, key), err))
 		}
 	case offset > 0:
 		if err := opts.SetRange(offset, 0); err != nil {
-			return nil, Object{}, errs.E("obsclient.S3", errs.Invalid, err)
+			return nil, Object{}, errs.E("obsclient.S3", errs.Invalid, fmt.Sprintf("bad range of %s: %v", URL(bucket, key), err))
 		}
 	}
 	body, oi, _, err := m.core.GetObject(ctx, bucket, key, opts)

@@ -95,7 +95,11 @@ func TestMinioReusesConnections(t *testing.T) {
 	if got := string(stub.objects["/bkt/up/f042.txt"]); got != "42" {
 		t.Errorf("path-style object /bkt/up/f042.txt = %q", got)
 	}
-	if n := stub.conns.Load(); n > jobs+1 {
+	// A new request may dial while a finished one is still returning its
+	// connection to the pool, so allow some slack over one per job; without
+	// reuse (e.g. Go's default of 2 idle connections per host) it would be
+	// hundreds.
+	if n := stub.conns.Load(); n > 2*jobs {
 		t.Errorf("%d connections for %d files with %d jobs: connections are not reused", n, files, jobs)
 	}
 	h := stub.headers[len(stub.headers)-1]

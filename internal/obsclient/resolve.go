@@ -24,10 +24,14 @@ func (c *Client) source(ctx context.Context, loc Location, recursive, all bool) 
 		return c.localSource(loc, recursive, all)
 	}
 	if loc.DirSyntax() {
-		if !recursive {
-			return Source{Loc: loc, Dir: true}, nil
+		var entries []Entry
+		var err error
+		if recursive {
+			entries, err = c.listEntries(ctx, loc.Bucket, loc.Key)
+		} else if has, herr := c.hasObjects(ctx, loc.Bucket, loc.Key); herr != nil || has {
+			// Not copied without -r: PlanCopy says so.
+			return Source{Loc: loc, Dir: true}, herr
 		}
-		entries, err := c.listEntries(ctx, loc.Bucket, loc.Key)
 		if err != nil {
 			return Source{}, err
 		}
@@ -132,7 +136,7 @@ func (c *Client) walk(root string, all bool) ([]Entry, []string, error) {
 		}
 		rel, err := filepath.Rel(root, p)
 		if err != nil {
-			return errs.E(op, errs.Internal, err)
+			return errs.E(op, errs.Internal, fmt.Sprintf("%s is not under %s: %v", p, root, err))
 		}
 		out = append(out, Entry{Rel: filepath.ToSlash(rel), Path: p, Size: fi.Size(), ModTime: fi.ModTime()})
 		return nil

@@ -29,6 +29,9 @@ func (c *Client) Copy(ctx context.Context, src, dst Location, o CopyOptions) (Su
 	if err != nil {
 		return Summary{}, err
 	}
+	if err := c.checkBucket(ctx, dst); err != nil {
+		return Summary{}, err
+	}
 	source, err := c.source(ctx, src, o.Recursive, o.All)
 	if err != nil {
 		return Summary{}, err
@@ -41,7 +44,7 @@ func (c *Client) Copy(ctx context.Context, src, dst Location, o CopyOptions) (Su
 	if err != nil {
 		return Summary{}, err
 	}
-	if err := c.checkDest(ctx, dst, plan, o.Force); err != nil {
+	if err := c.checkClobber(plan, o.Force); err != nil {
 		return Summary{}, err
 	}
 	action := map[Op]string{Upload: "uploaded", Download: "downloaded", ServerCopy: "copied"}[kind]
@@ -55,6 +58,9 @@ func (c *Client) Copy(ctx context.Context, src, dst Location, o CopyOptions) (Su
 // src holds, copying only what is missing or different (see PlanSync).
 func (c *Client) Sync(ctx context.Context, src, dst Location, o SyncOptions) (Summary, error) {
 	if _, err := opFor(src, dst); err != nil {
+		return Summary{}, err
+	}
+	if err := c.checkBucket(ctx, dst); err != nil {
 		return Summary{}, err
 	}
 	source, err := c.source(ctx, src, true, o.All)
@@ -75,25 +81,29 @@ func (c *Client) Sync(ctx context.Context, src, dst Location, o SyncOptions) (Su
 	if err != nil {
 		return Summary{}, err
 	}
-	if err := c.checkDest(ctx, dst, plan, true); err != nil {
-		return Summary{}, err
-	}
 	return c.Execute(ctx, plan, "synced", false)
 }
 
-// checkDest fails early when the destination bucket is missing or, unless
-// force, when a download would replace local files.
-func (c *Client) checkDest(ctx context.Context, dst Location, plan Plan, force bool) error {
-	const op errs.Op = "obsclient.checkDest"
-	if dst.Remote() && len(plan.Transfers) > 0 {
-		ok, err := c.s3.BucketExists(ctx, dst.Bucket)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return S3Error("NoSuchBucket", "", dst.Bucket, "")
-		}
+// checkBucket fails early when the bucket of a destination in OBS is
+// missing.
+func (c *Client) checkBucket(ctx context.Context, dst Location) error {
+	if !dst.Remote() {
+		return nil
 	}
+	ok, err := c.s3.BucketExists(ctx, dst.Bucket)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return S3Error("NoSuchBucket", "", dst.Bucket, "")
+	}
+	return nil
+}
+
+// checkClobber fails, unless force, when a download would replace local
+// files.
+func (c *Client) checkClobber(plan Plan, force bool) error {
+	const op errs.Op = "obsclient.checkClobber"
 	if force {
 		return nil
 	}

@@ -84,14 +84,10 @@ func (s *setup) client() *obsclient.Client {
 }
 
 func randomBytes(n int, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, seed+1))
+	var key [32]byte
+	key[0], key[1] = byte(seed), byte(seed>>8)
 	b := make([]byte, n)
-	for i := 0; i < n; i += 8 {
-		v := r.Uint64()
-		for j := 0; j < 8 && i+j < n; j++ {
-			b[i+j] = byte(v >> (8 * j))
-		}
-	}
+	rand.NewChaCha8(key).Read(b)
 	return b
 }
 
@@ -227,8 +223,8 @@ func partsCalled(calls []obsmem.Call) []int {
 	return out
 }
 
-// interrupted uploads a 40 MiB file in 5 MiB parts and fails every
-// UploadPart after the first k, returning the parts stored.
+// interrupted copies src to obs://bkt/big.bin failing every UploadPart
+// after the first k, and returns the parts stored.
 func interrupted(t *testing.T, s *setup, src string, k int32) []int {
 	t.Helper()
 	var n atomic.Int32
@@ -316,10 +312,10 @@ func TestResumeUpload(t *testing.T) {
 
 func TestResumeUploadAdoptsPartsMissingFromCheckpoint(t *testing.T) {
 	s := newSetup(t, obsclient.Options{PartSize: 5 * mib, PartJobs: 2})
-	data := randomBytes(40*mib, 11)
+	data := randomBytes(20*mib, 11)
 	src := filepath.Join(t.TempDir(), "big.bin")
 	write(t, src, data)
-	first := interrupted(t, s, src, 5)
+	first := interrupted(t, s, src, 2)
 	// As if the process died before the checkpoint recorded any part.
 	cps, _ := filepath.Glob(filepath.Join(s.cpDir, "*.json"))
 	b, _ := os.ReadFile(cps[0])
@@ -338,7 +334,7 @@ func TestResumeUploadAdoptsPartsMissingFromCheckpoint(t *testing.T) {
 	if _, err := cp(t, s.client(), src, "obs://bkt/big.bin", obsclient.CopyOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if second := partsCalled(s.store.Calls()[before:]); len(second)+len(first) != 8 {
+	if second := partsCalled(s.store.Calls()[before:]); len(second)+len(first) != 4 {
 		t.Errorf("first run stored %v, second uploaded %v", first, second)
 	}
 	got, _ := s.store.Object("bkt", "big.bin")
@@ -349,7 +345,7 @@ func TestResumeUploadAdoptsPartsMissingFromCheckpoint(t *testing.T) {
 
 func TestResumeStartsOverWhenUploadIsGone(t *testing.T) {
 	s := newSetup(t, obsclient.Options{PartSize: 5 * mib})
-	data := randomBytes(40*mib, 12)
+	data := randomBytes(20*mib, 12)
 	src := filepath.Join(t.TempDir(), "big.bin")
 	write(t, src, data)
 	interrupted(t, s, src, 2)
@@ -361,8 +357,8 @@ func TestResumeStartsOverWhenUploadIsGone(t *testing.T) {
 	if _, err := cp(t, s.client(), src, "obs://bkt/big.bin", obsclient.CopyOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if second := partsCalled(s.store.Calls()[before:]); len(second) != 8 {
-		t.Errorf("second run uploaded %v, want all 8 parts", second)
+	if second := partsCalled(s.store.Calls()[before:]); len(second) != 4 {
+		t.Errorf("second run uploaded %v, want all 4 parts", second)
 	}
 	if !s.rep.warned("no longer exists") {
 		t.Errorf("warnings %q", s.rep.warnings)
@@ -376,9 +372,9 @@ func TestResumeStartsOverWhenUploadIsGone(t *testing.T) {
 func TestResumeStartsOverWhenFileChanged(t *testing.T) {
 	s := newSetup(t, obsclient.Options{PartSize: 5 * mib})
 	src := filepath.Join(t.TempDir(), "big.bin")
-	write(t, src, randomBytes(40*mib, 13))
+	write(t, src, randomBytes(20*mib, 13))
 	interrupted(t, s, src, 2)
-	data := randomBytes(40*mib, 14)
+	data := randomBytes(20*mib, 14)
 	write(t, src, data)
 	later := time.Now().Add(time.Minute)
 	if err := os.Chtimes(src, later, later); err != nil {
@@ -550,6 +546,8 @@ func TestCopyErrors(t *testing.T) {
 			msg: "there are no objects under obs://bkt/Dataset/", hint: "keys are case-sensitive: did you mean obs://bkt/dataset/?"},
 		{name: "deep near miss", src: "obs://bkt/dataset/Train/1.jpg", dst: dir, kind: errs.NotFound,
 			msg: "obs://bkt/dataset/Train/1.jpg does not exist", hint: "did you mean obs://bkt/dataset/train/1.jpg?"},
+		{name: "empty prefix without -r", src: "obs://bkt/nothing/", dst: dir, kind: errs.NotFound,
+			msg: "there are no objects under obs://bkt/nothing/"},
 		{name: "missing object", src: "obs://bkt/nothing.txt", dst: dir, kind: errs.NotFound, msg: "obs://bkt/nothing.txt does not exist"},
 		{name: "missing bucket", src: "obs://nobkt/x", dst: dir, kind: errs.NotFound, msg: `bucket "nobkt" does not exist`,
 			hint: "atelier obs mb obs://nobkt"},

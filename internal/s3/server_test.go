@@ -80,7 +80,9 @@ func (e *testEnv) do(method, path, host string, body []byte, c sigv4.Credentials
 	return res.StatusCode, res.Header, string(b)
 }
 
-func (e *testEnv) admin() sigv4.Credentials { return sigv4.Credentials{AccessKey: e.ak, SecretKey: e.sk} }
+func (e *testEnv) admin() sigv4.Credentials {
+	return sigv4.Credentials{AccessKey: e.ak, SecretKey: e.sk}
+}
 
 func TestTemporaryCredentials(t *testing.T) {
 	e := newTestEnv(t, "")

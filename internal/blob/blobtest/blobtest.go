@@ -146,9 +146,10 @@ func testReadAtRanges(t *testing.T, s blob.Store) {
 		t.Fatalf("Size = %d, want %d", r.Size(), size)
 	}
 	for _, tc := range []struct {
-		off, n int
-		want   int // bytes read
-		eof    bool
+		off  int64
+		n    int
+		want int // bytes read
+		eof  bool
 	}{
 		{0, size, size, false},
 		{0, 1, 1, false},
@@ -164,7 +165,7 @@ func testReadAtRanges(t *testing.T, s blob.Store) {
 		{1 << 40, 10, 0, true},
 	} {
 		p := make([]byte, tc.n)
-		n, err := r.ReadAt(p, int64(tc.off))
+		n, err := r.ReadAt(p, tc.off)
 		if n != tc.want {
 			t.Errorf("ReadAt(%d bytes at %d) read %d, want %d", tc.n, tc.off, n, tc.want)
 		}
@@ -174,7 +175,7 @@ func testReadAtRanges(t *testing.T, s blob.Store) {
 		if !tc.eof && err != nil && err != io.EOF {
 			t.Errorf("ReadAt(%d bytes at %d) error = %v", tc.n, tc.off, err)
 		}
-		if n > 0 && !bytes.Equal(p[:n], data[tc.off:tc.off+n]) {
+		if n > 0 && !bytes.Equal(p[:n], data[tc.off:tc.off+int64(n)]) {
 			t.Errorf("ReadAt(%d bytes at %d): wrong bytes", tc.n, tc.off)
 		}
 	}
@@ -419,9 +420,26 @@ func testWalk(t *testing.T, s blob.Store) {
 		t.Fatalf("Walk of an empty store = %v", w)
 	}
 	want := map[string]int64{}
-	for i := range 300 {
-		n := i * 37
-		want[put(t, s, randBytes(uint64(i), n))] = int64(n)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < 300; i += 8 {
+				n := i * 37
+				id, _, err := s.Put(t.Context(), bytes.NewReader(randBytes(uint64(i), n)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				want[id] = int64(n)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
 	}
 	got := walkAll(t, s)
 	if len(got) != len(want) {

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -109,24 +110,48 @@ func TestLayout(t *testing.T) {
 
 func TestShardRotation(t *testing.T) {
 	s := open(t, t.TempDir())
-	dirs := map[string]int{}
-	var order []string
-	for range 700 {
-		id := put(t, s, nil)
-		d := id[:4]
-		if dirs[d] == 0 {
-			order = append(order, d)
-		}
-		dirs[d]++
+	var mu sync.Mutex
+	dirs := map[uint16]int{}
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for range 700 / 16 {
+				id, _, err := s.Put(t.Context(), bytes.NewReader(nil))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				shard, err := strconv.ParseUint(id[:4], 16, 16)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				dirs[uint16(shard)]++
+				mu.Unlock()
+			}
+		})
 	}
-	// 700 Puts in runs of 256 touch 3 or 4 consecutive leaf directories.
-	if len(order) < 3 || len(order) > 4 {
-		t.Fatalf("700 Puts went to %d directories: %v", len(order), dirs)
-	}
-	for _, d := range order[1 : len(order)-1] {
-		if dirs[d] != 256 {
-			t.Errorf("directory %s got %d Puts, want 256", d, dirs[d])
+	wg.Wait()
+	// 688 Puts in runs of 256 fill consecutive leaf directories (modulo
+	// 65,536): 3 or 4 of them, all but the first and last with 256 blobs.
+	first := uint16(0)
+	for d := range dirs {
+		if dirs[d-1] == 0 {
+			first = d
 		}
+	}
+	total := 0
+	for i := range uint16(len(dirs)) {
+		d := first + i
+		n := dirs[d]
+		total += n
+		if n == 0 || (i > 0 && i < uint16(len(dirs))-1 && n != 256) {
+			t.Fatalf("Puts per directory, from %04x: %v", first, dirs)
+		}
+	}
+	if len(dirs) < 3 || len(dirs) > 4 || total != 688 {
+		t.Fatalf("688 Puts went to %d directories: %v", len(dirs), dirs)
 	}
 }
 
@@ -361,9 +386,9 @@ func TestDirectoryRemoved(t *testing.T) {
 
 // crashBlob is a blob whose first 32 bytes are the sha256 of the rest.
 func crashBlob(rng *rand.Rand) []byte {
-	size := rng.IntN(256 << 10)
-	if rng.IntN(8) == 0 {
-		size = 1<<20 + rng.IntN(4<<20)
+	size := rng.IntN(64 << 10)
+	if rng.IntN(16) == 0 {
+		size = 1<<20 + rng.IntN(2<<20)
 	}
 	b := make([]byte, 32+size)
 	for i := 32; i < len(b); i++ {
@@ -444,7 +469,7 @@ func TestCrash(t *testing.T) {
 		killed := make(chan struct{})
 		var once sync.Once
 		kill := func() { once.Do(func() { _ = cmd.Process.Kill(); close(killed) }) }
-		timer := time.AfterFunc(20*time.Second, kill)
+		timer := time.AfterFunc(10*time.Second, kill)
 		sc := bufio.NewScanner(stdout)
 		n := 0
 		for sc.Scan() {
@@ -452,7 +477,7 @@ func TestCrash(t *testing.T) {
 			switch {
 			case strings.HasPrefix(line, "ACK "):
 				acked[strings.TrimPrefix(line, "ACK ")] = true
-				if n++; n == 300+round*100 {
+				if n++; n == 100+round*50 {
 					kill()
 				}
 			case strings.HasPrefix(line, "ERR "):

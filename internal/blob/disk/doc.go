@@ -2,8 +2,8 @@
 //
 // Layout under the directory given to Open:
 //
-//	lock            held with flock(2) while a Store is open (Linux), so a
-//	                second process cannot delete the first one's writes
+//	lock            held with flock(2) while a Store is open, so a second
+//	                store cannot delete the first one's writes in progress
 //	tmp/<id>        a Put in progress; anything here when Open runs is a
 //	                crash leftover and is removed
 //	data/xx/yy/<id> a blob; xx and yy are the first two pairs of the id
@@ -17,19 +17,28 @@
 // reject anything that is not of this exact form, so no id can name a path
 // outside data/.
 //
-// Durability protocol of a Put (Linux; other systems use the os package's
-// equivalents): open(tmp/<id>, O_WRONLY|O_CREAT|O_EXCL|O_CLOEXEC, 0600);
-// write(2) in chunks of 1 MiB from a pooled buffer, checking the context
-// between chunks; fdatasync; close; rename(2) to data/xx/yy/<id>; fsync of
-// data/xx/yy. Put returns only after that directory fsync, which with group
-// commit (the default) is shared: an fsync started after a Put's rename
-// completes it, and one running fsync serves every Put that renamed while the
-// previous one ran. A leaf directory is created on first use in a process
-// with mkdir and an fsync of its parent (likewise for data/xx). A Put that
-// fails — reader error, cancelled context, full disk — removes its temp file
-// and returns the error. Delete unlinks without a directory fsync: after a
-// power cut a deleted blob may reappear, which the object index (the owner
-// of ids) treats as garbage.
+// Durability protocol of a Put on Linux (elsewhere the os package's
+// equivalents, and File.Sync for fdatasync):
+//
+//	open(tmp/<id>, O_WRONLY|O_CREAT|O_EXCL|O_CLOEXEC, 0600)
+//	write(2) per 1 MiB of input (a pooled buffer; the context is checked
+//	  between buffers), plus sync_file_range(SYNC_FILE_RANGE_WRITE) per
+//	  8 MiB to start write-out early
+//	fdatasync, close
+//	rename(tmp/<id>, data/xx/yy/<id>)
+//	open(data/xx/yy, O_RDONLY|O_DIRECTORY), fsync, close
+//
+// Put returns only after a directory fsync that started after its rename.
+// With group commit (the default; see WithGroupCommit) concurrent Puts into
+// one directory share one: while an fsync runs, the Puts that rename join
+// the next, which one of them runs for all. A leaf directory is created on first use in a process
+// with mkdir and an fsync of its parent (likewise for data/xx), once per 256
+// Puts at most. A Put that fails — reader error, cancelled context, full
+// disk — removes its temp file and returns the error; after a crash, Open
+// removes what is left in tmp/, and data/ holds only complete blobs. Delete
+// unlinks without a directory fsync: after a power cut a deleted blob may
+// reappear, unreferenced, for whoever owns the ids (the object index) to
+// collect.
 //
 // A Reader is the open *os.File: ReadAt is pread(2) and safe for concurrent
 // use; Size is the size at Open.
