@@ -191,7 +191,9 @@ func (s *Server) getObject(q *request) error {
 	if q.t.Op == OpHeadObject || res.Body == nil {
 		return nil
 	}
-	_, err = io.CopyBuffer(q.w, res.Body, make([]byte, 256<<10))
+	buf := s.bufs.Get().(*[]byte)
+	defer s.bufs.Put(buf)
+	_, err = io.CopyBuffer(q.w, res.Body, *buf)
 	if err != nil {
 		// The status is sent; all that is left is to cut the connection so
 		// the client sees a short body rather than a silently wrong one.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,7 +36,11 @@ type Deps struct {
 type Server struct {
 	d       Deps
 	metrics *s3Metrics
+	bufs    sync.Pool // *[]byte of copyBufferSize, for response bodies
 }
+
+// copyBufferSize is the buffer a GET copies the object through.
+const copyBufferSize = 256 << 10
 
 // NewServer builds the S3 API server.
 func NewServer(d Deps) *Server {
@@ -45,7 +50,9 @@ func NewServer(d Deps) *Server {
 	if d.Registry == nil {
 		d.Registry = prometheus.NewRegistry()
 	}
-	return &Server{d: d, metrics: newS3Metrics(d.Registry)}
+	s := &Server{d: d, metrics: newS3Metrics(d.Registry)}
+	s.bufs.New = func() any { b := make([]byte, copyBufferSize); return &b }
+	return s
 }
 
 // request is one S3 request being served.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/errs"
@@ -14,15 +15,78 @@ var _ meta.Store = (*Store)(nil)
 
 // Store implements meta.Store over database/sql.
 type Store struct {
-	d Dialect
-	w *sql.DB // writes and transactions
-	r *sql.DB // plain reads; may be w
+	d     Dialect
+	w     *sql.DB // writes and transactions
+	r     *sql.DB // plain reads; may be w
+	stmts stmtCache
 }
 
 // New returns a Store that writes through w and reads through r, which may be
 // the same pool. The Store owns both: Close closes them.
 func New(d Dialect, w, r *sql.DB) *Store {
-	return &Store{d: d, w: w, r: r}
+	return &Store{d: d, w: w, r: r, stmts: stmtCache{m: map[stmtKey]*sql.Stmt{}}}
+}
+
+// stmtCache keeps prepared statements by pool and query text, so a query
+// is parsed once per connection rather than on every call (SQLite's parser
+// was the largest cost of a small read).
+type stmtCache struct {
+	mu sync.Mutex
+	m  map[stmtKey]*sql.Stmt
+}
+
+type stmtKey struct {
+	db    *sql.DB
+	query string
+}
+
+// maxCachedStmts bounds the cache; queries beyond it run unprepared.
+const maxCachedStmts = 256
+
+// prepared returns the cached statement of query on db, preparing it on
+// first use; nil when it cannot be prepared or the cache is full (the caller
+// then runs the query directly, which reports any error).
+func (s *Store) prepared(ctx context.Context, db *sql.DB, query string) *sql.Stmt {
+	k := stmtKey{db, query}
+	s.stmts.mu.Lock()
+	st, ok := s.stmts.m[k]
+	full := len(s.stmts.m) >= maxCachedStmts
+	s.stmts.mu.Unlock()
+	if ok || full {
+		return st
+	}
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	s.stmts.mu.Lock()
+	defer s.stmts.mu.Unlock()
+	if old, ok := s.stmts.m[k]; ok { // prepared concurrently
+		st.Close()
+		return old
+	}
+	s.stmts.m[k] = st
+	return st
+}
+
+// stmtFor is the prepared form of query for q (a pool, or a transaction on
+// the writer), or nil.
+func (s *Store) stmtFor(ctx context.Context, q querier, query string) *sql.Stmt {
+	switch q := q.(type) {
+	case *sql.DB:
+		return s.prepared(ctx, q, query)
+	case *sql.Tx:
+		// Only a statement prepared earlier: preparing one now would need a
+		// second connection of the writer pool, whose only connection this
+		// transaction holds.
+		s.stmts.mu.Lock()
+		st := s.stmts.m[stmtKey{s.w, query}]
+		s.stmts.mu.Unlock()
+		if st != nil {
+			return q.StmtContext(ctx, st)
+		}
+	}
+	return nil
 }
 
 // Ping reports whether both pools answer.
@@ -41,6 +105,12 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes both pools.
 func (s *Store) Close() error {
+	s.stmts.mu.Lock()
+	for k, st := range s.stmts.m {
+		st.Close()
+		delete(s.stmts.m, k)
+	}
+	s.stmts.mu.Unlock()
 	err := s.w.Close()
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
@@ -59,15 +129,27 @@ type querier interface {
 }
 
 func (s *Store) exec(ctx context.Context, q querier, query string, args ...any) (sql.Result, error) {
-	return q.ExecContext(ctx, s.d.Rebind(query), args...)
+	query = s.d.Rebind(query)
+	if st := s.stmtFor(ctx, q, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return q.ExecContext(ctx, query, args...)
 }
 
 func (s *Store) query(ctx context.Context, q querier, query string, args ...any) (*sql.Rows, error) {
-	return q.QueryContext(ctx, s.d.Rebind(query), args...)
+	query = s.d.Rebind(query)
+	if st := s.stmtFor(ctx, q, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return q.QueryContext(ctx, query, args...)
 }
 
 func (s *Store) queryRow(ctx context.Context, q querier, query string, args ...any) *sql.Row {
-	return q.QueryRowContext(ctx, s.d.Rebind(query), args...)
+	query = s.d.Rebind(query)
+	if st := s.stmtFor(ctx, q, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return q.QueryRowContext(ctx, query, args...)
 }
 
 // execOne runs a statement that must touch one row and returns notFound
