@@ -333,7 +333,13 @@ wtable() {
 	echo "| **mean** | **$a** | **${b:-n/a}** | **${m}×** | | |"
 	echo
 	if [[ -n $target ]]; then
-		SUMMARY+=("| $title | $a | ${b:-n/a} | ${m}× (rounds: ${ratios[*]}) | ≥ ${target}× | $(verdict "$m" "$target" higher) |")
+		local v lo
+		v=$(verdict "$m" "$target" higher)
+		lo=$(printf '%s\n' "${ratios[@]}" | grep -v n/a | sort -g | head -1 || true)
+		if [[ $v == met && -n $lo ]] && awk -v x="$lo" -v t="$target" 'BEGIN {exit !(x+0 < t+0)}'; then
+			v="met on the mean, **not in every round** (within noise)"
+		fi
+		SUMMARY+=("| $title | $a | ${b:-n/a} | ${m}× (rounds: ${ratios[*]}) | ≥ ${target}× | $v |")
 	else
 		SUMMARY+=("| $title (informational) | $a | ${b:-n/a} | ${m}× (rounds: ${ratios[*]}) | — | — |")
 	fi
@@ -422,7 +428,12 @@ wtable() {
 	m=$(ratio "$a" "$b")
 	echo "| **median** | **$a** | **${b:-n/a}** | **${m}×** |"
 	echo
-	SUMMARY+=("| LIST $KEYS keys, pages of 1000: seconds (**lower is better**) | $a s | ${b:-n/a} s | ${m}× time (runs: ${lr[*]}); = $(ratio "$b" "$a")× MinIO's speed | time ≤ 1.0× | $(verdict "$m" 1.0 lower) |")
+	v=$(verdict "$m" 1.0 lower)
+	hi=$(printf '%s\n' "${lr[@]}" | grep -v n/a | sort -g | tail -1 || true)
+	if [[ $v == met && -n $hi ]] && awk -v x="$hi" 'BEGIN {exit !(x+0 > 1.0)}'; then
+		v="met on the median, **not in every run** (within noise)"
+	fi
+	SUMMARY+=("| LIST $KEYS keys, pages of 1000: seconds (**lower is better**) | $a s | ${b:-n/a} s | ${m}× time (runs: ${lr[*]}); = $(ratio "$b" "$a")× MinIO's speed | time ≤ 1.0× | $v |")
 	echo "## Directory upload: $made files of $UPLOAD_KIB KiB to Atelier"
 	echo
 	echo "Wall time of the whole command (\`date +%s.%N\` before and after), $UPLOAD_RUNS runs each, tools"

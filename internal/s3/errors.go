@@ -128,7 +128,7 @@ var errorTable = map[ErrorCode]errorInfo{
 	NoSuchLifecycleConfiguration:       {http.StatusNotFound, "The lifecycle configuration does not exist."},
 	NoSuchUpload:                       {http.StatusNotFound, "The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed."},
 	NoSuchVersion:                      {http.StatusNotFound, "The specified version does not exist."},
-	NotImplemented:                     {http.StatusNotImplemented, "A header or parameter you provided implies functionality that is not implemented."},
+	NotImplemented:                     {http.StatusNotImplemented, "A header or parameter you provided implies functionality that Atelier does not offer."},
 	NotModified:                        {http.StatusNotModified, "Not Modified."},
 	OperationAborted:                   {http.StatusConflict, "A conflicting operation is in progress against this resource. Please try again."},
 	PreconditionFailed:                 {http.StatusPreconditionFailed, "At least one of the preconditions you specified did not hold."},
