@@ -368,7 +368,10 @@ func pct(lat []time.Duration, p float64) float64 {
 
 func ms(d time.Duration) float64 { return round(float64(d) / float64(time.Millisecond)) }
 
-func round(f float64) float64 { v, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'f', 3, 64), 64); return v }
+func round(f float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'f', 3, 64), 64)
+	return v
+}
 
 func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "loadgen:", err)
