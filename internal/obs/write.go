@@ -4,19 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/md5"
-	"crypto/sha1"
-	"crypto/sha256"
-	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
-	"hash/crc32"
-	"hash/crc64"
 	"io"
 	"strings"
 
+	"github.com/atelier-dev/atelier/internal/checksum"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
 )
@@ -38,28 +34,16 @@ const (
 	AlgoSHA512    = "sha512"
 )
 
-// crc64NVMEPoly is the CRC-64/NVME polynomial in the reversed form
-// hash/crc64 takes.
-const crc64NVMEPoly = 0x9a6c9329ac4bc9b5
-
 // newChecksum returns a hash computing algo (a lower-case name); ok is
-// false for an unknown algorithm.
+// false for an unknown algorithm. The algorithms are internal/checksum's,
+// the same code that verifies aws-chunked trailers.
 func newChecksum(algo string) (hash.Hash, bool) {
-	switch algo {
-	case AlgoCRC32:
-		return crc32.NewIEEE(), true
-	case AlgoCRC32C:
-		return crc32.New(crc32.MakeTable(crc32.Castagnoli)), true
-	case AlgoCRC64NVME:
-		return crc64.New(crc64.MakeTable(crc64NVMEPoly)), true
-	case AlgoSHA1:
-		return sha1.New(), true
-	case AlgoSHA256:
-		return sha256.New(), true
-	case AlgoSHA512:
-		return sha512.New(), true
+	a, err := checksum.Parse(algo)
+	if err != nil {
+		return nil, false
 	}
-	return nil, false
+	h := a.New()
+	return h, h != nil
 }
 
 // checkChecksum validates the algorithm and the form of the value.
