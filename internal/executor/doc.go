@@ -1,0 +1,5 @@
+// Package executor defines how the platform starts, observes and stops
+// runners (`atelier runner`, the in-instance agent) on a compute backend.
+// The local executor (package local) runs them as detached processes on this
+// machine; exectest is the conformance suite every executor passes.
+package executor
