@@ -202,3 +202,16 @@ func (s *Service) deleteBlobs(ctx context.Context, blobs []meta.Blob) {
 		}
 	}
 }
+
+// Check reports whether c may do action (e.g. ActionPutObject) on key in
+// bucket (key "" for the bucket itself) without doing it: nil, NoSuchBucket,
+// or AccessDenied naming what is missing. Other services use it to validate
+// what a workload will do before it runs (a job's outputs must be writable).
+func (s *Service) Check(ctx context.Context, c *Caller, bucket, action, key string, extra map[string][]string) error {
+	const op errs.Op = "obs.Check"
+	b, err := s.bucket(ctx, op, bucket)
+	if err != nil {
+		return err
+	}
+	return s.check(op, c, b, action, key, extra)
+}
