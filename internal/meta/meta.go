@@ -194,6 +194,7 @@ type Store interface {
 	Buckets
 	Objects
 	Uploads
+	Jobs
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 	// Close releases the store's connections.

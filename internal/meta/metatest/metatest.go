@@ -77,6 +77,22 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"ListUploads", testListUploads},
 		{"ListUploadsCap", testListUploadsCap},
 		{"ListPartsCap", testListPartsCap},
+
+		{"JobRoundTrip", testJobRoundTrip},
+		{"JobExists", testJobExists},
+		{"JobInvalid", testJobInvalid},
+		{"JobList", testJobList},
+		{"JobListCap", testJobListCap},
+		{"JobUpdate", testJobUpdate},
+		{"ConcurrentUpdateJob", testConcurrentUpdateJob},
+		{"DeleteJobCascade", testDeleteJobCascade},
+		{"ConcurrentDeleteJob", testConcurrentDeleteJob},
+		{"JobOwnerDeleted", testJobOwnerDeleted},
+		{"JobLogs", testJobLogs},
+		{"JobLogText", testJobLogText},
+		{"JobLogsMany", testJobLogsMany},
+		{"JobMetrics", testJobMetrics},
+		{"JobEvents", testJobEvents},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -112,9 +128,11 @@ func RunReopen(t *testing.T, open func(t *testing.T) (meta.Store, func() meta.St
 	pt := part("up1", 1, "part-1", 5)
 	_, err := s.PutPart(ctx, pt)
 	must(t, err)
+	seedJobForReopen(t, s)
 	must(t, s.Close())
 
 	s = reopen()
+	checkJobAfterReopen(t, s)
 	gotU, err := s.GetUser(ctx, u.ID)
 	must(t, err)
 	same(t, "user after reopen", *gotU, norm(*u))
@@ -266,10 +284,12 @@ func testClose(t *testing.T, s meta.Store) {
 	must(t, s.CreateUpload(ctx, upload("up1", "b1", "k")))
 	_, err := s.PutPart(ctx, part("up1", 1, "x", 1))
 	must(t, err)
+	must(t, s.CreateJob(ctx, job("j1", "u1", "train")))
 	must(t, s.Close())
 	must(t, s.Close())
 	b := base()
 	opts := meta.ListOptions{}
+	sample := []meta.JobMetric{{Attempt: 1, Seq: 1, Kind: "user"}}
 	for name, call := range map[string]func() error{
 		"Ping":                    func() error { return s.Ping(ctx) },
 		"CreateUser":              func() error { return s.CreateUser(ctx, user("u2", "grace")) },
@@ -317,6 +337,17 @@ func testClose(t *testing.T, s meta.Store) {
 		"ListParts":               func() error { _, _, err := s.ListParts(ctx, "up1", 0, 0); return err },
 		"CompleteUpload":          func() error { _, _, err := s.CompleteUpload(ctx, "up1", object("b1", "k", 1)); return err },
 		"AbortUpload":             func() error { _, err := s.AbortUpload(ctx, "up1"); return err },
+		"CreateJob":               func() error { return s.CreateJob(ctx, job("j2", "u1", "other")) },
+		"GetJob":                  func() error { _, err := s.GetJob(ctx, "j1"); return err },
+		"ListJobs":                func() error { _, _, err := s.ListJobs(ctx, meta.JobFilter{}, opts); return err },
+		"UpdateJob":               func() error { return s.UpdateJob(ctx, job("j1", "u1", "train")) },
+		"DeleteJob":               func() error { return s.DeleteJob(ctx, "j1") },
+		"AppendJobLogs":           func() error { return s.AppendJobLogs(ctx, "j1", logLines(1, 1, 1)) },
+		"ReadJobLogs":             func() error { _, err := s.ReadJobLogs(ctx, "j1", meta.JobLogCursor{}, 0); return err },
+		"AppendJobMetrics":        func() error { return s.AppendJobMetrics(ctx, "j1", sample) },
+		"ListJobMetrics":          func() error { _, err := s.ListJobMetrics(ctx, "j1"); return err },
+		"AddJobEvent":             func() error { return s.AddJobEvent(ctx, "j1", meta.JobEvent{Message: "x"}) },
+		"ListJobEvents":           func() error { _, _, err := s.ListJobEvents(ctx, "j1", opts); return err },
 	} {
 		err := call()
 		if err == nil || errs.Is(err, errs.NotFound) || errs.Is(err, errs.Exists) || errs.Is(err, errs.Conflict) {

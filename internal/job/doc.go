@@ -1,0 +1,30 @@
+// Package job runs training jobs: the ModelArts v2 job spec, its phases,
+// the admission queue and (in the service files) the store, the controller
+// and the runner protocol.
+//
+// The decisions are pure functions with table tests:
+//
+//   - Normalize validates a job spec against the server's flavors and
+//     engines and writes it in its canonical form (OBS URLs as obs://…,
+//     boot_file relative to code_dir, defaults filled in). It reports every
+//     problem at once, each with its JSON field path and what is accepted,
+//     under CodeInvalidSpec (CodeUnsupportedSpec when every problem is a
+//     feature not offered). ParseOBSURL reads the three OBS URL forms
+//     ModelArts users write; MaxRuntime, SyncInterval and HangTimeout read
+//     the limits of a job.
+//   - Terminal and CanTransition define the phase machine: Creating →
+//     Pending → Running → Completed | Failed | Terminating → Terminated,
+//     Running → Pending for a retry, any non-terminal phase → Abnormal on a
+//     platform failure.
+//   - RetryPolicy and ShouldRetry implement ModelArts' fault tolerance
+//     annotations: platform faults are retried with job-retry-num alone,
+//     failures of user code only with job-unconditional-retry, hangs with
+//     hang-retry; configuration errors that fail the same way every time
+//     are never retried.
+//   - Admit orders the queue by priority, then age, and admits what fits in
+//     the capacity and the per-user quota; a job waiting for capacity holds
+//     what is free up to its need, so later, smaller jobs may use only what
+//     it does not need and it is never starved.
+//
+// Package failure (internal/job/failure) classifies how an attempt ended.
+package job

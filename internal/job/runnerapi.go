@@ -1,0 +1,284 @@
+package job
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/meta"
+	"github.com/atelier-dev/atelier/internal/obs"
+)
+
+// runner authenticates a runner call: the token must be the current
+// attempt's.
+func (s *Service) runner(ctx context.Context, op errs.Op, id, token string) (*record, error) {
+	raw, err := s.store.GetJob(ctx, id)
+	if err != nil {
+		if errs.Is(err, errs.NotFound) {
+			return nil, errs.E(op, errs.Unauthenticated, CodeRunnerToken, "runner token is not valid for job "+id)
+		}
+		return nil, errs.E(op, err)
+	}
+	r, err := decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	if token == "" || r.rt.TokenHash == "" || subtle.ConstantTimeCompare([]byte(hashToken(token)), []byte(r.rt.TokenHash)) != 1 {
+		return nil, errs.E(op, errs.Unauthenticated, CodeRunnerToken, "runner token is not valid for job "+id,
+			errs.Hint("the attempt this runner belongs to has ended"))
+	}
+	s.seen.Store(id, s.now())
+	return r, nil
+}
+
+func (s *Service) checkAttempt(op errs.Op, r *record, attempt int) error {
+	if attempt != r.st.Attempt {
+		return errs.E(op, errs.Conflict, CodeStaleAttempt, fmt.Sprintf("attempt %d of job %s is over (current: %d)", attempt, r.raw.ID, r.st.Attempt))
+	}
+	return nil
+}
+
+// RunnerJob is what the runner of the current attempt needs.
+func (s *Service) RunnerJob(ctx context.Context, id, token string) (*api.RunnerJob, error) {
+	const op errs.Op = "job.RunnerJob"
+	r, err := s.runner(ctx, op, id, token)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := s.runnerCredentials(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	fl, _ := s.flavor(r.job.Spec.Resource.FlavorID)
+	eng, _ := s.engine(r.job.Algorithm.Engine.EngineName)
+	rj := &api.RunnerJob{Job: *r.view(), Attempt: r.st.Attempt, Engine: eng, Flavor: fl, Credentials: *creds,
+		Sandbox: s.o.Sandbox, Deadline: r.rt.Deadline, HeartbeatSeconds: int(s.o.HeartbeatInterval / time.Second),
+		SyncIntervalSeconds: annotationInt(r.job, api.AnnotationSyncInterval, 30),
+		HangTimeoutSeconds:  annotationInt(r.job, api.AnnotationHangTimeout, 1800),
+		RestoreOutputs:      r.rt.RestoreOutputs, CodeArchive: r.job.Algorithm.CodeDir != ""}
+	if rj.HeartbeatSeconds < 1 {
+		rj.HeartbeatSeconds = 1
+	}
+	rj.Job.Status = nil
+	return rj, nil
+}
+
+func annotationInt(j *api.Job, key string, def int) int {
+	if v, ok := j.Metadata.Annotations[key]; ok {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return n
+		}
+	}
+	return def
+}
+
+// runnerCredentials are the attempt's temporary credentials, issued when the
+// attempt started. The secret is only held in memory by the attempt's start
+// and handed out once, so they are reissued (and the old ones revoked) when
+// a runner asks again, e.g. after a server restart.
+func (s *Service) runnerCredentials(ctx context.Context, r *record) (*api.RunnerCredentials, error) {
+	const op errs.Op = "job.runnerCredentials"
+	doc, err := SessionPolicy(r.job)
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	ttl := 7 * 24 * time.Hour
+	if r.rt.Deadline > 0 {
+		ttl = min(ttl, time.Until(time.UnixMilli(r.rt.Deadline))+time.Hour)
+	}
+	tc, err := s.creds.IssueTemporary(ctx, r.raw.OwnerID, doc, ttl, "job "+r.raw.ID+" attempt "+strconv.Itoa(r.st.Attempt))
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	var old string
+	if _, err := s.update(ctx, r.raw.ID, func(u *record) (bool, error) {
+		old = u.rt.CredsKey
+		u.rt.CredsKey = tc.AccessKey
+		return true, nil
+	}); err != nil {
+		_ = s.creds.RevokeTemporary(ctx, tc.AccessKey)
+		return nil, err
+	}
+	if old != "" && old != tc.AccessKey {
+		_ = s.creds.RevokeTemporary(ctx, old)
+	}
+	return &api.RunnerCredentials{S3Endpoint: s.o.S3Endpoint, Region: s.o.Region, AccessKey: tc.AccessKey,
+		SecretKey: tc.SecretKey, SessionToken: tc.SessionToken, Expiration: ms(tc.Expiration)}, nil
+}
+
+// SessionPolicy is the policy of a job's temporary credentials: read and
+// list its inputs, read, list and write its outputs, nothing else.
+func SessionPolicy(j *api.Job) ([]byte, error) {
+	type stmt struct {
+		Effect    string         `json:"Effect"`
+		Action    []string       `json:"Action"`
+		Resource  []string       `json:"Resource"`
+		Condition map[string]any `json:"Condition,omitempty"`
+	}
+	var stmts []stmt
+	add := func(url string, write bool) error {
+		b, prefix, err := ParseOBSURL(url)
+		if err != nil {
+			return err
+		}
+		actions := []string{"s3:GetObject"}
+		if write {
+			actions = append(actions, "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts")
+		}
+		stmts = append(stmts,
+			stmt{Effect: "Allow", Action: actions, Resource: []string{"arn:aws:s3:::" + b + "/" + prefix + "*"}},
+			stmt{Effect: "Allow", Action: []string{"s3:ListBucket"}, Resource: []string{"arn:aws:s3:::" + b},
+				Condition: map[string]any{"StringLike": map[string]any{"s3:prefix": []string{prefix + "*", strings.TrimSuffix(prefix, "/")}}}},
+			stmt{Effect: "Allow", Action: []string{"s3:GetBucketLocation", "s3:ListBucketMultipartUploads"}, Resource: []string{"arn:aws:s3:::" + b}},
+		)
+		return nil
+	}
+	for _, in := range j.Algorithm.Inputs {
+		if in.Remote.OBS != nil {
+			if err := add(in.Remote.OBS.OBSURL, false); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, out := range j.Algorithm.Outputs {
+		if out.Remote.OBS != nil {
+			if err := add(out.Remote.OBS.OBSURL, true); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(stmts) == 0 {
+		// Nothing to read or write: a policy that allows nothing.
+		stmts = append(stmts, stmt{Effect: "Deny", Action: []string{"s3:*"}, Resource: []string{"arn:aws:s3:::*"}})
+	}
+	return json.Marshal(map[string]any{"Version": "2012-10-17", "Statement": stmts})
+}
+
+// RunnerCode streams the job's code dir as a tar archive.
+func (s *Service) RunnerCode(ctx context.Context, id, token string, w io.Writer) error {
+	const op errs.Op = "job.RunnerCode"
+	r, err := s.runner(ctx, op, id, token)
+	if err != nil {
+		return err
+	}
+	b, prefix, err := ParseOBSURL(r.job.Algorithm.CodeDir)
+	if err != nil {
+		return err
+	}
+	caller := obs.As(s.system)
+	if b != SystemBucket {
+		// The owner's right to read it was checked at create; act for the
+		// platform so that the runner does not need code-dir credentials.
+		caller = obs.As(s.system)
+	}
+	return s.obs.WriteArchive(ctx, caller, b, prefix, w)
+}
+
+// RunnerHeartbeat records progress and says whether to stop.
+func (s *Service) RunnerHeartbeat(ctx context.Context, id, token string, hb *api.RunnerHeartbeat) (*api.RunnerHeartbeatReply, error) {
+	const op errs.Op = "job.RunnerHeartbeat"
+	r, err := s.runner(ctx, op, id, token)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkAttempt(op, r, hb.Attempt); err != nil {
+		return &api.RunnerHeartbeatReply{Action: "stop"}, nil
+	}
+	if r.rt.StopRequested || Terminal(r.st.Phase) {
+		return &api.RunnerHeartbeatReply{Action: "stop"}, nil
+	}
+	if (hb.SecondaryPhase != "" && hb.SecondaryPhase != r.st.SecondaryPhase) || (hb.UserStarted > 0 && r.rt.UserStarted == 0) {
+		_, err := s.update(ctx, id, func(u *record) (bool, error) {
+			if u.st.Attempt != hb.Attempt || u.st.Phase != api.PhaseRunning {
+				return false, nil
+			}
+			if hb.SecondaryPhase != "" {
+				u.st.SecondaryPhase = hb.SecondaryPhase
+			}
+			if hb.UserStarted > 0 && u.rt.UserStarted == 0 {
+				u.rt.UserStarted = hb.UserStarted
+				if u.st.StartTime == 0 {
+					u.st.StartTime = hb.UserStarted
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &api.RunnerHeartbeatReply{}, nil
+}
+
+// RunnerLogs stores a batch of log lines (idempotent) and wakes followers.
+func (s *Service) RunnerLogs(ctx context.Context, id, token string, b *api.RunnerLogs) error {
+	const op errs.Op = "job.RunnerLogs"
+	if _, err := s.runner(ctx, op, id, token); err != nil {
+		return err
+	}
+	lines := make([]meta.JobLogLine, 0, len(b.Lines))
+	for _, l := range b.Lines {
+		if l.Seq <= 0 {
+			return errs.E(op, errs.Invalid, "log line seq must be positive")
+		}
+		lines = append(lines, meta.JobLogLine{Attempt: b.Attempt, Seq: l.Seq, Time: time.UnixMilli(l.Time), Stream: l.Stream, Text: l.Text})
+	}
+	if err := s.store.AppendJobLogs(ctx, id, lines); err != nil {
+		return errs.E(op, err)
+	}
+	s.waiters.wake(id)
+	return nil
+}
+
+// RunnerMetrics stores a batch of samples (idempotent).
+func (s *Service) RunnerMetrics(ctx context.Context, id, token string, b *api.RunnerMetrics) error {
+	const op errs.Op = "job.RunnerMetrics"
+	if _, err := s.runner(ctx, op, id, token); err != nil {
+		return err
+	}
+	out := make([]meta.JobMetric, 0, len(b.Samples))
+	for _, m := range b.Samples {
+		if m.Kind != "system" && m.Kind != "user" {
+			return errs.E(op, errs.Invalid, "metric kind must be system or user")
+		}
+		out = append(out, meta.JobMetric{Attempt: b.Attempt, Seq: m.Seq, Time: time.UnixMilli(m.Time), Kind: m.Kind, Step: m.Step, Values: m.Values})
+	}
+	if err := s.store.AppendJobMetrics(ctx, id, out); err != nil {
+		return errs.E(op, err)
+	}
+	return nil
+}
+
+// RunnerEvent records an event of the runner.
+func (s *Service) RunnerEvent(ctx context.Context, id, token string, e *api.RunnerEvent) error {
+	const op errs.Op = "job.RunnerEvent"
+	if _, err := s.runner(ctx, op, id, token); err != nil {
+		return err
+	}
+	level := e.Level
+	if level != "Warning" && level != "Error" {
+		level = "Info"
+	}
+	s.event(ctx, id, level, "Runner", fmt.Sprintf("attempt %d: %s", e.Attempt, e.Message))
+	return nil
+}
+
+// RunnerExit ends the attempt with the runner's report.
+func (s *Service) RunnerExit(ctx context.Context, id, token string, e *api.RunnerExit) error {
+	const op errs.Op = "job.RunnerExit"
+	r, err := s.runner(ctx, op, id, token)
+	if err != nil {
+		return err
+	}
+	if err := s.checkAttempt(op, r, e.Attempt); err != nil {
+		return nil // an exit of an attempt already settled: idempotent
+	}
+	return s.settle(ctx, id, e.Attempt, e)
+}
