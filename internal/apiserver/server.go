@@ -32,6 +32,8 @@ type Deps struct {
 	Logger   *slog.Logger
 	Region   string
 	Version  string
+	Jobs     Jobs    // nil: training jobs disabled
+	Runners  Runners // the runner protocol of the same service
 	MaxBody  int64 // 0 = DefaultMaxBody
 }
 
@@ -51,6 +53,7 @@ type route struct {
 	method, path string
 	public       bool
 	h            handlerFunc
+	maxBody      int64 // 0 = Deps.MaxBody
 }
 
 // New builds the REST API server.
@@ -74,35 +77,36 @@ func New(d Deps) *Server {
 }
 
 func (s *Server) routeTable() []route {
-	return []route{
-		{"GET", "/healthz", true, s.healthz},
-		{"GET", "/metrics", true, s.serveMetrics},
-		{"GET", "/api/openapi.yaml", true, serveOpenAPI},
+	rt := []route{
+		{method: "GET", path: "/healthz", public: true, h: s.healthz},
+		{method: "GET", path: "/metrics", public: true, h: s.serveMetrics},
+		{method: "GET", path: "/api/openapi.yaml", public: true, h: serveOpenAPI},
 
-		{"POST", "/api/v1/auth/tokens", true, s.createToken},
-		{"GET", "/api/v1/auth/tokens", false, s.listTokens},
-		{"DELETE", "/api/v1/auth/tokens/{token_id}", false, s.revokeToken},
-		{"GET", "/api/v1/whoami", false, s.whoami},
+		{method: "POST", path: "/api/v1/auth/tokens", public: true, h: s.createToken},
+		{method: "GET", path: "/api/v1/auth/tokens", public: false, h: s.listTokens},
+		{method: "DELETE", path: "/api/v1/auth/tokens/{token_id}", public: false, h: s.revokeToken},
+		{method: "GET", path: "/api/v1/whoami", public: false, h: s.whoami},
 
-		{"POST", "/api/v1/users", false, s.createUser},
-		{"GET", "/api/v1/users", false, s.listUsers},
-		{"GET", "/api/v1/users/{name}", false, s.getUser},
-		{"DELETE", "/api/v1/users/{name}", false, s.deleteUser},
-		{"POST", "/api/v1/users/{name}/policies", false, s.attachPolicy},
-		{"GET", "/api/v1/users/{name}/policies", false, s.listUserPolicies},
-		{"DELETE", "/api/v1/users/{name}/policies/{policy}", false, s.detachPolicy},
+		{method: "POST", path: "/api/v1/users", public: false, h: s.createUser},
+		{method: "GET", path: "/api/v1/users", public: false, h: s.listUsers},
+		{method: "GET", path: "/api/v1/users/{name}", public: false, h: s.getUser},
+		{method: "DELETE", path: "/api/v1/users/{name}", public: false, h: s.deleteUser},
+		{method: "POST", path: "/api/v1/users/{name}/policies", public: false, h: s.attachPolicy},
+		{method: "GET", path: "/api/v1/users/{name}/policies", public: false, h: s.listUserPolicies},
+		{method: "DELETE", path: "/api/v1/users/{name}/policies/{policy}", public: false, h: s.detachPolicy},
 
-		{"POST", "/api/v1/access-keys", false, s.createAccessKey},
-		{"GET", "/api/v1/access-keys", false, s.listAccessKeys},
-		{"GET", "/api/v1/access-keys/{access_key}", false, s.getAccessKey},
-		{"PATCH", "/api/v1/access-keys/{access_key}", false, s.updateAccessKey},
-		{"DELETE", "/api/v1/access-keys/{access_key}", false, s.deleteAccessKey},
+		{method: "POST", path: "/api/v1/access-keys", public: false, h: s.createAccessKey},
+		{method: "GET", path: "/api/v1/access-keys", public: false, h: s.listAccessKeys},
+		{method: "GET", path: "/api/v1/access-keys/{access_key}", public: false, h: s.getAccessKey},
+		{method: "PATCH", path: "/api/v1/access-keys/{access_key}", public: false, h: s.updateAccessKey},
+		{method: "DELETE", path: "/api/v1/access-keys/{access_key}", public: false, h: s.deleteAccessKey},
 
-		{"POST", "/api/v1/policies", false, s.createPolicy},
-		{"GET", "/api/v1/policies", false, s.listPolicies},
-		{"GET", "/api/v1/policies/{name}", false, s.getPolicy},
-		{"DELETE", "/api/v1/policies/{name}", false, s.deletePolicy},
+		{method: "POST", path: "/api/v1/policies", public: false, h: s.createPolicy},
+		{method: "GET", path: "/api/v1/policies", public: false, h: s.listPolicies},
+		{method: "GET", path: "/api/v1/policies/{name}", public: false, h: s.getPolicy},
+		{method: "DELETE", path: "/api/v1/policies/{name}", public: false, h: s.deletePolicy},
 	}
+	return append(rt, s.jobRoutes()...)
 }
 
 // Routes lists "METHOD /path" of every route, in table order.
@@ -121,7 +125,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Request-Id", rid)
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	r = r.WithContext(withRequestID(r.Context(), rid))
-	r.Body = http.MaxBytesReader(rec, r.Body, s.deps.MaxBody)
 	s.metrics.inflight.Inc()
 	defer func() {
 		s.metrics.inflight.Dec()
@@ -159,11 +162,16 @@ func (s *Server) observe(r *http.Request, rec *statusRecorder, start time.Time, 
 
 // wrap adds authentication and error writing to a route's handler.
 func (s *Server) wrap(rt route) http.Handler {
+	limit := rt.maxBody
+	if limit == 0 {
+		limit = s.deps.MaxBody
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		var p *auth.Principal
 		if !rt.public {
 			var err error
-			if p, err = s.authenticate(r); err != nil {
+			if p, err = s.authenticate(r, limit); err != nil {
 				s.writeError(w, r, err)
 				return
 			}
@@ -177,7 +185,7 @@ func (s *Server) wrap(rt route) http.Handler {
 	})
 }
 
-func (s *Server) authenticate(r *http.Request) (*auth.Principal, error) {
+func (s *Server) authenticate(r *http.Request, maxBody int64) (*auth.Principal, error) {
 	const op errs.Op = "apiserver.authenticate"
 	var p *auth.Principal
 	var err error
@@ -185,7 +193,7 @@ func (s *Server) authenticate(r *http.Request) (*auth.Principal, error) {
 	case r.Header.Get("X-Auth-Token") != "":
 		p, err = s.deps.Auth.AuthenticateToken(r.Context(), r.Header.Get("X-Auth-Token"))
 	case sigv4.IsSigned(r):
-		v := sigv4.Verifier{Region: s.deps.Region, AnyRegion: true, Service: "atelier", MaxBody: s.deps.MaxBody}
+		v := sigv4.Verifier{Region: s.deps.Region, AnyRegion: true, Service: "atelier", MaxBody: maxBody}
 		p, _, err = s.deps.Auth.AuthenticateSigV4(r.Context(), r, v)
 	default:
 		return nil, errs.E(op, errs.Unauthenticated, auth.CodeMissingAuth, "this request carries no credentials",

@@ -100,7 +100,12 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	api := apiserver.New(apiserver.Deps{Auth: iam, Store: store, Registry: reg, Logger: log, Region: cfg.Region, Version: version})
+	jobs, err := newJobService(ctx, cfg, store, iam, objects, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
+	if err != nil {
+		return err
+	}
+	api := apiserver.New(apiserver.Deps{Auth: iam, Store: store, Registry: reg, Logger: log, Region: cfg.Region, Version: version,
+		Jobs: jobs, Runners: jobs})
 
 	servers := []*http.Server{
 		{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
@@ -128,6 +133,11 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	go func() {
 		defer wg.Done()
 		gcLoop(ctx, iam, log)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		jobs.Run(ctx)
 	}()
 	wg.Add(1)
 	go func() {

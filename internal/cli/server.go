@@ -51,7 +51,12 @@ Its keys never change; its endpoints follow the listen addresses.`,
 			if s3Domain != "" {
 				cfg.S3Domain = s3Domain
 			}
-			cfg.ApplyDefaults(config.LocalMachine())
+			m := config.LocalMachine()
+			m.GPUs = config.DetectGPUs(cmd.Context(), config.ExecProber)
+			cfg.ApplyDefaults(m)
+			if len(cfg.Engines) == 0 {
+				cfg.Engines = config.DetectEngines(cmd.Context(), config.RealPath, config.ExecProber)
+			}
 			return serverapp.Run(cmd.Context(), cfg, buildVersion().Version, log)
 		},
 	}

@@ -1,0 +1,445 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/auth"
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/meta"
+)
+
+// Jobs is the training-job service as the API uses it.
+type Jobs interface {
+	Create(ctx context.Context, p *auth.Principal, j *api.Job) (*api.Job, error)
+	Get(ctx context.Context, p *auth.Principal, id string) (*api.Job, error)
+	ListJobs(ctx context.Context, p *auth.Principal, name string, phases []string, opts meta.ListOptions) ([]*api.Job, int, error)
+	Stop(ctx context.Context, p *auth.Principal, id string) (*api.Job, error)
+	Delete(ctx context.Context, p *auth.Principal, id string) error
+	Logs(ctx context.Context, p *auth.Principal, id, after string, limit int) (*api.JobLogs, error)
+	FollowLogs(ctx context.Context, p *auth.Principal, id, after string, fn func(api.LogLine) error) error
+	Metrics(ctx context.Context, p *auth.Principal, id string) (*api.JobMetrics, error)
+	Events(ctx context.Context, p *auth.Principal, id string, opts meta.ListOptions) ([]api.Event, int, error)
+	Engines() []api.Engine
+	Flavors() []api.Flavor
+	UploadCode(ctx context.Context, p *auth.Principal, name string, r io.Reader) (codeDir string, files int, size int64, err error)
+}
+
+// Runners is the runner protocol side of the job service.
+type Runners interface {
+	RunnerJob(ctx context.Context, id, token string) (*api.RunnerJob, error)
+	RunnerCode(ctx context.Context, id, token string, w io.Writer) error
+	RunnerHeartbeat(ctx context.Context, id, token string, hb *api.RunnerHeartbeat) (*api.RunnerHeartbeatReply, error)
+	RunnerLogs(ctx context.Context, id, token string, b *api.RunnerLogs) error
+	RunnerMetrics(ctx context.Context, id, token string, b *api.RunnerMetrics) error
+	RunnerEvent(ctx context.Context, id, token string, e *api.RunnerEvent) error
+	RunnerExit(ctx context.Context, id, token string, e *api.RunnerExit) error
+}
+
+// CodeUploadMaxBody bounds POST /api/v1/training-jobs/code.
+const CodeUploadMaxBody = 1<<30 + 64<<20
+
+// RunnerMaxBody bounds runner batches.
+const RunnerMaxBody = 64 << 20
+
+func (s *Server) jobRoutes() []route {
+	return []route{
+		{method: "POST", path: "/api/v1/training-jobs", h: s.createJob},
+		{method: "GET", path: "/api/v1/training-jobs", h: s.listJobs},
+		{method: "POST", path: "/api/v1/training-jobs/code", h: s.uploadCode, maxBody: CodeUploadMaxBody},
+		{method: "GET", path: "/api/v1/training-jobs/{id}", h: s.getJob},
+		{method: "DELETE", path: "/api/v1/training-jobs/{id}", h: s.deleteJob},
+		{method: "POST", path: "/api/v1/training-jobs/{id}/actions", h: s.jobAction},
+		{method: "GET", path: "/api/v1/training-jobs/{id}/logs", h: s.jobLogs},
+		{method: "GET", path: "/api/v1/training-jobs/{id}/metrics", h: s.jobMetrics},
+		{method: "GET", path: "/api/v1/training-jobs/{id}/events", h: s.jobEvents},
+		{method: "GET", path: "/api/v1/training-job-engines", h: s.jobEngines},
+		{method: "GET", path: "/api/v1/training-job-flavors", h: s.jobFlavors},
+
+		{method: "GET", path: "/api/v1/runner/jobs/{id}", public: true, h: s.runnerJob},
+		{method: "GET", path: "/api/v1/runner/jobs/{id}/code", public: true, h: s.runnerCode},
+		{method: "POST", path: "/api/v1/runner/jobs/{id}/heartbeat", public: true, h: s.runnerHeartbeat, maxBody: RunnerMaxBody},
+		{method: "POST", path: "/api/v1/runner/jobs/{id}/logs", public: true, h: s.runnerLogs, maxBody: RunnerMaxBody},
+		{method: "POST", path: "/api/v1/runner/jobs/{id}/metrics", public: true, h: s.runnerMetrics, maxBody: RunnerMaxBody},
+		{method: "POST", path: "/api/v1/runner/jobs/{id}/events", public: true, h: s.runnerEvent, maxBody: RunnerMaxBody},
+		{method: "POST", path: "/api/v1/runner/jobs/{id}/exit", public: true, h: s.runnerExit, maxBody: RunnerMaxBody},
+	}
+}
+
+func (s *Server) jobs() (Jobs, error) {
+	if s.deps.Jobs == nil {
+		return nil, errs.E("apiserver.jobs", errs.Unavailable, "training jobs are not enabled on this server")
+	}
+	return s.deps.Jobs, nil
+}
+
+func (s *Server) createJob(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	js, err := s.jobs()
+	if err != nil {
+		return err
+	}
+	var j api.Job
+	if err := decodeJSON(r, &j); err != nil {
+		return err
+	}
+	out, err := js.Create(r.Context(), p, &j)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	js, err := s.jobs()
+	if err != nil {
+		return err
+	}
+	opts, err := listOptions(r)
+	if err != nil {
+		return err
+	}
+	var phases []string
+	for _, ph := range strings.Split(r.URL.Query().Get("phase"), ",") {
+		if ph = strings.TrimSpace(ph); ph != "" {
+			phases = append(phases, canonicalPhase(ph))
+		}
+	}
+	items, total, err := js.ListJobs(r.Context(), p, r.URL.Query().Get("name"), phases, opts)
+	if err != nil {
+		return err
+	}
+	out := make([]api.Job, len(items))
+	for i, j := range items {
+		out[i] = *j
+	}
+	writeJSON(w, http.StatusOK, list(out, total))
+	return nil
+}
+
+// canonicalPhase accepts phases in any case ("running" → "Running").
+func canonicalPhase(s string) string {
+	for _, p := range []string{api.PhaseCreating, api.PhasePending, api.PhaseRunning, api.PhaseCompleted, api.PhaseFailed,
+		api.PhaseTerminating, api.PhaseTerminated, api.PhaseAbnormal} {
+		if strings.EqualFold(p, s) {
+			return p
+		}
+	}
+	return s
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	js, err := s.jobs()
+	if err != nil {
+		return err
+	}
+	j, err := js.Get(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, j)
+	return nil
+}
+
+func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	js, err := s.jobs()
+	if err != nil {
+		return err
+	}
+	if err := js.Delete(r.Context(), p, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) jobAction(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	js, err := s.jobs()
+	if err != nil {
+		return err
+	}
+	var a api.JobActionRequest
+	if err := decodeJSON(r, &a); err != nil {
+		return err
+	}
+	if a.ActionType != "terminate" {
+		return errs.E("apiserver.jobAction", errs.Invalid, CodeBadQuery, "action_type "+strconv.Quote(a.ActionType)+" is not supported",
+			errs.Hint(`send {"action_type":"terminate"}`))
+	}
+	j, err := js.Stop(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, j)
+	return nil
+}
+
+func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	js, err := s.jobs()
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	id, after := r.PathValue("id"), q.Get("after")
+	if q.Get("follow") != "true" && q.Get("follow") != "1" {
+		limit := 0
+		if l := q.Get("limit"); l != "" {
+			if limit, err = strconv.Atoi(l); err != nil || limit < 1 || limit > 10000 {
+				return errs.E("apiserver.jobLogs", errs.Invalid, CodeBadQuery, "query parameter limit must be a whole number from 1 to 10000")
+			}
+		}
+		logs, err := js.Logs(r.Context(), p, id, after, limit)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, logs)
+		return nil
+	}
+	// Check access before the stream starts, so an error is a normal answer.
+	if _, err := js.Get(r.Context(), p, id); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	enc := json.NewEncoder(w)
+	err = js.FollowLogs(r.Context(), p, id, after, func(l api.LogLine) error {
+		if err := enc.Encode(l); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	})
+	if err != nil && r.Context().Err() == nil {
+		s.deps.Logger.Warn("log stream ended", "job", id, "err", err)
+	}
+	return nil
+}
+
+func (s *Server) jobMetrics(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	js, err := s.jobs()
+	if err != nil {
+		return err
+	}
+	m, err := js.Metrics(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, m)
+	return nil
+}
+
+func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	js, err := s.jobs()
+	if err != nil {
+		return err
+	}
+	opts, err := listOptions(r)
+	if err != nil {
+		return err
+	}
+	evs, total, err := js.Events(r.Context(), p, r.PathValue("id"), opts)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, list(evs, total))
+	return nil
+}
+
+func (s *Server) jobEngines(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	js, err := s.jobs()
+	if err != nil {
+		return err
+	}
+	e := js.Engines()
+	writeJSON(w, http.StatusOK, list(e, len(e)))
+	return nil
+}
+
+func (s *Server) jobFlavors(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	js, err := s.jobs()
+	if err != nil {
+		return err
+	}
+	f := js.Flavors()
+	writeJSON(w, http.StatusOK, list(f, len(f)))
+	return nil
+}
+
+// CodeUploadResponse is the answer of POST /api/v1/training-jobs/code.
+type CodeUploadResponse struct {
+	CodeDir string `json:"code_dir"`
+	Files   int    `json:"files"`
+	Bytes   int64  `json:"bytes"`
+}
+
+func (s *Server) uploadCode(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	js, err := s.jobs()
+	if err != nil {
+		return err
+	}
+	dir, n, size, err := js.UploadCode(r.Context(), p, r.URL.Query().Get("name"), r.Body)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, CodeUploadResponse{CodeDir: dir, Files: n, Bytes: size})
+	return nil
+}
+
+// ---- runner protocol ----
+
+func (s *Server) runners() (Runners, error) {
+	if s.deps.Runners == nil {
+		return nil, errs.E("apiserver.runners", errs.Unavailable, "training jobs are not enabled on this server")
+	}
+	return s.deps.Runners, nil
+}
+
+func runnerToken(r *http.Request) string { return r.Header.Get(api.RunnerTokenHeader) }
+
+func (s *Server) runnerJob(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	rs, err := s.runners()
+	if err != nil {
+		return err
+	}
+	j, err := rs.RunnerJob(r.Context(), r.PathValue("id"), runnerToken(r))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, j)
+	return nil
+}
+
+func (s *Server) runnerCode(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	rs, err := s.runners()
+	if err != nil {
+		return err
+	}
+	// Buffer nothing: the first write commits the 200, so authenticate
+	// first by streaming into a writer that sets the header lazily.
+	lw := &lazyWriter{w: w, contentType: "application/x-tar"}
+	if err := rs.RunnerCode(r.Context(), r.PathValue("id"), runnerToken(r), lw); err != nil {
+		if lw.started {
+			s.deps.Logger.Warn("code archive stream failed", "job", r.PathValue("id"), "err", err)
+			return nil
+		}
+		return err
+	}
+	if !lw.started {
+		lw.start()
+	}
+	return nil
+}
+
+// lazyWriter sends the header with the first byte.
+type lazyWriter struct {
+	w           http.ResponseWriter
+	contentType string
+	started     bool
+}
+
+func (l *lazyWriter) start() {
+	l.started = true
+	l.w.Header().Set("Content-Type", l.contentType)
+	l.w.WriteHeader(http.StatusOK)
+}
+
+func (l *lazyWriter) Write(p []byte) (int, error) {
+	if !l.started {
+		l.start()
+	}
+	return l.w.Write(p)
+}
+
+func (s *Server) runnerHeartbeat(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	rs, err := s.runners()
+	if err != nil {
+		return err
+	}
+	var hb api.RunnerHeartbeat
+	if err := decodeJSON(r, &hb); err != nil {
+		return err
+	}
+	reply, err := rs.RunnerHeartbeat(r.Context(), r.PathValue("id"), runnerToken(r), &hb)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, reply)
+	return nil
+}
+
+func (s *Server) runnerLogs(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	rs, err := s.runners()
+	if err != nil {
+		return err
+	}
+	var b api.RunnerLogs
+	if err := decodeJSON(r, &b); err != nil {
+		return err
+	}
+	if err := rs.RunnerLogs(r.Context(), r.PathValue("id"), runnerToken(r), &b); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+func (s *Server) runnerMetrics(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	rs, err := s.runners()
+	if err != nil {
+		return err
+	}
+	var b api.RunnerMetrics
+	if err := decodeJSON(r, &b); err != nil {
+		return err
+	}
+	if err := rs.RunnerMetrics(r.Context(), r.PathValue("id"), runnerToken(r), &b); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+func (s *Server) runnerEvent(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	rs, err := s.runners()
+	if err != nil {
+		return err
+	}
+	var e api.RunnerEvent
+	if err := decodeJSON(r, &e); err != nil {
+		return err
+	}
+	if err := rs.RunnerEvent(r.Context(), r.PathValue("id"), runnerToken(r), &e); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+func (s *Server) runnerExit(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	rs, err := s.runners()
+	if err != nil {
+		return err
+	}
+	var e api.RunnerExit
+	if err := decodeJSON(r, &e); err != nil {
+		return err
+	}
+	if err := rs.RunnerExit(r.Context(), r.PathValue("id"), runnerToken(r), &e); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}

@@ -1,0 +1,79 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/auth"
+	"github.com/atelier-dev/atelier/internal/config"
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/executor/local"
+	"github.com/atelier-dev/atelier/internal/job"
+	"github.com/atelier-dev/atelier/internal/meta"
+	"github.com/atelier-dev/atelier/internal/obs"
+	"github.com/atelier-dev/atelier/internal/sandbox"
+)
+
+// newJobService wires training jobs: the local executor, the sandbox check,
+// capacity from the machine and the flavors, and the platform bucket.
+func newJobService(ctx context.Context, cfg *config.Server, store meta.Store, iam *auth.Service, objects *obs.Service,
+	apiAddr, s3URL string, log *slog.Logger) (*job.Service, error) {
+	const op errs.Op = "app.newJobService"
+	admin, err := store.GetUserByName(ctx, auth.AdminName)
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	system := &auth.Principal{User: admin, Method: "system", Subject: auth.Subject{Name: admin.Name, Admin: true}}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, errs.E(op, errs.Internal, "cannot find the atelier binary for the runner", err)
+	}
+	if self, err = filepath.EvalSymlinks(self); err != nil {
+		return nil, errs.E(op, errs.Internal, "cannot resolve the atelier binary", err)
+	}
+	if err := os.MkdirAll(cfg.WorkDir, 0o700); err != nil {
+		return nil, errs.E(op, errs.IO, CodeDataDir, fmt.Sprintf("cannot create work_dir %s: %v", cfg.WorkDir, unwrapPathErr(err)),
+			errs.Hint("set work_dir in the server config to a writable directory"))
+	}
+	var sandboxErr error
+	if cfg.Sandbox == config.SandboxBubblewrap {
+		if sandboxErr = sandbox.Available(); sandboxErr != nil {
+			log.Warn("jobs are refused until the sandbox works", "err", errs.UserMessage(sandboxErr))
+		}
+	}
+	advertise := cfg.AdvertiseURL
+	if advertise == "" || advertise == "http://"+cfg.Listen || strings.HasSuffix(advertise, ":0") {
+		advertise = "http://" + apiAddr
+	}
+	m := config.LocalMachine()
+	capacity := job.Capacity{CPU: float64(max(m.CPUs, runtime.NumCPU())), Memory: m.MemoryBytes}
+	var flavors []api.Flavor
+	for _, f := range cfg.Flavors {
+		flavors = append(flavors, api.Flavor{ID: f.ID, CPU: f.CPU, Memory: int64(f.Memory), GPU: f.GPU, Disk: int64(f.Disk), PricePerHour: f.PricePerHour})
+		capacity.GPU = max(capacity.GPU, f.GPU)
+		capacity.Memory = max(capacity.Memory, int64(f.Memory))
+		capacity.CPU = max(capacity.CPU, f.CPU)
+	}
+	var engines []api.Engine
+	for _, e := range cfg.Engines {
+		engines = append(engines, api.Engine{Name: e.Name, Python: e.Python, PipArgs: e.PipArgs})
+	}
+	if len(engines) == 0 {
+		log.Warn("no Python interpreter found: jobs cannot run until `engines` is configured")
+	}
+	svc := job.New(store, objects, iam, iam, local.New(local.Options{Logger: log}), system, job.Options{
+		Flavors: flavors, Engines: engines, Capacity: capacity, Quota: cfg.Quotas.JobsPerUser,
+		Sandbox: cfg.Sandbox, SandboxError: sandboxErr, DataDir: cfg.DataDir, WorkDir: cfg.WorkDir,
+		ServerURL: advertise, S3Endpoint: s3URL, Region: cfg.Region, RunnerArgv0: self, Logger: log,
+	})
+	if err := svc.Init(ctx); err != nil {
+		return nil, errs.E(op, err)
+	}
+	return svc, nil
+}
