@@ -38,6 +38,8 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 		newPolicyCmd(a),
 		newTokenCmd(a),
 		newObsCmd(a),
+		newRunnerCmd(),
+		newJobCmd(a),
 	)
 	return root
 }

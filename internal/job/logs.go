@@ -129,7 +129,7 @@ const (
 // prefix as code_dir.
 func (s *Service) UploadCode(ctx context.Context, p *auth.Principal, name string, r io.Reader) (codeDir string, files int, size int64, err error) {
 	const op errs.Op = "job.UploadCode"
-	if err := s.authz.Authorize(p, "job", "Create", auth.Resource("job", "*"), "", nil); err != nil {
+	if err := s.authz.Authorize(p, "job", "Create", auth.Resource("job", "*"), p.User.ID, nil); err != nil {
 		return "", 0, 0, err
 	}
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") || len(name) > 128 {

@@ -285,7 +285,7 @@ func (s *Service) Flavors() []api.Flavor { return slices.Clone(s.o.Flavors) }
 // Create validates and queues a job owned by p.
 func (s *Service) Create(ctx context.Context, p *auth.Principal, j *api.Job) (*api.Job, error) {
 	const op errs.Op = "job.Create"
-	if err := s.authz.Authorize(p, "job", "Create", auth.Resource("job", "*"), "", nil); err != nil {
+	if err := s.authz.Authorize(p, "job", "Create", auth.Resource("job", "*"), p.User.ID, nil); err != nil {
 		return nil, err
 	}
 	j.Status = nil

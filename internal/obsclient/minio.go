@@ -30,6 +30,9 @@ type MinioOptions struct {
 	Conns int
 	// AppName and AppVersion go into the User-Agent.
 	AppName, AppVersion string
+	// SessionToken goes with the key pair of temporary credentials (a
+	// job's); empty for a user's own access key.
+	SessionToken string
 }
 
 // minioS3 is S3 over minio-go.
@@ -55,7 +58,7 @@ func NewMinio(cfg *config.ClientConfig, opt MinioOptions) (S3, error) {
 		return nil, errs.E(op, errs.Invalid, hint, fmt.Sprintf("s3_endpoint %q must not have a path", cfg.S3Endpoint))
 	}
 	core, err := minio.NewCore(u.Host, &minio.Options{
-		Creds:        credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
+		Creds:        credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, opt.SessionToken),
 		Secure:       u.Scheme == "https",
 		Transport:    newTransport(max(opt.Conns, 1)),
 		Region:       Region,

@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/runner"
+)
+
+// newRunnerCmd is `atelier runner`, started by an executor for one attempt
+// of a job; hidden from help.
+func newRunnerCmd() *cobra.Command {
+	var (
+		cfg      runner.Config
+		logLevel string
+	)
+	cmd := &cobra.Command{
+		Use:    "runner",
+		Short:  "Run one attempt of a training job (started by the server's executor)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(cmd.ErrOrStderr(), logLevel, "text")
+			if err != nil {
+				return usagef("%v", err)
+			}
+			cfg.Logger = log
+			err = runner.Run(cmd.Context(), cfg)
+			if errs.CodeOf(err) == runner.CodeUsage {
+				return usagef("%s", errs.UserMessage(err))
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Server, "server", "", "the server's URL (advertise_url)")
+	f.StringVar(&cfg.JobID, "job", "", "job id")
+	f.IntVar(&cfg.Attempt, "attempt", 0, "attempt number (1-based)")
+	f.StringVar(&cfg.Dir, "dir", "", "the attempt dir (final.json, job.log, logbuf/)")
+	f.StringVar(&cfg.TokenFile, "token-file", "", "file with the attempt's runner token")
+	f.StringVar(&cfg.WorkDir, "work-dir", "", "the server's work_dir (job dirs, caches)")
+	f.StringVar(&cfg.DataDir, "data-dir", "", "the server's data dir, hidden from user code")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}

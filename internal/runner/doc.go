@@ -1,0 +1,77 @@
+// Package runner is `atelier runner`, the agent that runs one attempt of a
+// training job next to user code, the same on every executor. It talks to
+// the server only through the runner protocol of internal/api (header
+// X-Atelier-Runner-Token) and to OBS only with the job's temporary
+// credentials.
+//
+// # An attempt
+//
+// The executor starts it as
+//
+//	atelier runner --server URL --job ID --attempt N --dir ATTEMPT_DIR \
+//	    --token-file ATTEMPT_DIR/token --work-dir WORK_DIR [--data-dir DIR]
+//
+// and it goes through these steps:
+//
+//  1. Fetch the job (GET /api/v1/runner/jobs/{id}), retrying for two
+//     minutes while the server is unreachable. Without it the runner writes
+//     final.json (reason platform) and exits 1.
+//  2. Lay out a fresh job tree (Layout): home/ with modelarts/user-job-dir/
+//     <code dir>, inputs/<name>_0, outputs/<name>_0 and log/; cache/, a tmpfs
+//     of the flavor's disk size when the runner is root (so that the disk
+//     is limited and its usage can be read with statfs), unmounted at the end.
+//  3. Stage (secondary phase Staging): the code archive from the server
+//     (extracted without ever leaving the code dir or writing through a
+//     link), or the code dir from OBS; then every input, listed once, its
+//     missing objects downloaded StageJobs at a time into the content cache
+//     <work_dir>/cache/objects/<h[:2]>/<h>, h = sha256(bucket "/" key "\n"
+//     etag) (temporary file and rename; size and MD5 checked), then hard
+//     linked into the input dir (copied across file systems; code is always
+//     copied, since user code may change it). A second job on the same data
+//     downloads nothing. A retry (restore_outputs) first downloads the
+//     outputs' last synced files into the output dirs.
+//  4. Install (Installing): a requirements.txt in the code dir gets a
+//     virtual environment <work_dir>/cache/venvs/<engine>-<sha256(python
+//     "\n" requirements)[:16]>, made with --system-site-packages (so the
+//     engine's packages stay visible) and the engine's pip_args, pip's output
+//     in the job log. The environment is built in place under an flock, and
+//     a ready marker written last makes it usable: a build cut short is
+//     removed and made again (building elsewhere and renaming would break
+//     the absolute paths pip writes into scripts).
+//  5. Run (Running): [python, boot file] (or /bin/sh for .sh, or /bin/sh -c
+//     command) with --<input>=<dir> --<output>=<dir> --<param>=<value>
+//     (Invocation), the environment of ARCHITECTURE.md §5, in the bubblewrap
+//     sandbox or not (SandboxSpec), in the cgroup job-<id>-<attempt> with the
+//     flavor's memory and CPU limits when cgroups are writable (else without
+//     limits, and a warning in the job log). The process group id goes to
+//     ATTEMPT_DIR/user.pgid for the executor.
+//  6. While it runs: stdout and stderr are read line by line (split at
+//     MaxLineBytes), numbered (per-attempt seq from 1, shared with the
+//     runner's own lines, stream "runner"), appended to ATTEMPT_DIR/job.log
+//     and to the on-disk spool ATTEMPT_DIR/logbuf/ (bounded; when full the
+//     oldest undelivered lines are dropped and a line says how many), and
+//     posted in batches; a batch leaves the spool only after a 2xx, so a
+//     server outage or restart loses and duplicates nothing. Heartbeats
+//     report the phase; the answer "stop", SIGTERM to the runner, the
+//     deadline (max_runtime) and the hang detector (no output and under 1% of
+//     a CPU and idle GPUs for the hang timeout) all run the stop procedure:
+//     SIGTERM to user code (inside the sandbox, not to bwrap itself), the
+//     grace period, SIGKILL to its processes and cgroup. Outputs are synced
+//     every sync interval; system metrics (CPU, memory, GPU via nvidia-smi)
+//     are sampled and the metrics file (ATELIER_METRICS_FILE) is tailed.
+//  7. The end (Syncing): a last output sync (new or changed files by size
+//     and mtime, parallel and multipart as `atelier obs cp`; nothing is ever
+//     deleted in OBS), failure.Classify of what was observed, the log flushed
+//     (bounded wait), final.json written atomically, cgroup and tmpfs
+//     released, job.log uploaded to spec.log_export_path when set (best
+//     effort), the exit posted (retried for ten minutes; the server reads
+//     final.json when it never arrives). The runner exits 0 however user
+//     code ended.
+//
+// # Limits
+//
+// The content cache and the environment cache are never evicted; a
+// cleanup of <work_dir>/cache is an operator's task for now. With sandbox
+// "none" user code could modify its (hard linked) inputs and so the cache;
+// the sandbox binds inputs read-only.
+package runner

@@ -1,0 +1,52 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/cgroup"
+)
+
+func TestDiskFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting the job's tmpfs needs root")
+	}
+	e := newEnv(t)
+	j := e.job("j-disk", "fill.sh")
+	j.Flavor.Disk = 4 << 20
+	fs := newFakeServer(t, j, map[string]string{"fill.sh": `df -k "$TMPDIR" | tail -1; dd if=/dev/zero of="$TMPDIR/big" bs=1M count=10`})
+	cfg := e.config(fs)
+	e.run(context.Background(), cfg)
+	ex := fs.exit()
+	if strings.Contains(strings.Join(fs.texts(StreamRunner), "\n"), "cannot mount") {
+		t.Skipf("no tmpfs here: %q", fs.texts(StreamRunner))
+	}
+	if ex.Reason != api.FailureDiskFull {
+		t.Fatalf("exit %+v\n%q", ex, fs.texts(""))
+	}
+	cache := filepath.Join(e.work, "jobs", "j-disk", "cache")
+	if isMountPoint(cache) {
+		t.Errorf("%s is still mounted", cache)
+	}
+}
+
+func TestMemoryLimit(t *testing.T) {
+	g, err := cgroup.New("atelier-runner-probe", cgroup.Limits{MemoryBytes: 64 << 20})
+	if err != nil {
+		t.Skip(err)
+	}
+	g.Close()
+	e := newEnv(t)
+	j := e.job("j-oom", "hog.py")
+	j.Flavor.Memory = 64 << 20
+	fs := newFakeServer(t, j, map[string]string{"hog.py": "x = []\nwhile True:\n    x.append(bytearray(8 << 20))\n"})
+	e.run(context.Background(), e.config(fs))
+	ex := fs.exit()
+	if ex.Reason != api.FailureOOM || !strings.Contains(ex.Message, "cpu.1") {
+		t.Fatalf("exit %+v\n%q", ex, fs.texts(""))
+	}
+}

@@ -1,0 +1,474 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/cgroup"
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/job/failure"
+	"github.com/atelier-dev/atelier/internal/obsclient"
+	"github.com/atelier-dev/atelier/internal/sandbox"
+	"github.com/atelier-dev/atelier/python"
+)
+
+// PgidFile is the attempt dir's file with user code's process group id,
+// which the local executor kills when it stops the runner.
+const PgidFile = "user.pgid"
+
+// drainFor is how long the log readers may take after user code exited
+// before leftover processes holding its output open are killed.
+const drainFor = 2 * time.Second
+
+// userProc is the running user code.
+type userProc struct {
+	cmd       *exec.Cmd
+	pid       int
+	sandboxed bool
+	exited    chan struct{} // closed when the process has been waited for
+	state     *os.ProcessState
+	waitErr   error
+	readers   sync.WaitGroup
+	pipes     []*os.File // read ends of stdout and stderr
+}
+
+// SandboxSpec is the sandbox of user code: with bubblewrap the data dir,
+// work_dir and /tmp are hidden, the job's home is bound at /home/ma-user
+// with the inputs read-only over it, the job's cache at /cache (or a tmpfs
+// of the flavor's disk size when the runner could not mount one), the
+// python/ tree read-only at /opt/atelier/python and the venv read-only at
+// its own path.
+func (iv Invocation) SandboxSpec(argv []string, dataDir string, cacheTmpfs int64, devices []string) sandbox.Spec {
+	l := iv.Layout
+	s := sandbox.Spec{Mode: sandbox.ModeNone, Dir: l.View(l.CodeDir), Env: iv.Env(), Argv: argv}
+	if !l.Sandboxed {
+		return s
+	}
+	s.Mode = sandbox.ModeBubblewrap
+	if dataDir != "" {
+		s.Hide = append(s.Hide, dataDir)
+	}
+	s.Hide = append(s.Hide, l.WorkDir, "/tmp")
+	s.Binds = append(s.Binds, sandbox.Bind{Src: l.Home, Dst: SandboxHome})
+	if cacheTmpfs > 0 {
+		s.Tmpfs = append(s.Tmpfs, sandbox.Tmpfs{Dst: SandboxCache, Size: cacheTmpfs})
+		// The tmpfs starts empty: make TMPDIR before user code runs.
+		s.Argv = append([]string{"/bin/sh", "-c", `mkdir -p "$TMPDIR" && exec "$@"`, "sh"}, argv...)
+	} else {
+		s.Binds = append(s.Binds, sandbox.Bind{Src: l.Cache, Dst: SandboxCache})
+	}
+	for _, c := range l.Inputs {
+		s.Binds = append(s.Binds, sandbox.Bind{Src: c.Dir, Dst: l.View(c.Dir), ReadOnly: true})
+	}
+	if iv.PythonDir != "" {
+		s.Binds = append(s.Binds, sandbox.Bind{Src: iv.PythonDir, Dst: SandboxPython, ReadOnly: true})
+	}
+	if iv.Venv != "" {
+		s.Binds = append(s.Binds, sandbox.Bind{Src: iv.Venv, Dst: iv.Venv, ReadOnly: true})
+	}
+	s.Devices = devices
+	return s
+}
+
+// runUser starts user code, watches it (logs, metrics, syncs, hang,
+// stop requests) until it ends, and records how it ended.
+func (r *run) runUser(bg context.Context) {
+	l, rj := r.layout, r.rj
+	pyDir, err := python.Extract(filepath.Join(r.cfg.WorkDir, "python"))
+	if err != nil {
+		r.sink.Runner("warning: the atelier Python packages (moxing, atelier) are not available: %s", errs.UserMessage(err))
+		pyDir = ""
+	}
+	interp := rj.Engine.Python
+	if r.venv != "" {
+		interp = filepath.Join(r.venv, "bin", "python")
+	}
+	iv := Invocation{Job: rj, Layout: l, Python: interp, Venv: r.venv, PythonDir: pyDir,
+		MasterPort: freePort(), BasePath: os.Getenv("PATH")}
+	argv, err := iv.Argv()
+	if err != nil {
+		r.outcome.stage, r.outcome.stageErr = failure.StageStaging, errs.UserMessage(err)
+		return
+	}
+	var tmpfsSize int64
+	if !r.mounted && l.Sandboxed {
+		tmpfsSize = rj.Flavor.Disk
+	}
+	var devices []string
+	if len(rj.GPUs) > 0 && l.Sandboxed {
+		devices = sandbox.GPUDevices()
+	}
+	spec := iv.SandboxSpec(argv, r.cfg.DataDir, tmpfsSize, devices)
+	p, err := r.start(spec)
+	if err != nil {
+		r.outcome.platform = "cannot start user code: " + errs.UserMessage(err)
+		r.log.Error("cannot start user code", "err", err)
+		return
+	}
+	r.proc = p
+	r.userStarted.Store(time.Now().UnixMilli())
+	r.setPhase(api.SecondaryRunning)
+	r.sink.Runner("started %s", strings.Join(argv, " "))
+	r.event("Info", "user code started")
+
+	watch, stopWatch := context.WithCancel(bg)
+	var wg sync.WaitGroup
+	wg.Go(func() { r.syncLoop(watch) })
+	tail := &metricsTail{path: l.MetricsFile()}
+	wg.Go(func() { r.sampleLoop(watch, tail) })
+	if r.cfg.Timing.HangTimeout > 0 {
+		wg.Go(func() { r.hangLoop(watch) })
+	}
+
+	select {
+	case <-p.exited:
+	case <-r.stop.ch:
+		r.terminate(p)
+	}
+	<-p.exited
+	r.drain(p)
+	stopWatch()
+	wg.Wait()
+	r.readMetrics(tail, true)
+	os.Remove(filepath.Join(r.cfg.Dir, PgidFile))
+
+	// (bwrap itself reports a signal N of user code as exit 128+N.)
+	code, sig := exitStatus(p.state, p.waitErr)
+	r.outcome.exitCode = code
+	if sig != 0 {
+		r.outcome.signal, r.outcome.sigNum = signalName(sig), int(sig)
+	}
+	r.log.Info("user code ended", "exit_code", r.outcome.exitCode, "signal", r.outcome.signal)
+}
+
+// start starts user code in its cgroup with its output piped into the log.
+// Without a usable cgroup user code runs without one (and a warning).
+func (r *run) start(spec sandbox.Spec) (*userProc, error) {
+	rj := r.rj
+	g, err := cgroup.New(fmt.Sprintf("job-%s-%d", rj.Job.Metadata.ID, r.cfg.Attempt),
+		cgroup.Limits{MemoryBytes: rj.Flavor.Memory, CPUs: rj.Flavor.CPU})
+	if err != nil {
+		r.sink.Runner("warning: no cgroup for this job, so memory and CPU are not limited: %s", errs.UserMessage(err))
+		g = nil
+	}
+	p, err := r.startIn(spec, g)
+	if err != nil && g != nil && !errors.Is(err, exec.ErrNotFound) && !errors.Is(err, fs.ErrNotExist) {
+		r.sink.Runner("warning: user code cannot start in its cgroup (%s); starting it without, so memory and CPU are not limited",
+			errs.UserMessage(err))
+		g.Close()
+		g = nil
+		p, err = r.startIn(spec, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.group = g
+	if err := os.WriteFile(filepath.Join(r.cfg.Dir, PgidFile), []byte(itoa(p.pid)+"\n"), 0o644); err != nil {
+		r.log.Warn("cannot write user.pgid", "err", err)
+	}
+	for i, stream := range []string{StreamStdout, StreamStderr} {
+		f := p.pipes[i]
+		p.readers.Go(func() { r.sink.read(stream, f) })
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		p.state = p.cmd.ProcessState
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// startIn starts the command of spec, in group g unless it is nil.
+func (r *run) startIn(spec sandbox.Spec, g *cgroup.Group) (*userProc, error) {
+	cmd, err := sandbox.Command(r.work, spec)
+	if err != nil {
+		return nil, err
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, errs.E("runner.start", errs.IO, CodeStart, because("cannot make a pipe", err), err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, errs.E("runner.start", errs.IO, CodeStart, because("cannot make a pipe", err), err)
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	if g != nil {
+		g.Prepare(cmd)
+	}
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, errs.E("runner.start", CodeStart, because(fmt.Sprintf("cannot start %s", spec.Argv[0]), err), err)
+	}
+	return &userProc{cmd: cmd, pid: cmd.Process.Pid, sandboxed: spec.Mode == sandbox.ModeBubblewrap,
+		exited: make(chan struct{}), pipes: []*os.File{outR, errR}}, nil
+}
+
+// terminate is the stop procedure: SIGTERM to user code, StopGrace to end,
+// then SIGKILL to its process tree, group and cgroup.
+func (r *run) terminate(p *userProc) {
+	r.outcome.stopReason = r.stop.reason
+	r.signal(p, syscall.SIGTERM)
+	t := time.NewTimer(r.cfg.Timing.StopGrace)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return
+	case <-t.C:
+	}
+	r.sink.Runner("user code did not end %s after SIGTERM; killing it", r.cfg.Timing.StopGrace)
+	r.kill(p)
+}
+
+// signal sends sig to user code. In the sandbox the bwrap processes
+// themselves are spared: bwrap would answer SIGTERM by killing its child at
+// once.
+func (r *run) signal(p *userProc, sig syscall.Signal) {
+	procs := tree(p.pid, processes())
+	for i := len(procs) - 1; i >= 0; i-- {
+		if p.sandboxed && isBwrap(procs[i].PID) {
+			continue
+		}
+		_ = syscall.Kill(procs[i].PID, sig)
+	}
+	if !p.sandboxed {
+		_ = syscall.Kill(-p.pid, sig)
+	}
+}
+
+// isBwrap reports whether pid runs bubblewrap.
+func isBwrap(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return err == nil && strings.TrimSpace(string(b)) == "bwrap"
+}
+
+// kill sends SIGKILL to everything user code started.
+func (r *run) kill(p *userProc) {
+	signalTree(p.pid, p.pid, syscall.SIGKILL)
+	if r.group != nil {
+		if err := r.group.Kill(); err != nil {
+			r.log.Warn("cannot kill the cgroup", "err", err)
+		}
+	}
+}
+
+// drain waits for the log readers after user code exited; processes it
+// left behind holding its output open are killed so that the readers end.
+func (r *run) drain(p *userProc) {
+	done := make(chan struct{})
+	go func() { p.readers.Wait(); close(done) }()
+	t := time.NewTimer(drainFor)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		r.log.Warn("processes of user code outlived it; killing them")
+		r.kill(p)
+		for _, f := range p.pipes {
+			_ = f.SetReadDeadline(time.Now().Add(time.Second))
+		}
+		<-done
+	}
+	// Whatever is left of the process group goes with its leader.
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	for _, f := range p.pipes {
+		f.Close()
+	}
+}
+
+// exitStatus is the exit code and signal of an ended process: the code, or
+// -1 and the signal when a signal killed it.
+func exitStatus(st *os.ProcessState, waitErr error) (int, syscall.Signal) {
+	if st == nil {
+		return -1, 0
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, ws.Signal()
+	}
+	var ee *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &ee) && st.ExitCode() == 0 {
+		return -1, 0
+	}
+	return st.ExitCode(), 0
+}
+
+// signalName is "SIGKILL" for syscall.SIGKILL.
+func signalName(s syscall.Signal) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT", syscall.SIGILL: "SIGILL",
+		syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE",
+		syscall.SIGKILL: "SIGKILL", syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
+		syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM", syscall.SIGXCPU: "SIGXCPU",
+		syscall.SIGXFSZ: "SIGXFSZ",
+	}
+	if n, ok := names[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("SIG%d", int(s))
+}
+
+// usage is the CPU time and memory of user code: its cgroup's, or its
+// process tree's without one.
+func (r *run) usage() (cpu time.Duration, mem int64) {
+	if r.group != nil {
+		if st, err := r.group.Stats(); err == nil {
+			return st.CPUUsage, st.MemoryBytes
+		}
+	}
+	if r.proc != nil {
+		return treeUsage(r.proc.pid)
+	}
+	return 0, 0
+}
+
+// syncLoop uploads changed outputs every SyncInterval while user code runs.
+func (r *run) syncLoop(ctx context.Context) {
+	if len(r.layout.Outputs) == 0 {
+		return
+	}
+	t := time.NewTicker(r.cfg.Timing.SyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		sum, err := r.syncer.sync(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			r.sink.Runner("warning: output sync failed, will retry: %s", errs.UserMessage(err))
+		case err == nil && sum.Files > 0:
+			r.log.Info("outputs synced", "files", sum.Files, "bytes", sum.Bytes)
+		}
+	}
+}
+
+// sampleLoop takes a system sample every MetricsInterval and reads the
+// metrics file every MetricsPoll.
+func (r *run) sampleLoop(ctx context.Context, tail *metricsTail) {
+	poll := time.NewTicker(r.cfg.Timing.MetricsPoll)
+	defer poll.Stop()
+	sample := time.NewTicker(r.cfg.Timing.MetricsInterval)
+	defer sample.Stop()
+	lastCPU, _ := r.usage()
+	lastAt := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+			r.readMetrics(tail, false)
+		case now := <-sample.C:
+			cpu, mem := r.usage()
+			values := map[string]float64{"memory_bytes": float64(mem)}
+			if dt := now.Sub(lastAt); dt > 0 {
+				values["cpu_percent"] = max(0, float64(cpu-lastCPU)/float64(dt)*100)
+			}
+			lastCPU, lastAt = cpu, now
+			if g, ok, err := queryGPUs(ctx, r.rj.GPUs); ok && err == nil {
+				values["gpu_util"] = g.Util
+				values["gpu_memory_bytes"] = float64(g.Memory)
+			}
+			r.metrics.add(KindSystem, now, nil, values)
+		}
+	}
+}
+
+// readMetrics queues the new lines of the metrics file as user samples.
+func (r *run) readMetrics(tail *metricsTail, final bool) {
+	for _, line := range tail.poll(final) {
+		m, err := parseMetricLine(line)
+		if err != nil {
+			tail.warn(r.sink, line, err)
+			continue
+		}
+		at := time.Now()
+		if m.Time > 0 {
+			at = time.UnixMilli(m.Time)
+		}
+		r.metrics.add(KindUser, at, m.Step, m.Values)
+	}
+}
+
+// hangLoop stops user code that wrote nothing and used (almost) no CPU or
+// GPU for HangTimeout.
+func (r *run) hangLoop(ctx context.Context) {
+	timeout := r.cfg.Timing.HangTimeout
+	h := &hangDetector{timeout: timeout}
+	t := time.NewTicker(min(max(timeout/10, 20*time.Millisecond), 5*time.Second))
+	defer t.Stop()
+	started := time.UnixMilli(r.userStarted.Load())
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			last := started
+			if ms := r.sink.lastOutput.Load(); ms > 0 && time.UnixMilli(ms).After(last) {
+				last = time.UnixMilli(ms)
+			}
+			cpu, _ := r.usage()
+			gpuBusy := false
+			if g, ok, err := queryGPUs(ctx, r.rj.GPUs); ok && err == nil && g.Util > 0 {
+				gpuBusy = true
+			}
+			r.log.Debug("hang check", "cpu", cpu, "silent", now.Sub(last), "gpu_busy", gpuBusy)
+			if h.observe(now, last, cpu, gpuBusy) {
+				r.requestStop(api.FailureHung, fmt.Sprintf("no output and no CPU/GPU progress for %s", timeout))
+				return
+			}
+		}
+	}
+}
+
+// finalSync uploads the outputs once more after user code ended, retrying
+// a few times.
+func (r *run) finalSync() bool {
+	if len(r.layout.Outputs) == 0 {
+		return true
+	}
+	r.setPhase(api.SecondarySyncing)
+	b := newBackoff(time.Second, 5*time.Second)
+	var err error
+	for try := 0; try < 3; try++ {
+		var sum obsclient.Summary
+		start := time.Now()
+		sum, err = r.syncer.sync(r.work)
+		if err == nil {
+			dst := make([]string, len(r.layout.Outputs))
+			for i, c := range r.layout.Outputs {
+				dst[i] = c.Remote.AsDir().String()
+			}
+			r.sink.Runner("synced the outputs to %s: %d files changed (%s) in %s", strings.Join(dst, ", "),
+				sum.Files, obsclient.HumanBytes(sum.Bytes), time.Since(start).Round(time.Millisecond))
+			return true
+		}
+		r.log.Warn("final output sync failed", "err", err)
+		if try < 2 {
+			b.wait(r.work)
+		}
+	}
+	r.sink.Runner("error: the outputs could not be synced: %s", errs.UserMessage(err))
+	return false
+}
