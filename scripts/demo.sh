@@ -7,6 +7,26 @@ cd "$(dirname "$0")/.."
 bin="$PWD/bin/atelier"
 [ -x "$bin" ] || { echo "demo: $bin is missing; run 'make demo' (it builds first)" >&2; exit 1; }
 
+# Python packages the digits example uses; bubblewrap sandboxes jobs.
+pkgs=(python3-torch python3-torchvision python3-numpy python3-pil python3-sklearn bubblewrap)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "demo: this is not a Debian-like system; install these packages (or their equivalents) and run again:" >&2
+    echo "  ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "demo: installing ${missing[*]} (the digits example trains with PyTorch; bubblewrap sandboxes jobs)"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+py=$(readlink -f /usr/bin/python3)
+
 start=$(date +%s)
 data="$(mktemp -d /tmp/atelier-demo.XXXXXX)"
 log="$data/server.log"
@@ -31,7 +51,14 @@ step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
 
 step "1. start an embedded server (SQLite metadata, free ports, data dir $data)"
-"$bin" server --data-dir "$data" --listen 127.0.0.1:0 --s3-listen 127.0.0.1:0 >"$log" 2>&1 &
+# Engines: the Debian interpreter sees python3-torch (the python3 first on
+# PATH may be another one).
+cat >"$data/server.yaml" <<YAML
+engines:
+  - {name: pytorch, python: $py}
+  - {name: python3, python: $py}
+YAML
+"$bin" server --data-dir "$data" --config "$data/server.yaml" --listen 127.0.0.1:0 --s3-listen 127.0.0.1:0 >"$log" 2>&1 &
 pid=$!
 for _ in $(seq 1 200); do
   if [ -f "$data/admin.yaml" ]; then
@@ -79,6 +106,17 @@ run "$bin" obs cp -r "$sample" obs://demo/data/
 run "$bin" obs ls -r -l obs://demo/data/
 objects=$("$bin" obs ls -r obs://demo/data/ -o json | grep -c '"key"' || true)
 
+step "7. make a real dataset: scikit-learn's handwritten digits as PNGs (ImageFolder layout), upload it"
+run /usr/bin/python3 examples/digits/make_dataset.py "$data/digits"
+run "$bin" obs cp -r "$data/digits" obs://demo/digits/
+
+step "8. train a PyTorch CNN as a training job (ModelArts-style --data_url/--train_url), following its log"
+run "$bin" job create --name digits-cnn --code-dir examples/digits --boot-file train.py --engine pytorch \
+  --input data_url=obs://demo/digits/ --output train_url=obs://demo/output/ --param epochs=6 --retries 1 --max-runtime 10m --follow
+run "$bin" job metrics digits-cnn
+run "$bin" obs ls -r obs://demo/output/model/
+accuracy=$("$bin" job metrics digits-cnn -o json | /usr/bin/python3 -c 'import json,sys; s=[x for x in json.load(sys.stdin)["samples"] if x["kind"]=="user"]; print("%.3f" % s[-1]["values"]["accuracy"])')
+
 if [ "${KEEP:-0}" = 1 ]; then
   echo
   echo "KEEP=1: the server keeps running (pid $pid). Use it with:"
@@ -86,4 +124,5 @@ if [ "${KEEP:-0}" = 1 ]; then
   echo "Stop it with: kill $pid"
 fi
 echo
-echo "demo: ok users=$("$bin" user list -o json | sed -n 's/.*"total": *\([0-9]*\).*/\1/p') objects=$objects seconds=$(( $(date +%s) - start ))"
+echo "Next: atelier job logs digits-cnn · atelier job get digits-cnn · atelier obs ls -r obs://demo/output/ · docs/training.md"
+echo "demo: ok objects=$objects val_accuracy=$accuracy seconds=$(( $(date +%s) - start ))"

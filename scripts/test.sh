@@ -21,5 +21,8 @@ if [ -z "${ATELIER_TEST_POSTGRES_DSN:-}" ]; then
   echo "== PostgreSQL not available: its conformance run is skipped (it fails instead when CI=true)"
 fi
 
+echo "== Python SDK unit tests (/usr/bin/python3)"
+/usr/bin/python3 -m unittest discover -s python/tests
+
 echo "== go test"
 "$go" test -count=1 -timeout 30m ./...
