@@ -1,0 +1,376 @@
+"""The instance server: `python -m model_service.server` serves one model
+directory over HTTP.
+
+    python -m model_service.server --model-dir DIR --model-name NAME
+        [--host 127.0.0.1] [--port 8080 | 0] [--ready-file PATH] [--workers 1]
+        [--max-body 64MiB] [--max-header 64KiB] [--keepalive-timeout 200]
+        [--request-timeout 60] [--drain-timeout 30] [--no-access-log]
+
+Start-up: read DIR/config.json (optional; model_type and warmup are used),
+import DIR/customize_service.py with DIR first on sys.path, take the ONE
+class defined there that subclasses a model_service base class, and create
+it as ModelArts does: cls(model_name, model_path), where model_path is the
+first *.pth/*.pt file (sorted) at the top of DIR for PyTorch (model_type
+PyTorch or a PTServingBaseService handler) and DIR otherwise. Then, when
+config.json has "warmup": {"json": {...}} or {"file": "<path in DIR>",
+"field": "images"}, run that request through the handler. Only then bind
+the port (0: any free port) and write the ready file, atomically (a
+temporary file renamed):
+
+    {"state": "ready", "port": N, "pid": P, "handler": "customize_service.Cls", "model_path": "..."}
+
+or, when a step fails, {"state": "failed", "stage": "load" | "warmup" | "bind",
+"error": "<ExcType>: <message>", "traceback": "..."} and exit with status 3.
+
+Serving: POST to any path runs the handler's inference(data) in one of
+--workers threads (default 1: requests queue, as one ModelArts model
+instance per process) and answers 200 with the JSON of the result; an
+exception answers 500 {"error_code": "ATL.SVC.0500", "error_msg":
+"<ExcType>: <message>"} and logs the traceback with the request id (the
+X-Request-Id header, else one generated, echoed in the response). How the
+body becomes `data` is described in model_service._body; the error codes
+are listed in model_service.errors. GET /health/live answers 200
+{"status": "alive"}, GET /health/ready 200 {"status": "ready"} (503 while
+shutting down).
+
+SIGTERM (or SIGINT): stop listening, close idle connections, finish the
+requests in progress (at most --drain-timeout seconds) and exit 0.
+
+Logs go to stderr: start-up, failures with tracebacks, and one access line
+per request (`... INFO model_service.access: POST / 200 1.20ms 17B rid=...`;
+successful health checks are not logged) unless --no-access-log.
+"""
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+import traceback
+
+from . import _loader
+from ._body import decode, encode
+from ._http import HTTPServer, _error_body, _loggable
+from .errors import HANDLER_ERROR, HTTPError
+from .log_util import get_logger
+
+__all__ = ["main", "write_ready_file", "EXIT_FAILED"]
+
+EXIT_FAILED = 3  # a failed ready file was written
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+_MAX_ERROR_MSG = 4096
+
+
+def _size(text):
+    """A byte size: 123, 64KiB, 12MiB, 1GiB, 12MB (decimal), 1.5MiB."""
+    units = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000 ** 2, "mb": 1000 ** 2,
+             "mib": 1024 ** 2, "g": 1000 ** 3, "gb": 1000 ** 3, "gib": 1024 ** 3}
+    t = text.strip().lower()
+    i = len(t)
+    while i > 0 and t[i - 1].isalpha():
+        i -= 1
+    num, unit = t[:i].strip(), t[i:]
+    try:
+        if unit not in units:
+            raise ValueError
+        n = int(float(num) * units[unit])
+    except ValueError:
+        raise argparse.ArgumentTypeError("invalid size %r (use bytes or a unit: 64KiB, 12MiB, 1GiB)" % text)
+    if n <= 0:
+        raise argparse.ArgumentTypeError("size %r must be positive" % text)
+    return n
+
+
+def _positive_int(text):
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not an integer" % text)
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be at least 1, not %d" % n)
+    return n
+
+
+def _seconds(text):
+    try:
+        f = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a number of seconds" % text)
+    if not f > 0:
+        raise argparse.ArgumentTypeError("must be positive, not %r" % text)
+    return f
+
+
+def _port(text):
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a port number" % text)
+    if not 0 <= n <= 65535:
+        raise argparse.ArgumentTypeError("port %d is out of range 0-65535" % n)
+    return n
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python -m model_service.server",
+                                description="Serve a ModelArts-style model directory over HTTP.")
+    p.add_argument("--model-dir", required=True, help="directory with config.json and customize_service.py")
+    p.add_argument("--model-name", required=True, help="model name passed to the handler")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=8080, help="port to listen on; 0 picks a free one")
+    p.add_argument("--ready-file", help="where to write the ready/failed JSON state")
+    p.add_argument("--workers", type=_positive_int, default=1,
+                   help="threads running the handler (default 1; requests queue)")
+    p.add_argument("--max-body", type=_size, default=64 * 1024 * 1024, help="largest request body (64MiB)")
+    p.add_argument("--max-header", type=_size, default=64 * 1024,
+                   help="largest request line and headers (64KiB)")
+    p.add_argument("--keepalive-timeout", type=_seconds, default=200.0,
+                   help="seconds an idle keep-alive connection stays open (200)")
+    p.add_argument("--request-timeout", type=_seconds, default=60.0,
+                   help="seconds to receive a whole request (60)")
+    p.add_argument("--drain-timeout", type=_seconds, default=30.0,
+                   help="seconds to finish requests in progress after SIGTERM (30)")
+    p.add_argument("--no-access-log", dest="access_log", action="store_false",
+                   help="do not log one line per request")
+    return p.parse_args(argv)
+
+
+def write_ready_file(path, state):
+    """Write state (a dict) as JSON to path atomically: into a temporary
+    file in the same directory, then renamed over path."""
+    d = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(d, ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
+    data = (json.dumps(state, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _internal_frame(filename):
+    return filename.startswith(_PKG_DIR + os.sep) or filename.startswith("<frozen importlib")
+
+
+def format_exception(exc):
+    """The traceback of exc without the server's own frames (the handler's
+    frames, and for a SyntaxError the offending line, stay)."""
+    te = traceback.TracebackException.from_exception(exc)
+    frames = [f for f in te.stack if not _internal_frame(f.filename)]
+    te.stack = traceback.StackSummary.from_list(frames)
+    return "".join(te.format())
+
+
+def error_text(exc):
+    """`<ExcType>: <message>` (the type alone when the message is empty)."""
+    try:
+        msg = str(exc)
+    except Exception:  # a broken __str__
+        msg = ""
+    if len(msg) > _MAX_ERROR_MSG:
+        msg = msg[:_MAX_ERROR_MSG] + "..."
+    name = type(exc).__name__
+    return "%s: %s" % (name, msg) if msg else name
+
+
+class _Workers(object):
+    """Threads that run requests through the handler in arrival order."""
+
+    def __init__(self, n, service, http, log):
+        self.service = service
+        self.http = http
+        self.log = log
+        self.q = queue.SimpleQueue()
+        self.threads = [threading.Thread(target=self._loop, name="model-worker-%d" % i, daemon=True)
+                        for i in range(n)]
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+
+    def submit(self, req):
+        self.q.put(req)
+
+    def stop(self, timeout=1.0):
+        for _ in self.threads:
+            self.q.put(None)
+        end = time.monotonic() + timeout
+        for t in self.threads:
+            t.join(max(0.0, end - time.monotonic()))
+
+    def _loop(self):
+        q = self.q
+        run = self.run
+        complete = self.http.complete
+        while True:
+            req = q.get()
+            if req is None:
+                return
+            status, body = run(req)
+            complete(req, status, body)
+
+    def run(self, req):
+        """(status, JSON body) of one request."""
+        try:
+            data = decode(req.body, req.header("content-type"))
+        except HTTPError as e:
+            return e.status, _error_body(e.code, e.message)
+        try:
+            result = self.service.inference(data)
+        except BaseException as e:  # the handler's error: answer it, keep serving
+            self._failed(req, e)
+            return 500, _error_body(HANDLER_ERROR, error_text(e))
+        try:
+            return 200, encode(result)
+        except BaseException as e:
+            self._failed(req, e)
+            return 500, _error_body(HANDLER_ERROR, "%s (the handler's result is not JSON-serialisable)"
+                                    % error_text(e))
+
+    def _failed(self, req, e):
+        try:
+            self.log.error("request %s %s %s failed: %s\n%s", req.rid, _loggable(req.method),
+                           _loggable(req.target), error_text(e), format_exception(e).rstrip("\n"))
+        except Exception:
+            pass
+
+
+def _fail(log, ready_file, stage, exc, tb):
+    err = error_text(exc)
+    log.error("%s failed: %s%s", stage, err, ("\n" + tb.rstrip("\n")) if tb else "")
+    if ready_file:
+        try:
+            write_ready_file(ready_file, {"state": "failed", "stage": stage, "error": err, "traceback": tb,
+                                          "pid": os.getpid()})
+        except OSError as e:
+            log.error("cannot write the ready file %s: %s", ready_file, e)
+    return EXIT_FAILED
+
+
+class _Failure(Exception):
+    """A start-up step failed: stage and the exception."""
+
+    def __init__(self, stage, exc):
+        Exception.__init__(self, stage)
+        self.stage = stage
+        self.exc = exc
+
+
+def load(args, log):
+    """Load the model directory: (service, handler class, model_path).
+    Raises _Failure with the stage and the LoadError or handler exception."""
+    model_dir = os.path.abspath(args.model_dir)
+    stage = "load"
+    try:
+        cfg = _loader.read_config(model_dir)
+        module = _loader.import_handler_module(model_dir)
+        cls = _loader.find_handler_class(module)
+        model_path = _loader.model_path_for(model_dir, cls, cfg)
+        log.info("loading model %s: handler %s.%s, model_path %s", args.model_name, cls.__module__,
+                 cls.__name__, model_path)
+        t0 = time.monotonic()
+        service = _loader.instantiate(cls, args.model_name, model_path)
+        log.info("handler created in %.2fs", time.monotonic() - t0)
+        if "warmup" in cfg:
+            stage = "warmup"
+            t0 = time.monotonic()
+            data = _loader.warmup_data(model_dir, cfg["warmup"])
+            encode(service.inference(data))
+            log.info("warmup request succeeded in %.2fs", time.monotonic() - t0)
+    except KeyboardInterrupt:
+        raise
+    except _loader.LoadError as e:
+        raise _Failure(e.stage, e)
+    except BaseException as e:  # the handler's code: SystemExit included
+        raise _Failure(stage, e)
+    return service, cls, model_path
+
+
+def main(argv=None):
+    """Run the server; returns the exit status (0 after SIGTERM, 3 when
+    start-up failed)."""
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    log = get_logger("model_service")
+    try:
+        service, cls, model_path = load(args, log)
+    except _Failure as f:
+        tb = "" if isinstance(f.exc, _loader.LoadError) else format_exception(f.exc)
+        return _fail(log, args.ready_file, f.stage, f.exc, tb)
+    gc.collect()
+    gc.freeze()  # the model's objects need no more collector passes
+
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        return _serve(loop, args, log, service, cls, model_path)
+    finally:
+        loop.close()
+
+
+def _serve(loop, args, log, service, cls, model_path):
+    http = None
+    workers = None
+
+    def dispatch(req):
+        workers.submit(req)
+
+    http = HTTPServer(loop, dispatch, max_header=args.max_header, max_body=args.max_body,
+                      keepalive_timeout=args.keepalive_timeout, request_timeout=args.request_timeout,
+                      access_log=args.access_log)
+    workers = _Workers(args.workers, service, http, log)
+    try:
+        server = loop.run_until_complete(loop.create_server(http.protocol, args.host, args.port,
+                                                            backlog=1024, reuse_address=True))
+    except (OSError, ValueError) as e:
+        return _fail(log, args.ready_file, "bind", e, "")
+    port = server.sockets[0].getsockname()[1]
+    workers.start()
+    http.start()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    handler = "%s.%s" % (cls.__module__, cls.__name__)
+    if args.ready_file:
+        try:
+            write_ready_file(args.ready_file, {"state": "ready", "port": port, "pid": os.getpid(),
+                                               "handler": handler, "model_path": model_path})
+        except OSError as e:
+            log.error("cannot write the ready file %s: %s", args.ready_file, e)
+            server.close()
+            return EXIT_FAILED
+    log.info("serving model %s (%s) on %s:%d with %d worker thread(s)", args.model_name, handler, args.host,
+             port, args.workers)
+
+    async def run():
+        await stop.wait()
+        log.info("stopping: %d request(s) in progress, %d connection(s) open", http.inflight, len(http.conns))
+        server.close()
+        http.drain()
+        deadline = loop.time() + args.drain_timeout
+        while (http.inflight or http.conns) and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        if http.inflight:
+            log.warning("stopping: %d request(s) still running after %gs; exiting anyway", http.inflight,
+                        args.drain_timeout)
+        http.stop()
+
+    loop.run_until_complete(run())
+    workers.stop()
+    log.info("stopped after %d request(s)", http.requests)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

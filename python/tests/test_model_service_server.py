@@ -1,0 +1,613 @@
+"""model_service.server end to end: a real server process on a loopback
+port per test, driven with sockets and http.client."""
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import unittest
+import uuid
+
+PYTHON_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+ECHO = """
+from model_service.model_service import SingleNodeService
+
+class EchoService(SingleNodeService):
+    def _inference(self, data):
+        return {"ok": True, "echo": data}
+"""
+
+DESCRIBE = """
+import time
+from model_service.model_service import SingleNodeService
+
+class Describe(SingleNodeService):
+    def __init__(self, model_name, model_path):
+        super().__init__(model_name, model_path)
+        self.calls = 0
+
+    def _preprocess(self, data):
+        self.calls += 1
+        if isinstance(data, dict) and data.get("sleep"):
+            time.sleep(data["sleep"])
+        if isinstance(data, dict) and data.get("raise"):
+            raise ValueError("boom: " + data["raise"])
+        out = {}
+        for k, v in (data.items() if isinstance(data, dict) else []):
+            if isinstance(v, dict):
+                out[k] = {name: [f.read().decode("latin-1"), f.content_type] for name, f in v.items()}
+            elif isinstance(v, bytes):
+                out[k] = "bytes:" + v.decode("latin-1")
+            else:
+                out[k] = v
+        return out
+
+    def _postprocess(self, data):
+        return {"name": self.model_name, "path": self.model_path, "calls": self.calls, "data": data}
+"""
+
+
+def read_response(f):
+    """(status, headers, body) of one response read from the socket file f."""
+    line = f.readline()
+    if not line:
+        raise EOFError("connection closed")
+    status = int(line.split(b" ")[1])
+    headers = {}
+    while True:
+        line = f.readline()
+        if line in (b"\r\n", b""):
+            break
+        k, _, v = line.partition(b":")
+        headers[k.strip().lower().decode()] = v.strip().decode()
+    body = f.read(int(headers.get("content-length", "0")))
+    return status, headers, body
+
+
+class Server(object):
+    """A model_service.server process for one model directory."""
+
+    def __init__(self, model_dir, *extra, name="m"):
+        self.model_dir = model_dir
+        self.ready_file = os.path.join(model_dir, "..", "ready-%s.json" % uuid.uuid4().hex[:8])
+        self.stderr_path = self.ready_file + ".log"
+        env = dict(os.environ)
+        env["PYTHONPATH"] = PYTHON_DIR
+        env["PYTHONUNBUFFERED"] = "1"
+        self.err = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "model_service.server", "--model-dir", model_dir, "--model-name", name,
+             "--port", "0", "--host", "127.0.0.1", "--ready-file", self.ready_file] + list(extra),
+            stdout=self.err, stderr=self.err, env=env, cwd=tempfile.gettempdir())
+        self.state = self._wait_ready()
+        self.port = self.state.get("port")
+
+    def _wait_ready(self, timeout=60):
+        end = time.time() + timeout
+        while time.time() < end:
+            if os.path.exists(self.ready_file):
+                with open(self.ready_file) as f:
+                    return json.load(f)
+            if self.proc.poll() is not None:
+                if os.path.exists(self.ready_file):
+                    continue
+                return {"state": "exited", "code": self.proc.returncode}
+            time.sleep(0.01)
+        raise AssertionError("no ready file after %ds; log:\n%s" % (timeout, self.log()))
+
+    def log(self):
+        with open(self.stderr_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def conn(self):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+
+    def request(self, method, path, body=None, headers=None):
+        c = self.conn()
+        try:
+            c.request(method, path, body=body, headers=headers or {})
+            r = c.getresponse()
+            return r.status, dict((k.lower(), v) for k, v in r.getheaders()), r.read()
+        finally:
+            c.close()
+
+    def post_json(self, obj, path="/"):
+        status, headers, body = self.request("POST", path, json.dumps(obj), {"Content-Type": "application/json"})
+        return status, json.loads(body)
+
+    def raw(self):
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=30)
+        return s, s.makefile("rb")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(40)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.err.close()
+        return self.proc.returncode
+
+
+class ServerTestCase(unittest.TestCase):
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="ms-server-")
+        self.addCleanup(shutil.rmtree, self.root, True)
+
+    def model(self, code, config=None, files=None, name=None):
+        d = os.path.join(self.root, name or "model-" + uuid.uuid4().hex[:8])
+        os.makedirs(d)
+        with open(os.path.join(d, "customize_service.py"), "w") as f:
+            f.write(textwrap.dedent(code))
+        if config is not None:
+            with open(os.path.join(d, "config.json"), "w") as f:
+                f.write(config if isinstance(config, str) else json.dumps(config))
+        for rel, content in (files or {}).items():
+            p = os.path.join(d, rel)
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            with open(p, "wb") as f:
+                f.write(content if isinstance(content, bytes) else content.encode())
+        return d
+
+    def serve(self, model_dir, *extra):
+        s = Server(model_dir, *extra)
+        self.addCleanup(s.stop)
+        return s
+
+    def serve_ok(self, code, config=None, files=None, extra=()):
+        s = self.serve(self.model(code, config, files), *extra)
+        self.assertEqual(s.state["state"], "ready", s.log())
+        return s
+
+    def failed(self, code, config=None, files=None, stage="load"):
+        s = self.serve(self.model(code, config, files))
+        self.assertEqual(s.proc.wait(30), 3, s.log())
+        self.assertEqual(s.state["state"], "failed", s.state)
+        self.assertEqual(s.state["stage"], stage, s.state)
+        return s
+
+
+class RequestTests(ServerTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.croot = tempfile.mkdtemp(prefix="ms-server-shared-")
+        d = os.path.join(cls.croot, "model")
+        os.makedirs(d)
+        with open(os.path.join(d, "customize_service.py"), "w") as f:
+            f.write(DESCRIBE)
+        cls.s = Server(d, "--max-body", "4KiB", "--max-header", "2KiB", name="describe")
+        assert cls.s.state["state"] == "ready", cls.s.log()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.stop()
+        shutil.rmtree(cls.croot, True)
+
+    def test_ready_file(self):
+        st = self.s.state
+        self.assertEqual(st["state"], "ready")
+        self.assertIsInstance(st["port"], int)
+        self.assertEqual(st["pid"], self.s.proc.pid)
+        self.assertEqual(st["handler"], "customize_service.Describe")
+
+    def test_json(self):
+        status, headers, body = self.s.request("POST", "/", json.dumps({"x": [1, 2], "é": "ü"}).encode(),
+                                               {"Content-Type": "application/json", "X-Request-Id": "abc-1"})
+        self.assertEqual(status, 200)
+        self.assertEqual(headers["content-type"], "application/json")
+        self.assertEqual(headers["x-request-id"], "abc-1")
+        r = json.loads(body)
+        self.assertEqual(r["data"], {"x": [1, 2], "é": "ü"})
+        self.assertEqual(r["name"], "describe")
+        self.assertEqual(r["path"], os.path.join(self.croot, "model"))  # not PyTorch: the dir
+        # every POST path runs the model (KServe v2 paths included)
+        status, r = self.s.post_json({"inputs": []}, "/v2/models/m/infer")
+        self.assertEqual((status, r["data"]), (200, {"inputs": []}))
+
+    def test_multipart(self):
+        boundary = "----atelier" + uuid.uuid4().hex
+        body = b"".join([
+            b"--", boundary.encode(), b"\r\n",
+            b'Content-Disposition: form-data; name="images"; filename="cat.jpg"\r\n',
+            b"Content-Type: image/jpeg\r\n\r\n", b"\xffJPEG\r\ndata", b"\r\n",
+            b"--", boundary.encode(), b"\r\n",
+            b'Content-Disposition: form-data; name="note"\r\n\r\n', "héllo".encode(), b"\r\n",
+            b"--", boundary.encode(), b"--\r\n"])
+        status, _, out = self.s.request("POST", "/", body,
+                                        {"Content-Type": "multipart/form-data; boundary=" + boundary})
+        self.assertEqual(status, 200, out)
+        self.assertEqual(json.loads(out)["data"], {"images": {"cat.jpg": ["\xffJPEG\r\ndata", "image/jpeg"]},
+                                                   "note": "héllo"})
+        status, _, out = self.s.request("POST", "/", b"--x\r\nbroken",
+                                        {"Content-Type": "multipart/form-data; boundary=x"})
+        self.assertEqual((status, json.loads(out)["error_code"]), (400, "ATL.SVC.0502"))
+
+    def test_other_content_types(self):
+        status, _, out = self.s.request("POST", "/", b"raw\x00", {"Content-Type": "application/octet-stream"})
+        self.assertEqual(json.loads(out)["data"], {"data": "bytes:raw\x00"})
+        status, _, out = self.s.request("POST", "/", b'{"a": 1}',
+                                        {"Content-Type": "application/x-www-form-urlencoded"})
+        self.assertEqual(json.loads(out)["data"], {"a": 1})
+        status, _, out = self.s.request("POST", "/")
+        self.assertEqual((status, json.loads(out)["data"]), (200, {}))
+
+    def test_keepalive_and_pipelining(self):
+        s, f = self.s.raw()
+        try:
+            body = b'{"n": 1}'
+            req = (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                   % (len(body), body))
+            s.sendall(req)
+            st1, h1, b1 = read_response(f)
+            s.sendall(req)  # the same connection again
+            st2, h2, b2 = read_response(f)
+            self.assertEqual((st1, st2), (200, 200))
+            self.assertNotIn("connection", h1)
+            self.assertEqual(json.loads(b2)["data"], {"n": 1})
+            s.sendall(req.replace(b"1}", b"2}") + b"GET /health/live HTTP/1.1\r\n\r\n" + req.replace(b"1}", b"3}"))
+            rs = [read_response(f) for _ in range(3)]
+            self.assertEqual([r[0] for r in rs], [200, 200, 200])
+            self.assertEqual(json.loads(rs[0][2])["data"], {"n": 2})
+            self.assertEqual(rs[1][2], b'{"status":"alive"}')
+            self.assertEqual(json.loads(rs[2][2])["data"], {"n": 3})
+            s.sendall(b"POST / HTTP/1.1\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
+            st, h, _ = read_response(f)
+            self.assertEqual(h.get("connection"), "close")
+            self.assertEqual(f.read(), b"")  # the server closed
+        finally:
+            f.close()
+            s.close()
+
+    def test_chunked_and_continue(self):
+        s, f = self.s.raw()
+        try:
+            s.sendall(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n"
+                      b"4\r\n{\"k\"\r\n")
+            time.sleep(0.05)
+            s.sendall(b"6;name=v\r\n: \"v\"}\r\n0\r\n\r\n")
+            st, _, body = read_response(f)
+            self.assertEqual((st, json.loads(body)["data"]), (200, {"k": "v"}))
+            s.sendall(b"POST / HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n")
+            st, _, _ = read_response(f)
+            self.assertEqual(st, 100)
+            s.sendall(b"[]")
+            st, _, body = read_response(f)
+            self.assertEqual(st, 200)
+        finally:
+            f.close()
+            s.close()
+
+    def test_errors(self):
+        status, _, out = self.s.request("POST", "/", b"{bad", {"Content-Type": "application/json"})
+        self.assertEqual(status, 400)
+        r = json.loads(out)
+        self.assertEqual(r["error_code"], "ATL.SVC.0501")
+        self.assertIn("Expecting property name", r["error_msg"])
+        status, _, out = self.s.request("POST", "/", json.dumps({"raise": "xyz"}), {"X-Request-Id": "fail-7",
+                                                                                   "Content-Type": "application/json"})
+        self.assertEqual(status, 500)
+        self.assertEqual(json.loads(out), {"error_code": "ATL.SVC.0500", "error_msg": "ValueError: boom: xyz"})
+        deadline = time.time() + 5
+        while "fail-7" not in self.s.log() and time.time() < deadline:
+            time.sleep(0.02)
+        log = self.s.log()
+        self.assertIn("request fail-7 POST / failed: ValueError: boom: xyz", log)
+        self.assertIn('raise ValueError("boom: " + data["raise"])', log)  # the traceback
+        status, _, out = self.s.request("POST", "/", b"x" * 5000)
+        self.assertEqual((status, json.loads(out)["error_code"]), (413, "ATL.SVC.0506"))
+        status, _, out = self.s.request("GET", "/", headers={"X-Big": "a" * 3000})
+        self.assertEqual((status, json.loads(out)["error_code"]), (431, "ATL.SVC.0507"))
+        status, _, out = self.s.request("GET", "/predict")
+        self.assertEqual((status, json.loads(out)["error_code"]), (404, "ATL.SVC.0504"))
+        status, headers, out = self.s.request("DELETE", "/")
+        self.assertEqual((status, json.loads(out)["error_code"]), (405, "ATL.SVC.0505"))
+        self.assertEqual(headers["allow"], "POST, GET, HEAD")
+        # chunked over the limit
+        s, f = self.s.raw()
+        try:
+            s.sendall(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1001\r\n" + b"x" * 4097 + b"\r\n0\r\n\r\n")
+            st, _, body = read_response(f)
+            self.assertEqual((st, json.loads(body)["error_code"]), (413, "ATL.SVC.0506"))
+        finally:
+            f.close()
+            s.close()
+        # the server still answers
+        self.assertEqual(self.s.request("GET", "/health/live")[0], 200)
+
+    def test_health(self):
+        self.assertEqual(self.s.request("GET", "/health/live")[::2], (200, b'{"status":"alive"}'))
+        self.assertEqual(self.s.request("GET", "/health/ready")[::2], (200, b'{"status":"ready"}'))
+        status, headers, body = self.s.request("HEAD", "/health/ready")
+        self.assertEqual((status, body, headers["content-length"]), (200, b"", "18"))
+
+    def test_health_while_handler_busy(self):
+        t = threading.Thread(target=self.s.post_json, args=({"sleep": 1.0},))
+        t.start()
+        try:
+            time.sleep(0.2)
+            t0 = time.time()
+            self.assertEqual(self.s.request("GET", "/health/live")[0], 200)
+            self.assertLess(time.time() - t0, 0.5)  # the event loop is not blocked by the handler
+        finally:
+            t.join()
+
+
+class LoadTests(ServerTestCase):
+    def test_model_path_and_sibling_module_and_log(self):
+        s = self.serve_ok("""
+            import log
+            import helper
+            from model_service.pytorch_model_service import PTServingBaseService
+            from model_service.log_util import get_logger
+
+            logger = log.getLogger(__name__)
+            get_logger("x").info("handler module imported")
+
+            class Svc(PTServingBaseService):
+                def __init__(self, model_name, model_path):
+                    super(Svc, self).__init__(model_name, model_path)
+                    self.model = helper.double
+                    logger.info("loaded from %s", model_path)
+
+                def _postprocess(self, data):
+                    return {"path": self.model_path, "out": data}
+            """, {"model_type": "PyTorch"}, {"helper.py": "def double(v):\n    return v * 2\n",
+                                              "b.pth": b"", "a.pt": b"", "0.txt": b""})
+        status, r = s.post_json({"k": 21})
+        self.assertEqual(status, 200)
+        self.assertEqual(r, {"path": os.path.join(s.model_dir, "a.pt"), "out": {"k": 42}})
+        self.assertEqual(s.state["model_path"], os.path.join(s.model_dir, "a.pt"))
+        log = s.log()
+        self.assertIn("loaded from", log)
+        self.assertIn("handler module imported", log)
+
+    def test_one_argument_init(self):
+        s = self.serve_ok("""
+            from model_service.model_service import SingleNodeService
+
+            class Ml(SingleNodeService):
+                def __init__(self, model_path):
+                    self.where = model_path
+
+                def _inference(self, data):
+                    return {"where": self.where, "name": self.model_name}
+            """)
+        self.assertEqual(s.post_json({})[1], {"where": s.model_dir, "name": "m"})
+
+    def test_workers(self):
+        s = self.serve_ok(DESCRIBE, extra=("--workers", "3"))
+        t0 = time.time()
+        ts = [threading.Thread(target=s.post_json, args=({"sleep": 0.6},)) for _ in range(3)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        self.assertLess(time.time() - t0, 1.5)  # in parallel, not 1.8 s in a row
+
+    def test_warmup_json(self):
+        s = self.serve_ok(DESCRIBE, {"warmup": {"json": {"w": 1}}})
+        self.assertEqual(s.post_json({})[1]["calls"], 2)  # the warmup ran first
+        self.assertIn("warmup request succeeded", s.log())
+
+    def test_warmup_file(self):
+        code = DESCRIBE.replace("return {\"name\"", "self.seen = data\n        return {\"name\"").replace(
+            "def _preprocess(self, data):",
+            "def _preprocess(self, data):\n        if self.calls == 0:\n"
+            "            assert data['img']['x.png'].read() == b'PNGDATA', data\n")
+        s = self.serve_ok(code, {"warmup": {"file": "samples/x.png", "field": "img"}},
+                          {"samples/x.png": b"PNGDATA"})
+        self.assertEqual(s.post_json({})[1]["calls"], 2)
+
+    def test_warmup_failure(self):
+        s = self.failed(DESCRIBE, {"warmup": {"json": {"raise": "in warmup"}}}, stage="warmup")
+        self.assertEqual(s.state["error"], "ValueError: boom: in warmup")
+        self.assertIn("Traceback (most recent call last)", s.state["traceback"])
+        self.assertIn("customize_service.py", s.state["traceback"])
+        self.assertNotIn("model_service/server.py", s.state["traceback"])  # the handler's frames only
+        s = self.failed(DESCRIBE, {"warmup": {"file": "missing.png"}}, stage="warmup")
+        self.assertIn("missing.png", s.state["error"])
+        s = self.failed(ECHO.replace('return {"ok": True, "echo": data}', "return object()"),
+                        {"warmup": {"json": {}}}, stage="warmup")
+        self.assertIn("not JSON serializable", s.state["error"])
+
+    def test_load_failures(self):
+        s = self.failed("from model_service.model_service import SingleNodeService\nclass A(SingleNodeService)\n")
+        self.assertTrue(s.state["error"].startswith("SyntaxError:"), s.state)
+        self.assertIn("customize_service.py", s.state["traceback"])
+        self.assertIn("line 2", s.state["traceback"])
+        self.assertIn("SyntaxError", s.log())
+        s = self.failed("import os\nclass NotAHandler(object):\n    pass\n")
+        self.assertIn("defines no handler class", s.state["error"])
+        s = self.failed("from model_service.model_service import SingleNodeService as Base\n")
+        self.assertIn("defines no handler class", s.state["error"])
+        s = self.failed("""
+            from model_service.model_service import SingleNodeService
+            from model_service.pytorch_model_service import PTServingBaseService
+            class First(SingleNodeService):
+                pass
+            class Second(PTServingBaseService):
+                pass
+            """)
+        self.assertIn("defines 2 handler classes (First, Second)", s.state["error"])
+        s = self.failed("""
+            from model_service.model_service import SingleNodeService
+            class Bad(SingleNodeService):
+                def __init__(self, model_name, model_path):
+                    raise RuntimeError("cannot load weights")
+            """)
+        self.assertEqual(s.state["error"], "RuntimeError: cannot load weights")
+        self.assertIn('raise RuntimeError("cannot load weights")', s.state["traceback"])
+        s = self.failed("import no_such_module_xyz\n")
+        self.assertTrue(s.state["error"].startswith("ModuleNotFoundError:"))
+        s = self.failed("import sys\nsys.exit(4)\n")
+        self.assertEqual(s.state["error"], "SystemExit: 4")
+        s = self.failed(ECHO, "{not json")
+        self.assertIn("config.json is not valid JSON", s.state["error"])
+        d = os.path.join(self.root, "empty")
+        os.makedirs(d)
+        s = self.serve(d)
+        self.assertEqual(s.proc.wait(30), 3)
+        self.assertIn("customize_service.py not found", s.state["error"])
+
+    def test_bind_failure(self):
+        busy = socket.socket()
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        self.addCleanup(busy.close)
+        d = self.model(ECHO)
+        s = Server(d, "--port", str(busy.getsockname()[1]))  # the later --port wins
+        self.addCleanup(s.stop)
+        self.assertEqual(s.proc.wait(30), 3)
+        self.assertEqual((s.state["state"], s.state["stage"]), ("failed", "bind"))
+
+    def test_usage_error(self):
+        p = subprocess.run([sys.executable, "-m", "model_service.server", "--model-dir", self.root],
+                           env=dict(os.environ, PYTHONPATH=PYTHON_DIR), capture_output=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(b"--model-name", p.stderr)
+
+    def test_sigterm_graceful(self):
+        s = self.serve_ok(DESCRIBE)
+        idle, idle_f = s.raw()  # an idle keep-alive connection
+        self.addCleanup(idle.close)
+        result = {}
+
+        def slow():
+            result["r"] = s.post_json({"sleep": 1.0})
+
+        t = threading.Thread(target=slow)
+        t.start()
+        time.sleep(0.3)
+        s.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        self.assertEqual(idle_f.read(), b"")  # closed at once
+        with self.assertRaises(OSError):  # no longer listening
+            socket.create_connection(("127.0.0.1", s.port), timeout=2).close()
+        t.join()
+        self.assertEqual(result["r"][0], 200)  # the request in progress finished
+        self.assertEqual(s.proc.wait(10), 0)
+        self.assertIn("stopping: 1 request(s) in progress", s.log())
+
+
+MNIST_NET = """
+class Net(nn.Module):
+    def __init__(self):
+        super(Net, self).__init__()
+        self.fc1 = nn.Linear(784, 32)
+        self.fc2 = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = x.view(-1, 784)
+        return F.log_softmax(self.fc2(F.relu(self.fc1(x))), dim=1)
+"""
+
+MNIST_SERVICE = """
+import os
+import log
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from PIL import Image
+import torchvision.transforms as transforms
+from model_service.pytorch_model_service import PTServingBaseService
+
+logger = log.getLogger(__name__)
+
+infer_transformation = transforms.Compose([
+    transforms.Resize((28, 28)),
+    transforms.ToTensor(),
+])
+""" + MNIST_NET + """
+
+class MnistService(PTServingBaseService):
+    def __init__(self, model_name, model_path):
+        super(MnistService, self).__init__(model_name, model_path)
+        self.model = Net()
+        self.model.load_state_dict(torch.load(model_path, map_location="cpu"))
+        self.model.eval()
+        dir_path = os.path.dirname(os.path.realpath(self.model_path))
+        with open(os.path.join(dir_path, "labels.txt")) as f:
+            self.labels = f.read().split()
+
+    def _preprocess(self, data):
+        preprocessed_data = {}
+        for k, v in data.items():
+            for file_name, file_content in v.items():
+                image = Image.open(file_content).convert("L")
+                preprocessed_data[k] = infer_transformation(image)
+        return preprocessed_data
+
+    def _inference(self, data):
+        img = data["images"].unsqueeze(0)
+        with torch.no_grad():
+            pred = self.model(img)
+        return pred
+
+    def _postprocess(self, data):
+        idx = int(data.argmax(dim=1)[0])
+        logger.info("predicted %d", idx)
+        return {"mnist_result": self.labels[idx], "scores": data[0].exp()}
+"""
+
+
+class TorchTests(ServerTestCase):
+    """A seed-style MNIST handler (torch, torchvision, PIL) runs unmodified."""
+
+    def setUp(self):
+        ServerTestCase.setUp(self)
+        try:
+            import torch  # noqa: F401
+            import torchvision  # noqa: F401
+            from PIL import Image  # noqa: F401
+        except Exception as e:  # pragma: no cover - depends on the machine
+            self.skipTest("torch, torchvision or PIL not importable: %s" % e)
+
+    def test_mnist_handler(self):
+        import io
+        import torch
+        from PIL import Image
+        d = self.model(MNIST_SERVICE, {"model_type": "PyTorch", "runtime": "python3.7",
+                                       "warmup": {"file": "sample.png", "field": "images"}},
+                       {"labels.txt": "zero one two three four five six seven eight nine"})
+        ns = {"nn": torch.nn, "F": torch.nn.functional}
+        exec(MNIST_NET, ns)
+        net = ns["Net"]()
+        with torch.no_grad():  # weights that answer "seven" whatever the image
+            net.fc2.weight.zero_()
+            net.fc2.bias.zero_()
+            net.fc2.bias[7] = 10.0
+        torch.save(net.state_dict(), os.path.join(d, "mnist.pth"))
+        img = Image.new("L", (28, 28), 0)
+        for i in range(5, 23):
+            img.putpixel((14, i), 255)
+        buf = io.BytesIO()
+        img.save(buf, format="PNG")
+        with open(os.path.join(d, "sample.png"), "wb") as f:
+            f.write(buf.getvalue())
+        s = self.serve(d)
+        self.assertEqual(s.state["state"], "ready", s.log())
+        self.assertEqual(s.state["model_path"], os.path.join(d, "mnist.pth"))
+        boundary = "b" + uuid.uuid4().hex
+        body = (b"--" + boundary.encode() + b'\r\nContent-Disposition: form-data; name="images"; filename="7.png"\r\n'
+                b"Content-Type: image/png\r\n\r\n" + buf.getvalue() + b"\r\n--" + boundary.encode() + b"--\r\n")
+        status, _, out = s.request("POST", "/", body, {"Content-Type": "multipart/form-data; boundary=" + boundary})
+        self.assertEqual(status, 200, out)
+        r = json.loads(out)
+        self.assertEqual(r["mnist_result"], "seven")
+        self.assertEqual(len(r["scores"]), 10)  # a tensor in the result: sent as a list
+        self.assertIn("predicted 7", s.log())
+
+
+if __name__ == "__main__":
+    unittest.main()
