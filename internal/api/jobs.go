@@ -279,12 +279,52 @@ type Flavor struct {
 //	POST /api/v1/runner/jobs/{id}/metrics    RunnerMetrics   → {}
 //	POST /api/v1/runner/jobs/{id}/events     RunnerEvent     → {}
 //	POST /api/v1/runner/jobs/{id}/exit       RunnerExit      → {}
+//	GET  /api/v1/runner/jobs/{id}/inputs/{name}          → RunnerObjectList
+//	POST /api/v1/runner/jobs/{id}/inputs/{name}/objects  RunnerObjectsRequest → application/x-tar
 //
 // Logs and metrics are idempotent by (attempt, seq): a batch sent twice is
 // stored once. Exit is idempotent.
+//
+// The inputs calls stage an input without a request per object: the list is
+// every object under the input's obs_url taken as a directory (its
+// directory markers included), or, when there is none and the URL does not
+// end in "/", the one object the URL names. The objects call answers a tar
+// stream with one regular-file entry per key that still exists, in key
+// order, named by the key, with the object's size and modification time
+// and its ETag in the PAX record RunnerETagRecord; a key that has no entry
+// was deleted meanwhile. Keys outside the input are refused before the
+// stream starts. Both read as the platform: the owner's right to read the
+// input was checked when the job was created. A runner that gets 404 for
+// the list talks to an older server and stages over S3 instead.
 
 // RunnerTokenHeader carries the runner's job-attempt token.
 const RunnerTokenHeader = "X-Atelier-Runner-Token"
+
+// RunnerETagRecord is the PAX record of an entry of the inputs' tar stream
+// that holds the object's ETag.
+const RunnerETagRecord = "ATELIER.etag"
+
+// RunnerObject is an object of a job's input.
+type RunnerObject struct {
+	Key          string `json:"key"`
+	ETag         string `json:"etag"` // no quotes
+	Size         int64  `json:"size"`
+	LastModified int64  `json:"last_modified"` // ms
+}
+
+// RunnerObjectList is the body of GET /api/v1/runner/jobs/{id}/inputs/{name}.
+// Truncated is set when the input holds more objects than one answer
+// lists; the runner then lists it over S3.
+type RunnerObjectList struct {
+	Items     []RunnerObject `json:"items"`
+	Truncated bool           `json:"truncated"`
+}
+
+// RunnerObjectsRequest is the body of POST
+// /api/v1/runner/jobs/{id}/inputs/{name}/objects.
+type RunnerObjectsRequest struct {
+	Keys []string `json:"keys"`
+}
 
 // RunnerJob is what a runner needs to run its attempt.
 type RunnerJob struct {

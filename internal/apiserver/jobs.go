@@ -39,6 +39,8 @@ type Runners interface {
 	RunnerMetrics(ctx context.Context, id, token string, b *api.RunnerMetrics) error
 	RunnerEvent(ctx context.Context, id, token string, e *api.RunnerEvent) error
 	RunnerExit(ctx context.Context, id, token string, e *api.RunnerExit) error
+	RunnerInputList(ctx context.Context, id, token, name string) (*api.RunnerObjectList, error)
+	RunnerInputObjects(ctx context.Context, id, token, name string, keys []string, w io.Writer) error
 }
 
 // CodeUploadMaxBody bounds POST /api/v1/training-jobs/code.
@@ -68,6 +70,8 @@ func (s *Server) jobRoutes() []route {
 		{method: "POST", path: "/api/v1/runner/jobs/{id}/metrics", public: true, h: s.runnerMetrics, maxBody: RunnerMaxBody},
 		{method: "POST", path: "/api/v1/runner/jobs/{id}/events", public: true, h: s.runnerEvent, maxBody: RunnerMaxBody},
 		{method: "POST", path: "/api/v1/runner/jobs/{id}/exit", public: true, h: s.runnerExit, maxBody: RunnerMaxBody},
+		{method: "GET", path: "/api/v1/runner/jobs/{id}/inputs/{name}", public: true, h: s.runnerInputList},
+		{method: "POST", path: "/api/v1/runner/jobs/{id}/inputs/{name}/objects", public: true, h: s.runnerInputObjects, maxBody: RunnerMaxBody},
 	}
 }
 
@@ -334,6 +338,46 @@ func (s *Server) runnerCode(w http.ResponseWriter, r *http.Request, _ *auth.Prin
 		if lw.started {
 			s.deps.Logger.Warn("code archive stream failed", "job", r.PathValue("id"), "err", err)
 			return nil
+		}
+		return err
+	}
+	if !lw.started {
+		lw.start()
+	}
+	return nil
+}
+
+func (s *Server) runnerInputList(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	rs, err := s.runners()
+	if err != nil {
+		return err
+	}
+	l, err := rs.RunnerInputList(r.Context(), r.PathValue("id"), runnerToken(r), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, l)
+	return nil
+}
+
+func (s *Server) runnerInputObjects(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	rs, err := s.runners()
+	if err != nil {
+		return err
+	}
+	var req api.RunnerObjectsRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	// As runnerCode: an error before the first byte is a normal answer.
+	lw := &lazyWriter{w: w, contentType: "application/x-tar"}
+	if err := rs.RunnerInputObjects(r.Context(), r.PathValue("id"), runnerToken(r), r.PathValue("name"), req.Keys, lw); err != nil {
+		if lw.started {
+			// Break the answer off so that the runner sees a broken
+			// stream, not one that merely ends early.
+			s.deps.Logger.Warn("input objects stream failed", "job", r.PathValue("id"), "input", r.PathValue("name"), "err", err)
+			panic(http.ErrAbortHandler)
 		}
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/auth"
+	"github.com/atelier-dev/atelier/internal/auth/policy"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/obs"
@@ -281,4 +283,136 @@ func (s *Service) RunnerExit(ctx context.Context, id, token string, e *api.Runne
 		return nil // an exit of an attempt already settled: idempotent
 	}
 	return s.settle(ctx, id, e.Attempt, e)
+}
+
+// RunnerListLimit is the most objects one input listing of the runner
+// protocol answers; a larger input is listed by the runner over S3.
+const RunnerListLimit = obs.DefaultListAllLimit
+
+// runnerInput is the bucket, the prefix as written in the input's obs_url
+// and the directory prefix (prefix + "/" unless empty or ending in "/") of
+// the input name of the job.
+func runnerInput(op errs.Op, r *record, name string) (bucket, prefix, dir string, err error) {
+	for _, in := range r.job.Algorithm.Inputs {
+		if in.Name != name || in.Remote.OBS == nil {
+			continue
+		}
+		bucket, prefix, err = ParseOBSURL(in.Remote.OBS.OBSURL)
+		if err != nil {
+			return "", "", "", err
+		}
+		dir = prefix
+		if dir != "" && !strings.HasSuffix(dir, "/") {
+			dir += "/"
+		}
+		return bucket, prefix, dir, nil
+	}
+	return "", "", "", errs.E(op, errs.NotFound, CodeRunnerInput, fmt.Sprintf("job %s has no OBS input named %q", r.raw.ID, name))
+}
+
+// inputReader is who reads a job's inputs for its runner: the job's owner
+// narrowed by the job's session policy, the rights of the runner's
+// temporary credentials. (The owner's access was checked when the job was
+// created; reading as the owner, not as the platform, keeps a later change
+// of a bucket policy, or an object the owner may list but not read, from
+// being read through the runner.)
+func (s *Service) inputReader(ctx context.Context, op errs.Op, r *record) (*obs.Caller, error) {
+	u, err := s.store.GetUser(ctx, r.raw.OwnerID)
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	ps, err := s.store.UserPolicies(ctx, u.ID)
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	p := &auth.Principal{User: u, Method: "runner", Temporary: true, Subject: auth.Subject{Name: u.Name, Admin: u.Admin}}
+	for _, mp := range ps {
+		doc, err := policy.Parse([]byte(mp.Document), policy.Identity)
+		if err != nil {
+			continue // stored documents were validated; auth skips one that no longer parses too
+		}
+		p.Subject.Policies = append(p.Subject.Policies, doc)
+		p.PolicyNames = append(p.PolicyNames, mp.Name)
+	}
+	sess, err := SessionPolicy(r.job)
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	if p.Subject.Session, err = policy.Parse(sess, policy.Identity); err != nil {
+		return nil, errs.E(op, errs.Internal, "the job's session policy does not parse", err)
+	}
+	return obs.As(p), nil
+}
+
+// RunnerInputList lists the objects of the job's input name: every object
+// under its obs_url as a directory or, when there is none and the URL does
+// not end in "/", the one object it names (an empty list when neither
+// exists).
+func (s *Service) RunnerInputList(ctx context.Context, id, token, name string) (*api.RunnerObjectList, error) {
+	const op errs.Op = "job.RunnerInputList"
+	r, err := s.runner(ctx, op, id, token)
+	if err != nil {
+		return nil, err
+	}
+	b, prefix, dir, err := runnerInput(op, r, name)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.inputReader(ctx, op, r)
+	if err != nil {
+		return nil, err
+	}
+	objs, truncated, err := s.obs.ListAll(ctx, c, b, dir, RunnerListLimit)
+	if err != nil {
+		return nil, err
+	}
+	out := &api.RunnerObjectList{Items: make([]api.RunnerObject, 0, len(objs)), Truncated: truncated}
+	for _, o := range objs {
+		out.Items = append(out.Items, api.RunnerObject{Key: o.Key, ETag: o.ETag, Size: o.Size, LastModified: ms(o.LastModified)})
+	}
+	if len(objs) == 0 && dir != prefix {
+		res, err := s.obs.HeadObject(ctx, c, b, prefix, obs.GetOptions{})
+		switch {
+		case err == nil:
+			o := res.Object
+			out.Items = append(out.Items, api.RunnerObject{Key: o.Key, ETag: o.ETag, Size: o.Size, LastModified: ms(o.LastModified)})
+		case !errs.Is(err, errs.NotFound):
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// RunnerInputObjects streams the named objects of the job's input name to
+// w as a tar archive (obs.WriteObjects: one entry per key that exists,
+// with its ETag in the PAX record api.RunnerETagRecord). A key outside the
+// input is refused before anything is written.
+func (s *Service) RunnerInputObjects(ctx context.Context, id, token, name string, keys []string, w io.Writer) error {
+	const op errs.Op = "job.RunnerInputObjects"
+	r, err := s.runner(ctx, op, id, token)
+	if err != nil {
+		return err
+	}
+	b, prefix, dir, err := runnerInput(op, r, name)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if !inInput(prefix, dir, k) {
+			return errs.E(op, errs.PermissionDenied, CodeRunnerInput,
+				fmt.Sprintf("key %q is not part of input %s (obs://%s/%s)", clip(k, 200), name, b, prefix))
+		}
+	}
+	c, err := s.inputReader(ctx, op, r)
+	if err != nil {
+		return err
+	}
+	return s.obs.WriteObjects(ctx, c, b, keys, w)
+}
+
+// inInput reports whether key belongs to an input whose obs_url has the
+// key part prefix (dir: prefix as a directory): it lies under dir, or it is
+// the one object prefix names.
+func inInput(prefix, dir, key string) bool {
+	return strings.HasPrefix(key, dir) || (key == prefix && prefix != dir)
 }

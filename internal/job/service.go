@@ -41,6 +41,7 @@ const (
 	CodeDuplicateName  errs.Code = "ATL.JOB.0063"
 	CodeLogExport      errs.Code = "ATL.JOB.0064"
 	CodeExecutorFailed errs.Code = "ATL.JOB.0065"
+	CodeRunnerInput    errs.Code = "ATL.JOB.0066"
 )
 
 // SystemBucket is the platform-owned bucket for uploaded code and logs.
@@ -50,6 +51,9 @@ const SystemBucket = "atelier-system"
 type Store interface {
 	meta.Jobs
 	GetUser(ctx context.Context, id string) (*meta.User, error)
+	// UserPolicies are the policies attached to a user: the runner
+	// protocol reads a job's inputs with its owner's rights.
+	UserPolicies(ctx context.Context, userID string) ([]*meta.Policy, error)
 }
 
 // Credentials issues and revokes a job's temporary credentials.

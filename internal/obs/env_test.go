@@ -42,7 +42,7 @@ func (c *clock) Advance(d time.Duration) {
 // env is a service over a real SQLite metadata store and a real disk blob
 // store in a temporary directory.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	svc   *Service
 	meta  *sqlite.Store
@@ -65,7 +65,7 @@ func withMinPart(n int64) envOption {
 	return func(o *Options, _ *env) { o.MinPartSize = n }
 }
 
-func newEnv(t *testing.T, opts ...envOption) *env {
+func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -92,7 +92,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 }
 
 // caller is an authenticated user with the given identity policies.
-func caller(t *testing.T, name string, admin bool, docs ...string) *Caller {
+func caller(t testing.TB, name string, admin bool, docs ...string) *Caller {
 	t.Helper()
 	sub := auth.Subject{Name: name, Admin: admin}
 	for _, d := range docs {
@@ -109,7 +109,7 @@ func withSession(t *testing.T, c *Caller, doc string) *Caller {
 	return As(&p)
 }
 
-func mustPolicy(t *testing.T, doc string, k policy.Kind) *policy.Policy {
+func mustPolicy(t testing.TB, doc string, k policy.Kind) *policy.Policy {
 	t.Helper()
 	p, err := policy.Parse([]byte(doc), k)
 	if err != nil {

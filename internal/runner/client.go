@@ -17,10 +17,11 @@ import (
 )
 
 // server speaks the runner protocol (internal/api/jobs.go) for one job
-// attempt.
+// attempt, or (kind "instances") for one service instance.
 type server struct {
 	base   string // e.g. http://127.0.0.1:8080, no trailing slash
-	job    string
+	kind   string // "jobs" or "instances": the collection of the runner protocol
+	job    string // the job's or the instance's id
 	token  string
 	hc     *http.Client // calls, with a timeout
 	stream *http.Client // the code archive, as long as it takes
@@ -33,7 +34,7 @@ func newServer(base, job, token string) *server {
 		IdleConnTimeout:     90 * time.Second,
 	}
 	return &server{
-		base: strings.TrimRight(base, "/"), job: job, token: token,
+		base: strings.TrimRight(base, "/"), kind: "jobs", job: job, token: token,
 		hc:     &http.Client{Timeout: 60 * time.Second, Transport: tr},
 		stream: &http.Client{Transport: tr},
 	}
@@ -81,7 +82,7 @@ func temporary(err error) bool {
 
 // path is the URL path of a runner call ("" for the job itself).
 func (s *server) path(suffix string) string {
-	p := "/api/v1/runner/jobs/" + url.PathEscape(s.job)
+	p := "/api/v1/runner/" + s.kind + "/" + url.PathEscape(s.job)
 	if suffix != "" {
 		p += "/" + suffix
 	}
@@ -108,8 +109,8 @@ func (s *server) open(ctx context.Context, method, suffix string, in any) (io.Re
 		req.Header.Set("Content-Type", "application/json")
 	}
 	hc := s.hc
-	if in == nil && suffix == "code" {
-		hc = s.stream
+	if (in == nil && suffix == "code") || strings.HasSuffix(suffix, "/objects") {
+		hc = s.stream // an archive: as long as it takes
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

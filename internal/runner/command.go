@@ -127,61 +127,27 @@ func (iv Invocation) Env() []string {
 	l, rj := iv.Layout, iv.Job
 	home := l.View(l.Home)
 	ma := home + "/modelarts"
-	var pathDirs []string
-	if iv.Venv != "" {
-		pathDirs = append(pathDirs, filepath.Join(iv.Venv, "bin"))
-	}
-	if py := rj.Engine.Python; filepath.IsAbs(py) {
-		pathDirs = append(pathDirs, filepath.Dir(py))
-	}
-	base := iv.BasePath
-	if base == "" {
-		base = defaultPath
-	}
-	pathDirs = append(pathDirs, base)
-	gpus := make([]string, len(rj.GPUs))
-	for i, g := range rj.GPUs {
-		gpus[i] = strconv.Itoa(g)
-	}
-	region := rj.Credentials.Region
-	if region == "" {
-		region = "us-east-1"
-	}
-	env := map[string]string{
-		"PATH":                  strings.Join(dedup(pathDirs), ":"),
-		"HOME":                  home,
-		"LANG":                  "C.UTF-8",
-		"PYTHONUNBUFFERED":      "1",
-		"TMPDIR":                l.View(l.TmpDir()),
-		"MA_JOB_DIR":            l.View(l.JobRoot),
-		"MA_HOME":               home,
-		"MA_MOUNT_PATH":         ma,
-		"MA_LOG_DIR":            l.View(l.LogDir),
-		"MA_NUM_HOSTS":          "1",
-		"MA_NUM_GPUS":           strconv.Itoa(len(rj.GPUs)),
-		"MA_TASK_NAME":          "worker",
-		"VC_TASK_INDEX":         "0",
-		"VC_WORKER_NUM":         "1",
-		"VC_WORKER_HOSTS":       "127.0.0.1",
-		"MA_CURRENT_IP":         "127.0.0.1",
-		"MASTER_ADDR":           "127.0.0.1",
-		"MASTER_PORT":           strconv.Itoa(iv.MasterPort),
-		"WORLD_SIZE":            "1",
-		"RANK":                  "0",
-		"CUDA_VISIBLE_DEVICES":  strings.Join(gpus, ","),
-		"ATELIER_JOB_ID":        rj.Job.Metadata.ID,
-		"ATELIER_TASK":          "worker-0",
-		"ATELIER_METRICS_FILE":  l.View(l.MetricsFile()),
-		"S3_ENDPOINT":           rj.Credentials.S3Endpoint,
-		"AWS_ENDPOINT_URL":      rj.Credentials.S3Endpoint,
-		"AWS_ACCESS_KEY_ID":     rj.Credentials.AccessKey,
-		"AWS_SECRET_ACCESS_KEY": rj.Credentials.SecretKey,
-		"AWS_SESSION_TOKEN":     rj.Credentials.SessionToken,
-		"AWS_DEFAULT_REGION":    region,
-	}
-	if iv.Venv != "" {
-		env["VIRTUAL_ENV"] = iv.Venv
-	}
+	env := commonEnv(rj.Engine, iv.Venv, iv.BasePath, home, l.View(l.TmpDir()), rj.GPUs, rj.Credentials)
+	maps.Copy(env, map[string]string{
+		"MA_JOB_DIR":           l.View(l.JobRoot),
+		"MA_HOME":              home,
+		"MA_MOUNT_PATH":        ma,
+		"MA_LOG_DIR":           l.View(l.LogDir),
+		"MA_NUM_HOSTS":         "1",
+		"MA_NUM_GPUS":          strconv.Itoa(len(rj.GPUs)),
+		"MA_TASK_NAME":         "worker",
+		"VC_TASK_INDEX":        "0",
+		"VC_WORKER_NUM":        "1",
+		"VC_WORKER_HOSTS":      "127.0.0.1",
+		"MA_CURRENT_IP":        "127.0.0.1",
+		"MASTER_ADDR":          "127.0.0.1",
+		"MASTER_PORT":          strconv.Itoa(iv.MasterPort),
+		"WORLD_SIZE":           "1",
+		"RANK":                 "0",
+		"ATELIER_JOB_ID":       rj.Job.Metadata.ID,
+		"ATELIER_TASK":         "worker-0",
+		"ATELIER_METRICS_FILE": l.View(l.MetricsFile()),
+	})
 	pyPath := ""
 	if iv.PythonDir != "" {
 		pyPath = iv.PythonDir
@@ -196,7 +162,58 @@ func (iv Invocation) Env() []string {
 			}
 		}
 	}
-	for k, v := range rj.Job.Algorithm.Environments {
+	return finishEnv(env, rj.Job.Algorithm.Environments, pyPath)
+}
+
+// commonEnv is the environment every workload gets (ARCHITECTURE.md §5):
+// PATH (the venv's bin, the engine interpreter's dir, then basePath or
+// defaultPath), HOME, LANG, PYTHONUNBUFFERED, TMPDIR, CUDA_VISIBLE_DEVICES,
+// the temporary credentials, and VIRTUAL_ENV with a venv.
+func commonEnv(engine api.Engine, venv, basePath, home, tmpDir string, gpus []int, c api.RunnerCredentials) map[string]string {
+	var pathDirs []string
+	if venv != "" {
+		pathDirs = append(pathDirs, filepath.Join(venv, "bin"))
+	}
+	if py := engine.Python; filepath.IsAbs(py) {
+		pathDirs = append(pathDirs, filepath.Dir(py))
+	}
+	if basePath == "" {
+		basePath = defaultPath
+	}
+	pathDirs = append(pathDirs, basePath)
+	devs := make([]string, len(gpus))
+	for i, g := range gpus {
+		devs[i] = strconv.Itoa(g)
+	}
+	region := c.Region
+	if region == "" {
+		region = "us-east-1"
+	}
+	env := map[string]string{
+		"PATH":                  strings.Join(dedup(pathDirs), ":"),
+		"HOME":                  home,
+		"LANG":                  "C.UTF-8",
+		"PYTHONUNBUFFERED":      "1",
+		"TMPDIR":                tmpDir,
+		"CUDA_VISIBLE_DEVICES":  strings.Join(devs, ","),
+		"S3_ENDPOINT":           c.S3Endpoint,
+		"AWS_ENDPOINT_URL":      c.S3Endpoint,
+		"AWS_ACCESS_KEY_ID":     c.AccessKey,
+		"AWS_SECRET_ACCESS_KEY": c.SecretKey,
+		"AWS_SESSION_TOKEN":     c.SessionToken,
+		"AWS_DEFAULT_REGION":    region,
+	}
+	if venv != "" {
+		env["VIRTUAL_ENV"] = venv
+	}
+	return env
+}
+
+// finishEnv applies the workload's own variables to env — they win, except
+// PYTHONPATH, which comes before the platform's python dir pyPath — and
+// returns the environment sorted.
+func finishEnv(env, own map[string]string, pyPath string) []string {
+	for k, v := range own {
 		if k == "PYTHONPATH" {
 			pyPath = strings.Trim(v+":"+pyPath, ":")
 			continue

@@ -63,10 +63,43 @@
 //     and mtime, parallel and multipart as `atelier obs cp`; nothing is ever
 //     deleted in OBS), failure.Classify of what was observed, the log flushed
 //     (bounded wait), final.json written atomically, cgroup and tmpfs
-//     released, job.log uploaded to spec.log_export_path when set (best
-//     effort), the exit posted (retried for ten minutes; the server reads
+//     released, the exit posted (retried for ten minutes; the server reads
 //     final.json when it never arrives). The runner exits 0 however user
-//     code ended.
+//     code ended. (The server exports the log to log_export_path.)
+//
+// # A service instance
+//
+// With --instance (RunInstance) the runner serves one instance of an online
+// service:
+//
+//	atelier runner --instance ID --server URL --dir INSTANCE_DIR \
+//	    --token-file INSTANCE_DIR/token --work-dir WORK_DIR [--data-dir DIR]
+//
+// It fetches the instance (GET /api/v1/runner/instances/{id}, retried for
+// two minutes), then reports its phase with POST …/status — at once on
+// every change and every heartbeat_seconds; the answer "stop" stops it:
+//
+//  1. Downloading: the model version's files (model.location) through the
+//     same content cache as job inputs, hard linked into INSTANCE_DIR/model,
+//     so that instances of one model download it once.
+//  2. Installing (only with dependencies): config.json "dependencies" become
+//     a requirements file (Requirements) installed into a cached venv
+//     exactly as a job's requirements.txt.
+//  3. Loading: python -m model_service.server with port 0 and a ready file
+//     (InstanceInvocation), in the sandbox and a cgroup of the flavor; the
+//     model dir is read-only at /home/ma-user/infer/model, the network is
+//     the host's. Its output is the instance log (POST …/logs, attempt 1,
+//     spooled as a job's). The ready file is read every 50 ms.
+//  4. Ready with the port, once the ready file says so; Failed with the
+//     error and traceback when it says failed, or with the exit code and the
+//     last 50 log lines when the server exits before.
+//  5. Exited with the exit code and the log tail when the server ends, or
+//     with "stopped" after a stop ("stop", SIGTERM: SIGTERM to the server,
+//     the grace period, SIGKILL to it and its cgroup).
+//
+// The runner writes final.json (reason stopped, user_error, install,
+// platform or completed) and exits 0; the controller decides about
+// restarts, the runner never restarts the server.
 //
 // # Limits
 //

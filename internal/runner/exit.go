@@ -2,15 +2,11 @@ package runner
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/job/failure"
-	"github.com/atelier-dev/atelier/internal/obsclient"
 )
 
 // hintPlatform is the hint of an attempt that failed for the platform's
@@ -120,7 +116,6 @@ func (r *run) finish() {
 		r.log.Error("cannot write final.json", "err", err)
 	}
 	r.cleanup()
-	r.exportLog()
 	err := retry(r.work, r.cfg.Timing.ExitFor, newBackoff(500*time.Millisecond, 30*time.Second), func() error {
 		ctx, cancel := context.WithTimeout(r.work, 30*time.Second)
 		defer cancel()
@@ -131,44 +126,6 @@ func (r *run) finish() {
 	} else {
 		r.log.Info("exit reported", "reason", ex.Reason, "exit_code", ex.ExitCode)
 	}
-}
-
-// LogName is the name of the log file exported to spec.log_export_path.
-func LogName(jobID string, attempt int) string {
-	if attempt > 1 {
-		return fmt.Sprintf("modelarts-job-%s-worker-0-attempt-%d.log", jobID, attempt)
-	}
-	return fmt.Sprintf("modelarts-job-%s-worker-0.log", jobID)
-}
-
-// exportLog uploads job.log to spec.log_export_path when the job has one
-// (best effort: a failure is only logged).
-func (r *run) exportLog() {
-	lp := r.rj.Job.Spec.LogExportPath
-	if lp == nil || lp.OBSURL == "" || r.syncer == nil {
-		return
-	}
-	loc, err := obsclient.ParseLocation(lp.OBSURL)
-	if err != nil || !loc.Remote() {
-		r.log.Warn("log_export_path is not an obs:// URL", "url", lp.OBSURL)
-		return
-	}
-	src := filepath.Join(r.cfg.Dir, "job.log")
-	fi, err := os.Stat(src)
-	if err != nil {
-		r.log.Warn("cannot export the log", "err", err)
-		return
-	}
-	dst := loc.AsDir().Join(LogName(r.rj.Job.Metadata.ID, r.cfg.Attempt))
-	ctx, cancel := context.WithTimeout(r.work, time.Minute)
-	defer cancel()
-	plan := obsclient.Plan{Transfers: []obsclient.Transfer{{Op: obsclient.Upload, Src: obsclient.Location{Path: src}, Dst: dst,
-		Size: fi.Size(), ModTime: fi.ModTime()}}}
-	if _, err := r.syncer.client.Execute(ctx, plan, "exported", false); err != nil {
-		r.log.Warn("cannot export the log to log_export_path", "dst", dst.String(), "err", err)
-		return
-	}
-	r.log.Info("log exported", "dst", dst.String())
 }
 
 // cleanup releases the cgroup and unmounts the job's tmpfs.

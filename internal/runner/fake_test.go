@@ -46,6 +46,9 @@ type fakeServer struct {
 	// stopAfter makes heartbeats answer "stop" once a line with this
 	// text arrived.
 	stopAfter string
+	// inputs, when set, serves the inputs calls (nil: 404, as an older
+	// server).
+	inputs *memInputs
 
 	ts *httptest.Server
 }
@@ -110,6 +113,10 @@ func (fs *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 	suffix, ok := strings.CutPrefix(r.URL.Path, prefix)
 	if !ok {
 		http.NotFound(w, r)
+		return
+	}
+	if fs.inputs != nil && strings.HasPrefix(suffix, "/inputs/") {
+		fs.inputs.serveHTTP(w, r, strings.TrimPrefix(suffix, "/inputs/"))
 		return
 	}
 	decode := func(v any) bool {

@@ -410,7 +410,7 @@ func (r *run) stageAll() bool {
 	defer cancel()
 	l, rj := r.layout, r.rj
 	st := &stager{s3: r.s3, client: r.client, cacheDir: ObjectCacheDir(r.cfg.WorkDir),
-		warn: func(w string) { r.sink.Runner("warning: %s", w) }}
+		warn: func(w string) { r.sink.Runner("warning: %s", w) }, inputs: r.srv, log: r.log}
 	fail := func(err error) bool {
 		if r.stopping() {
 			return false
@@ -419,19 +419,43 @@ func (r *run) stageAll() bool {
 		r.log.Error("staging failed", "err", err)
 		return false
 	}
+	// The inputs are staged while the code is: the two wait on the server
+	// and the disk, not on each other. User code still starts only after
+	// both.
+	type staged struct {
+		res stageResult
+		err error
+	}
+	var inputs chan staged
+	inCtx, cancelInputs := context.WithCancel(ctx)
+	defer cancelInputs()
+	if len(l.Inputs) > 0 {
+		inputs = make(chan staged, 1)
+		go func() {
+			res, err := st.stageInputs(inCtx, l.Inputs)
+			inputs <- staged{res, err}
+		}()
+	}
+	failCode := func(err error) bool {
+		cancelInputs()
+		if inputs != nil {
+			<-inputs
+		}
+		return fail(err)
+	}
 	if cd := rj.Job.Algorithm.CodeDir; cd != "" {
 		start := time.Now()
 		if rj.CodeArchive {
 			ts, err := r.fetchCode(ctx)
 			if err != nil {
-				return fail(err)
+				return failCode(err)
 			}
 			r.sink.Runner("staged the code of %s: %d files (%s) in %s", cd, ts.Files, obsclient.HumanBytes(ts.Bytes), time.Since(start).Round(time.Millisecond))
 		} else {
 			loc, _ := obsclient.ParseLocation(cd)
 			res, err := st.stageCode(ctx, loc, l.CodeDir)
 			if err != nil {
-				return fail(err)
+				return failCode(err)
 			}
 			r.sink.Runner("staged the code of %s: %s", cd, res)
 		}
@@ -448,11 +472,12 @@ func (r *run) stageAll() bool {
 			}
 		}
 		if err != nil {
-			return fail(err)
+			return failCode(err)
 		}
 	}
-	if len(l.Inputs) > 0 {
-		res, err := st.stageInputs(ctx, l.Inputs)
+	if inputs != nil {
+		in := <-inputs
+		res, err := in.res, in.err
 		if err != nil {
 			return fail(err)
 		}

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,6 +29,9 @@ type remoteFile struct {
 	Bucket string
 	Obj    obsclient.Object
 	Rel    string // slash-separated path below the destination dir
+	// Input is the job input the object belongs to when the server can
+	// send it in a tar stream of the runner protocol ("": S3 only).
+	Input string
 }
 
 // cacheName is the content cache's file name of an object version:
@@ -54,6 +59,12 @@ type stager struct {
 	client   *obsclient.Client
 	cacheDir string
 	warn     func(string)
+	// inputs, when set, lists a job's inputs and streams their small
+	// objects through the runner protocol; S3 remains the fallback.
+	inputs inputSource
+	// streams bounds the parallel tar streams (0: BulkStreams).
+	streams int
+	log     *slog.Logger // the runner's own log (nil: none)
 }
 
 // listing is what a location holds.
@@ -69,12 +80,25 @@ type listing struct {
 func (s *stager) list(ctx context.Context, loc obsclient.Location) (listing, error) {
 	const op errs.Op = "runner.list"
 	dir := loc.AsDir()
-	var out listing
-	files := map[string]bool{}
+	var objs []obsclient.Object
 	for o, err := range s.s3.List(ctx, dir.Bucket, obsclient.ListOptions{Prefix: dir.Key, Recursive: true}) {
 		if err != nil {
 			return listing{}, errs.E(op, CodeList, because(fmt.Sprintf("cannot list %s", dir), err), err)
 		}
+		objs = append(objs, o)
+	}
+	out := s.listed(dir, objs)
+	if len(out.Files) > 0 || loc.DirSyntax() {
+		return out, nil
+	}
+	return s.single(ctx, loc, nil)
+}
+
+// listed is the listing of the objects under dir.
+func (s *stager) listed(dir obsclient.Location, objs []obsclient.Object) listing {
+	var out listing
+	files := map[string]bool{}
+	for _, o := range objs {
 		rel := strings.TrimPrefix(o.Key, dir.Key)
 		if strings.HasSuffix(rel, "/") {
 			if r := strings.TrimSuffix(rel, "/"); unsafeRel(r) == "" {
@@ -99,8 +123,15 @@ func (s *stager) list(ctx context.Context, loc obsclient.Location) (listing, err
 		kept = append(kept, f)
 	}
 	out.Files = kept
-	if len(out.Files) > 0 || loc.DirSyntax() {
-		return out, nil
+	return out
+}
+
+// single is the listing of the one object loc names: known (from the
+// server's listing) or, when nil, looked up over S3.
+func (s *stager) single(ctx context.Context, loc obsclient.Location, known *obsclient.Object) (listing, error) {
+	const op errs.Op = "runner.list"
+	if known != nil {
+		return listing{Single: true, Files: []remoteFile{{Bucket: loc.Bucket, Obj: *known, Rel: path.Base(loc.Key)}}}, nil
 	}
 	o, err := s.s3.Stat(ctx, loc.Bucket, loc.Key)
 	if err != nil {
@@ -149,19 +180,23 @@ type fetchStats struct {
 	Bytes       int64 // downloaded
 }
 
-// fetch makes sure every file is in the content cache, downloading the
-// misses StageJobs at a time; a cached file of the wrong size is a miss.
+// fetch makes sure every file is in the content cache; a cached file of
+// the wrong size is a miss. Small misses of a job's inputs come from the
+// server in tar streams (fetchBulk) while the others are downloaded over
+// S3 StageJobs at a time; what a stream did not deliver is downloaded over
+// S3 after it.
 func (s *stager) fetch(ctx context.Context, files []remoteFile) (fetchStats, error) {
 	const op errs.Op = "runner.fetch"
 	if err := os.MkdirAll(s.cacheDir, 0o755); err != nil {
 		return fetchStats{}, errs.E(op, errs.IO, CodeJobTree, because(fmt.Sprintf("cannot create %s", s.cacheDir), err), err)
 	}
 	st := fetchStats{Files: len(files)}
-	var plan obsclient.Plan
+	var bulk, direct []remoteFile
 	queued := map[string]bool{}
-	for _, f := range files {
+	hit := s.inCache(files)
+	for i, f := range files {
 		p := s.cachePath(f)
-		if fi, err := os.Stat(p); err == nil && fi.Size() == f.Obj.Size {
+		if hit[i] {
 			st.Hits++
 			continue
 		}
@@ -170,30 +205,92 @@ func (s *stager) fetch(ctx context.Context, files []remoteFile) (fetchStats, err
 		}
 		queued[p] = true
 		st.Bytes += f.Obj.Size
+		if f.Input != "" && s.inputs != nil && f.Obj.Size < BulkMaxSize {
+			bulk = append(bulk, f)
+		} else {
+			direct = append(direct, f)
+		}
+	}
+	if len(bulk) == 0 {
+		return st, s.download(ctx, direct)
+	}
+	var derr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		derr = s.download(ctx, direct)
+	}()
+	left := s.fetchBulk(ctx, bulk)
+	<-done
+	if derr != nil {
+		return st, derr
+	}
+	if ctx.Err() != nil {
+		return st, ctx.Err()
+	}
+	return st, s.download(ctx, left)
+}
+
+// inCache reports for each file whether the cache holds it (a file of its
+// size), looking placeJobs at a time.
+func (s *stager) inCache(files []remoteFile) []bool {
+	hit := make([]bool, len(files))
+	jobs := placeJobs
+	if len(files) < 64 {
+		jobs = 1
+	}
+	var wg sync.WaitGroup
+	for w := range jobs {
+		wg.Go(func() {
+			for i := w; i < len(files); i += jobs {
+				fi, err := os.Stat(s.cachePath(files[i]))
+				hit[i] = err == nil && fi.Size() == files[i].Obj.Size
+			}
+		})
+	}
+	wg.Wait()
+	return hit
+}
+
+// download downloads files into the content cache over S3, StageJobs at
+// a time.
+func (s *stager) download(ctx context.Context, files []remoteFile) error {
+	const op errs.Op = "runner.fetch"
+	if len(files) == 0 {
+		return nil
+	}
+	var plan obsclient.Plan
+	for _, f := range files {
 		plan.Transfers = append(plan.Transfers, obsclient.Transfer{
 			Op:  obsclient.Download,
-			Src: obsclient.Location{Bucket: f.Bucket, Key: f.Obj.Key}, Dst: obsclient.Location{Path: p},
+			Src: obsclient.Location{Bucket: f.Bucket, Key: f.Obj.Key}, Dst: obsclient.Location{Path: s.cachePath(f)},
 			Size: f.Obj.Size, ModTime: f.Obj.LastModified, ETag: f.Obj.ETag,
 		})
 	}
-	if len(plan.Transfers) == 0 {
-		return st, nil
-	}
 	if _, err := s.client.Execute(ctx, plan, "downloaded", false); err != nil {
 		if ctx.Err() != nil {
-			return st, ctx.Err()
+			return ctx.Err()
 		}
 		// The transfer engine's first failure names the object and the
 		// S3 error; the cache path it was written to is no news to users.
-		return st, errs.E(op, CodeDownload, "cannot download", innermost(err))
+		return errs.E(op, CodeDownload, "cannot download", innermost(err))
 	}
-	return st, nil
+	return nil
 }
+
+// placeJobs is how many files place links or copies at once.
+const placeJobs = 4
 
 // place puts the cached files under dir: hard links (read-only data shared
 // by every job) when link, else copies (code, which jobs may change). A
 // hard link that cannot be made (another file system) falls back to a copy.
+// The directories are made first, then the files placeJobs at a time.
 func (s *stager) place(files []remoteFile, dirs []string, dir string, link bool) error {
+	return s.placeN(files, dirs, dir, link, placeJobs)
+}
+
+// placeN is place with jobs files at a time.
+func (s *stager) placeN(files []remoteFile, dirs []string, dir string, link bool, jobs int) error {
 	const op errs.Op = "runner.place"
 	made := map[string]bool{}
 	mkdir := func(d string) error {
@@ -215,11 +312,13 @@ func (s *stager) place(files []remoteFile, dirs []string, dir string, link bool)
 		}
 	}
 	for _, f := range files {
-		src := s.cachePath(f)
-		dst := filepath.Join(dir, filepath.FromSlash(f.Rel))
-		if err := mkdir(filepath.Dir(dst)); err != nil {
+		if err := mkdir(filepath.Dir(filepath.Join(dir, filepath.FromSlash(f.Rel)))); err != nil {
 			return err
 		}
+	}
+	one := func(f remoteFile) error {
+		src := s.cachePath(f)
+		dst := filepath.Join(dir, filepath.FromSlash(f.Rel))
 		if link {
 			err := os.Link(src, dst)
 			if errors.Is(err, os.ErrExist) {
@@ -227,17 +326,37 @@ func (s *stager) place(files []remoteFile, dirs []string, dir string, link bool)
 				err = os.Link(src, dst)
 			}
 			if err == nil {
-				continue
+				return nil
 			}
 			if !errors.Is(err, syscall.EXDEV) && !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EMLINK) {
 				return errs.E(op, errs.IO, CodeCacheLink, because(fmt.Sprintf("cannot link %s to %s", src, dst), err), err)
 			}
 		}
-		if err := copyFile(src, dst, f.Obj.LastModified); err != nil {
-			return err
-		}
+		return copyFile(src, dst, f.Obj.LastModified)
 	}
-	return nil
+	if jobs <= 1 || len(files) < 2*jobs {
+		for _, f := range files {
+			if err := one(f); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	errc := make(chan error, jobs)
+	var wg sync.WaitGroup
+	for w := range jobs {
+		wg.Go(func() {
+			for i := w; i < len(files); i += jobs {
+				if err := one(files[i]); err != nil {
+					errc <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errc)
+	return <-errc // the first failure, or nil
 }
 
 // innermost is the last *errs.Error in err's chain (err itself when there
@@ -283,11 +402,15 @@ type stageResult struct {
 	Files, Hits int
 	Bytes       int64 // downloaded
 	Elapsed     time.Duration
+	// List, Fetch and Place are the parts of Elapsed spent listing,
+	// downloading and linking.
+	List, Fetch, Place time.Duration
 }
 
 func (r stageResult) String() string {
-	return fmt.Sprintf("%d files (%d from the cache, %s downloaded) in %s",
-		r.Files, r.Hits, obsclient.HumanBytes(r.Bytes), r.Elapsed.Round(time.Millisecond))
+	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	return fmt.Sprintf("%d files (%d from the cache, %s downloaded) in %s (list %s, download %s, link %s)",
+		r.Files, r.Hits, obsclient.HumanBytes(r.Bytes), ms(r.Elapsed), ms(r.List), ms(r.Fetch), ms(r.Place))
 }
 
 // stageInputs lists every input once, downloads what the cache misses and
@@ -298,7 +421,7 @@ func (s *stager) stageInputs(ctx context.Context, inputs []Channel) (stageResult
 	lists := make([]listing, len(inputs))
 	var all []remoteFile
 	for i, c := range inputs {
-		l, err := s.list(ctx, c.Remote)
+		l, err := s.listInput(ctx, c)
 		if err != nil {
 			return stageResult{}, err
 		}
@@ -308,10 +431,12 @@ func (s *stager) stageInputs(ctx context.Context, inputs []Channel) (stageResult
 		lists[i] = l
 		all = append(all, l.Files...)
 	}
+	listed := time.Now()
 	st, err := s.fetch(ctx, all)
 	if err != nil {
 		return stageResult{}, err
 	}
+	fetched := time.Now()
 	for i := range inputs {
 		if lists[i].Single {
 			inputs[i].File = lists[i].Files[0].Rel
@@ -320,7 +445,9 @@ func (s *stager) stageInputs(ctx context.Context, inputs []Channel) (stageResult
 			return stageResult{}, err
 		}
 	}
-	return stageResult{Files: st.Files, Hits: st.Hits, Bytes: st.Bytes, Elapsed: time.Since(start)}, nil
+	end := time.Now()
+	return stageResult{Files: st.Files, Hits: st.Hits, Bytes: st.Bytes, Elapsed: end.Sub(start),
+		List: listed.Sub(start), Fetch: fetched.Sub(listed), Place: end.Sub(fetched)}, nil
 }
 
 // stageCode downloads an OBS code dir into dir (copies, not links).
@@ -330,12 +457,16 @@ func (s *stager) stageCode(ctx context.Context, loc obsclient.Location, dir stri
 	if err != nil {
 		return stageResult{}, err
 	}
+	listed := time.Now()
 	st, err := s.fetch(ctx, l.Files)
 	if err != nil {
 		return stageResult{}, err
 	}
+	fetched := time.Now()
 	if err := s.place(l.Files, l.Dirs, dir, false); err != nil {
 		return stageResult{}, err
 	}
-	return stageResult{Files: st.Files, Hits: st.Hits, Bytes: st.Bytes, Elapsed: time.Since(start)}, nil
+	end := time.Now()
+	return stageResult{Files: st.Files, Hits: st.Hits, Bytes: st.Bytes, Elapsed: end.Sub(start),
+		List: listed.Sub(start), Fetch: fetched.Sub(listed), Place: end.Sub(fetched)}, nil
 }

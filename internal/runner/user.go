@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,42 +156,58 @@ func (r *run) runUser(bg context.Context) {
 // Without a usable cgroup user code runs without one (and a warning).
 func (r *run) start(spec sandbox.Spec) (*userProc, error) {
 	rj := r.rj
-	g, err := cgroup.New(fmt.Sprintf("job-%s-%d", rj.Job.Metadata.ID, r.cfg.Attempt),
-		cgroup.Limits{MemoryBytes: rj.Flavor.Memory, CPUs: rj.Flavor.CPU})
-	if err != nil {
-		r.sink.Runner("warning: no cgroup for this job, so memory and CPU are not limited: %s", errs.UserMessage(err))
-		g = nil
-	}
-	p, err := r.startIn(spec, g)
-	if err != nil && g != nil && !errors.Is(err, exec.ErrNotFound) && !errors.Is(err, fs.ErrNotExist) {
-		r.sink.Runner("warning: user code cannot start in its cgroup (%s); starting it without, so memory and CPU are not limited",
-			errs.UserMessage(err))
-		g.Close()
-		g = nil
-		p, err = r.startIn(spec, nil)
-	}
+	p, g, err := startLimited(r.work, spec, fmt.Sprintf("job-%s-%d", rj.Job.Metadata.ID, r.cfg.Attempt),
+		cgroup.Limits{MemoryBytes: rj.Flavor.Memory, CPUs: rj.Flavor.CPU}, "job", r.sink, r.cfg.Dir)
 	if err != nil {
 		return nil, err
 	}
 	r.group = g
-	if err := os.WriteFile(filepath.Join(r.cfg.Dir, PgidFile), []byte(itoa(p.pid)+"\n"), 0o644); err != nil {
-		r.log.Warn("cannot write user.pgid", "err", err)
+	return p, nil
+}
+
+// startLimited starts the command of spec in a new cgroup name with limits
+// l — without one, and a warning in the log, when cgroups cannot be used —,
+// writes its process group id to dir/user.pgid and pipes its output into
+// sink. what names the workload in the warnings ("job", "instance"). The
+// group is nil when the process runs without one.
+func startLimited(ctx context.Context, spec sandbox.Spec, name string, l cgroup.Limits, what string, sink *logSink, dir string) (*userProc, *cgroup.Group, error) {
+	g, err := cgroup.New(name, l)
+	if err != nil {
+		sink.Runner("warning: no cgroup for this %s, so memory and CPU are not limited: %s", what, errs.UserMessage(err))
+		g = nil
+	}
+	p, err := startIn(ctx, spec, g)
+	if err != nil && g != nil && !errors.Is(err, exec.ErrNotFound) && !errors.Is(err, fs.ErrNotExist) {
+		sink.Runner("warning: user code cannot start in its cgroup (%s); starting it without, so memory and CPU are not limited",
+			errs.UserMessage(err))
+		g.Close()
+		g = nil
+		p, err = startIn(ctx, spec, nil)
+	}
+	if err != nil {
+		if g != nil {
+			g.Close()
+		}
+		return nil, nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, PgidFile), []byte(itoa(p.pid)+"\n"), 0o644); err != nil {
+		sink.log.Warn("cannot write user.pgid", "err", err)
 	}
 	for i, stream := range []string{StreamStdout, StreamStderr} {
 		f := p.pipes[i]
-		p.readers.Go(func() { r.sink.read(stream, f) })
+		p.readers.Go(func() { sink.read(stream, f) })
 	}
 	go func() {
 		p.waitErr = p.cmd.Wait()
 		p.state = p.cmd.ProcessState
 		close(p.exited)
 	}()
-	return p, nil
+	return p, g, nil
 }
 
 // startIn starts the command of spec, in group g unless it is nil.
-func (r *run) startIn(spec sandbox.Spec, g *cgroup.Group) (*userProc, error) {
-	cmd, err := sandbox.Command(r.work, spec)
+func startIn(ctx context.Context, spec sandbox.Spec, g *cgroup.Group) (*userProc, error) {
+	cmd, err := sandbox.Command(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +245,7 @@ func (r *run) startIn(spec sandbox.Spec, g *cgroup.Group) (*userProc, error) {
 // then SIGKILL to its process tree, group and cgroup.
 func (r *run) terminate(p *userProc) {
 	r.outcome.stopReason = r.stop.reason
-	r.signal(p, syscall.SIGTERM)
+	signalUser(p, syscall.SIGTERM)
 	t := time.NewTimer(r.cfg.Timing.StopGrace)
 	defer t.Stop()
 	select {
@@ -240,10 +257,10 @@ func (r *run) terminate(p *userProc) {
 	r.kill(p)
 }
 
-// signal sends sig to user code. In the sandbox the bwrap processes
+// signalUser sends sig to user code. In the sandbox the bwrap processes
 // themselves are spared: bwrap would answer SIGTERM by killing its child at
 // once.
-func (r *run) signal(p *userProc, sig syscall.Signal) {
+func signalUser(p *userProc, sig syscall.Signal) {
 	procs := tree(p.pid, processes())
 	for i := len(procs) - 1; i >= 0; i-- {
 		if p.sandboxed && isBwrap(procs[i].PID) {
@@ -263,18 +280,25 @@ func isBwrap(pid int) bool {
 }
 
 // kill sends SIGKILL to everything user code started.
-func (r *run) kill(p *userProc) {
+func (r *run) kill(p *userProc) { killUser(p, r.group, r.log) }
+
+// killUser sends SIGKILL to p's process tree and group and to cgroup g
+// (nil: none).
+func killUser(p *userProc, g *cgroup.Group, log *slog.Logger) {
 	signalTree(p.pid, p.pid, syscall.SIGKILL)
-	if r.group != nil {
-		if err := r.group.Kill(); err != nil {
-			r.log.Warn("cannot kill the cgroup", "err", err)
+	if g != nil {
+		if err := g.Kill(); err != nil {
+			log.Warn("cannot kill the cgroup", "err", err)
 		}
 	}
 }
 
 // drain waits for the log readers after user code exited; processes it
 // left behind holding its output open are killed so that the readers end.
-func (r *run) drain(p *userProc) {
+func (r *run) drain(p *userProc) { drainUser(p, r.group, r.log) }
+
+// drainUser is drain for p in cgroup g (nil: none).
+func drainUser(p *userProc, g *cgroup.Group, log *slog.Logger) {
 	done := make(chan struct{})
 	go func() { p.readers.Wait(); close(done) }()
 	t := time.NewTimer(drainFor)
@@ -282,8 +306,8 @@ func (r *run) drain(p *userProc) {
 	select {
 	case <-done:
 	case <-t.C:
-		r.log.Warn("processes of user code outlived it; killing them")
-		r.kill(p)
+		log.Warn("processes of user code outlived it; killing them")
+		killUser(p, g, log)
 		for _, f := range p.pipes {
 			_ = f.SetReadDeadline(time.Now().Add(time.Second))
 		}
