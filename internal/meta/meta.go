@@ -195,6 +195,8 @@ type Store interface {
 	Objects
 	Uploads
 	Jobs
+	Services
+	Models
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 	// Close releases the store's connections.

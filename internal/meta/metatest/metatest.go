@@ -93,6 +93,25 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"JobLogsMany", testJobLogsMany},
 		{"JobMetrics", testJobMetrics},
 		{"JobEvents", testJobEvents},
+
+		{"ModelRoundTrip", testModelRoundTrip},
+		{"ModelExists", testModelExists},
+		{"ModelInvalid", testModelInvalid},
+		{"ModelList", testModelList},
+		{"ModelUpdate", testModelUpdate},
+		{"DeleteModel", testDeleteModel},
+		{"ConcurrentCreateModel", testConcurrentCreateModel},
+
+		{"ServiceRoundTrip", testServiceRoundTrip},
+		{"ServiceExists", testServiceExists},
+		{"ServiceInvalid", testServiceInvalid},
+		{"ServiceList", testServiceList},
+		{"ServiceUpdate", testServiceUpdate},
+		{"ConcurrentUpdateService", testConcurrentUpdateService},
+		{"DeleteServiceCascade", testDeleteServiceCascade},
+		{"ServiceLogs", testServiceLogs},
+		{"ServiceEvents", testServiceEvents},
+		{"ServiceUsage", testServiceUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -285,6 +304,7 @@ func testClose(t *testing.T, s meta.Store) {
 	_, err := s.PutPart(ctx, part("up1", 1, "x", 1))
 	must(t, err)
 	must(t, s.CreateJob(ctx, job("j1", "u1", "train")))
+	must(t, s.CreateModel(ctx, modelVersion("m1", "u1", "n", "1.0.0")))
 	must(t, s.Close())
 	must(t, s.Close())
 	b := base()
@@ -348,6 +368,11 @@ func testClose(t *testing.T, s meta.Store) {
 		"ListJobMetrics":          func() error { _, err := s.ListJobMetrics(ctx, "j1"); return err },
 		"AddJobEvent":             func() error { return s.AddJobEvent(ctx, "j1", meta.JobEvent{Message: "x"}) },
 		"ListJobEvents":           func() error { _, _, err := s.ListJobEvents(ctx, "j1", opts); return err },
+		"CreateModel":             func() error { return s.CreateModel(ctx, modelVersion("m2", "u1", "n", "1.0.0")) },
+		"GetModel":                func() error { _, err := s.GetModel(ctx, "m1"); return err },
+		"ListModels":              func() error { _, _, err := s.ListModels(ctx, meta.ModelFilter{}, opts); return err },
+		"UpdateModel":             func() error { return s.UpdateModel(ctx, modelVersion("m1", "u1", "n", "1.0.0")) },
+		"DeleteModel":             func() error { return s.DeleteModel(ctx, "m1") },
 	} {
 		err := call()
 		if err == nil || errs.Is(err, errs.NotFound) || errs.Is(err, errs.Exists) || errs.Is(err, errs.Conflict) {

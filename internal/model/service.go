@@ -1,0 +1,362 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/auth"
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/meta"
+	"github.com/atelier-dev/atelier/internal/obs"
+)
+
+// SystemBucket is the platform bucket; the registry keeps version
+// directories under RegistryPrefix in it.
+const (
+	SystemBucket   = "atelier-system"
+	RegistryPrefix = "models/"
+)
+
+// Default limits of a package.
+const (
+	DefaultMaxFiles     = 10000
+	DefaultMaxBytes     = 64 << 30
+	DefaultCheckTimeout = 60 * time.Second
+)
+
+// Location is the registry directory of a model version.
+func Location(modelID string) string {
+	return "obs://" + SystemBucket + "/" + RegistryPrefix + modelID + "/"
+}
+
+// Store is what the registry needs from the metadata store.
+type Store interface {
+	meta.Models
+	GetJob(ctx context.Context, id string) (*meta.JobRecord, error)
+	ListJobMetrics(ctx context.Context, jobID string) ([]meta.JobMetric, error)
+	GetUserByName(ctx context.Context, name string) (*meta.User, error)
+}
+
+// Authorizer decides platform actions (atelier:model:<Verb>, and
+// atelier:job:Get for importing from a job).
+type Authorizer interface {
+	Authorize(p *auth.Principal, area, verb, resource, ownerID string, notFound error) error
+	Allowed(p *auth.Principal, area, verb, resource, ownerID string) bool
+}
+
+// Deployments reports which services use a model version. The services
+// implement it; a registry without one treats every version as unused.
+type Deployments interface {
+	// ServicesUsing returns the ids of the services that use the version.
+	ServicesUsing(ctx context.Context, modelID string) ([]string, error)
+}
+
+// Options configure the registry.
+type Options struct {
+	Engines []api.Engine
+	Flavors []api.Flavor
+	// Sandbox is how the dry load (--check) runs user code: "bubblewrap"
+	// or "none"; SandboxError, when set, is why bubblewrap does not work
+	// here (checks are then refused).
+	Sandbox      string
+	SandboxError error
+	// DataDir and WorkDir are hidden from the dry load's sandbox; the
+	// Python runtime is extracted under WorkDir/python and packages are
+	// staged for a check under WorkDir/tmp.
+	DataDir string
+	WorkDir string
+	// SystemUser is the user the platform acts as on its bucket (default
+	// the bootstrap admin).
+	SystemUser   string
+	MaxFiles     int           // files of a package (default DefaultMaxFiles)
+	MaxBytes     int64         // bytes of a package (default DefaultMaxBytes)
+	CheckTimeout time.Duration // default DefaultCheckTimeout
+	Deployments  Deployments
+	Logger       *slog.Logger
+	Now          func() time.Time
+}
+
+// Service is the model registry.
+type Service struct {
+	store Store
+	obs   *obs.Service
+	authz Authorizer
+	o     Options
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	deps   Deployments
+	system *auth.Principal
+}
+
+// New builds the registry.
+func New(store Store, o *obs.Service, authz Authorizer, opt Options) *Service {
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.SystemUser == "" {
+		opt.SystemUser = auth.AdminName
+	}
+	if opt.MaxFiles <= 0 {
+		opt.MaxFiles = DefaultMaxFiles
+	}
+	if opt.MaxBytes <= 0 {
+		opt.MaxBytes = DefaultMaxBytes
+	}
+	if opt.CheckTimeout <= 0 {
+		opt.CheckTimeout = DefaultCheckTimeout
+	}
+	return &Service{store: store, obs: o, authz: authz, o: opt, log: opt.Logger, deps: opt.Deployments}
+}
+
+// SetDeployments sets (or replaces) what tells which services use a
+// version; nil means none.
+func (s *Service) SetDeployments(d Deployments) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deps = d
+}
+
+func (s *Service) deployments() Deployments {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deps
+}
+
+// systemCaller is the platform acting on its own bucket.
+func (s *Service) systemCaller(ctx context.Context) (*obs.Caller, error) {
+	s.mu.Lock()
+	p := s.system
+	s.mu.Unlock()
+	if p == nil {
+		u, err := s.store.GetUserByName(ctx, s.o.SystemUser)
+		if err != nil {
+			return nil, errs.E("model.system", errs.Internal, "the platform user "+s.o.SystemUser+" cannot be read", err)
+		}
+		p = &auth.Principal{User: u, Method: "system", Subject: auth.Subject{Name: u.Name, Admin: true}}
+		s.mu.Lock()
+		s.system = p
+		s.mu.Unlock()
+	}
+	return obs.As(p), nil
+}
+
+// Init makes sure the platform bucket exists and removes what imports that
+// were interrupted (by a crash of the server) left: their records, still
+// publishing, and their copied files. Call it once at start, before imports.
+func (s *Service) Init(ctx context.Context) error {
+	const op errs.Op = "model.Init"
+	sys, err := s.systemCaller(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := s.obs.HeadBucket(ctx, sys, SystemBucket); err != nil {
+		if _, err := s.obs.CreateBucket(ctx, sys, SystemBucket, obs.CreateBucketOptions{}); err != nil && !errs.Is(err, errs.Exists) {
+			return errs.E(op, err)
+		}
+	}
+	for {
+		recs, _, err := s.store.ListModels(ctx, meta.ModelFilter{Status: api.ModelPublishing}, meta.ListOptions{Limit: meta.MaxLimit})
+		if err != nil {
+			return errs.E(op, err)
+		}
+		for _, r := range recs {
+			s.log.Warn("removing a model version whose import was interrupted", "model", r.ID, "name", r.Name, "version", r.Version)
+			if err := s.removeFiles(ctx, r.ID); err != nil {
+				return errs.E(op, err)
+			}
+			if err := s.store.DeleteModel(ctx, r.ID); err != nil && !errs.Is(err, errs.NotFound) {
+				return errs.E(op, err)
+			}
+		}
+		if len(recs) < meta.MaxLimit {
+			return nil
+		}
+	}
+}
+
+func notFound(op errs.Op, id string) error {
+	return errs.E(op, errs.NotFound, CodeNotFound, fmt.Sprintf("model %q does not exist", clip(id, 80)),
+		errs.Hint("`atelier model list` shows your models"))
+}
+
+// decode is the API object of a stored version.
+func decode(r *meta.ModelRecord) (*api.Model, error) {
+	m := &api.Model{}
+	if len(r.Record) > 0 {
+		if err := json.Unmarshal(r.Record, m); err != nil {
+			return nil, errs.E("model.decode", errs.Internal, "model "+r.ID+" record", err)
+		}
+	}
+	m.ModelID, m.ModelName, m.ModelVersion, m.ModelStatus = r.ID, r.Name, r.Version, r.Status
+	m.CreateTime = r.CreateTime.UnixMilli()
+	return m, nil
+}
+
+// load reads a version the caller may act on with verb.
+func (s *Service) load(ctx context.Context, op errs.Op, p *auth.Principal, id, verb string) (*meta.ModelRecord, *api.Model, error) {
+	r, err := s.store.GetModel(ctx, id)
+	if errs.Is(err, errs.NotFound) {
+		return nil, nil, notFound(op, id)
+	}
+	if err != nil {
+		return nil, nil, errs.E(op, err)
+	}
+	if p != nil {
+		if err := s.authz.Authorize(p, "model", verb, auth.Resource("model", id), r.OwnerID, notFound(op, id)); err != nil {
+			return nil, nil, err
+		}
+	}
+	m, err := decode(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, m, nil
+}
+
+// usedBy fills in the services that use m.
+func (s *Service) usedBy(ctx context.Context, m *api.Model) {
+	d := s.deployments()
+	if d == nil {
+		return
+	}
+	ids, err := d.ServicesUsing(ctx, m.ModelID)
+	if err != nil {
+		s.log.Warn("cannot tell which services use a model", "model", m.ModelID, "err", err)
+		return
+	}
+	m.DeployedIn = ids
+}
+
+// Get returns a version the caller may see.
+func (s *Service) Get(ctx context.Context, p *auth.Principal, id string) (*api.Model, error) {
+	_, m, err := s.load(ctx, "model.Get", p, id, "Get")
+	if err != nil {
+		return nil, err
+	}
+	s.usedBy(ctx, m)
+	return m, nil
+}
+
+// Lookup returns a version without authorization, for the platform (the
+// services deploy versions their callers were authorized for).
+func (s *Service) Lookup(ctx context.Context, id string) (*api.Model, error) {
+	_, m, err := s.load(ctx, "model.Lookup", nil, id, "")
+	return m, err
+}
+
+// ListModels returns the caller's versions (every version for an admin)
+// whose name contains name and whose version is version (any when empty),
+// newest first. Items leave out the file list, the configuration and the
+// input ETags of the lineage: Get has them.
+func (s *Service) ListModels(ctx context.Context, p *auth.Principal, name, version string, opts meta.ListOptions) ([]*api.Model, int, error) {
+	const op errs.Op = "model.List"
+	f := meta.ModelFilter{OwnerID: p.User.ID, NameLike: name, Version: version}
+	if p.User.Admin && s.authz.Allowed(p, "model", "List", auth.Resource("model", "*"), "") {
+		f.OwnerID = ""
+	}
+	recs, total, err := s.store.ListModels(ctx, f, opts.Normalize())
+	if err != nil {
+		return nil, 0, errs.E(op, err)
+	}
+	out := make([]*api.Model, 0, len(recs))
+	for _, r := range recs {
+		m, err := decode(r)
+		if err != nil {
+			return nil, 0, err
+		}
+		m.Files, m.Config = nil, nil
+		if m.Lineage != nil {
+			l := *m.Lineage
+			l.Inputs = make([]api.LineageInput, len(m.Lineage.Inputs))
+			for i, in := range m.Lineage.Inputs {
+				in.ETags = nil
+				l.Inputs[i] = in
+			}
+			m.Lineage = &l
+		}
+		s.usedBy(ctx, m)
+		out = append(out, m)
+	}
+	return out, total, nil
+}
+
+// Delete removes a version and its registry copy; refused while services
+// use it or while it is being imported.
+func (s *Service) Delete(ctx context.Context, p *auth.Principal, id string) error {
+	const op errs.Op = "model.Delete"
+	r, m, err := s.load(ctx, op, p, id, "Delete")
+	if err != nil {
+		return err
+	}
+	if r.Status == api.ModelPublishing {
+		return errs.E(op, errs.Conflict, CodePublishing, fmt.Sprintf("model %s %s is still being imported", m.ModelName, m.ModelVersion),
+			errs.Hint("try again when the import has ended"))
+	}
+	if d := s.deployments(); d != nil {
+		ids, err := d.ServicesUsing(ctx, id)
+		if err != nil {
+			return errs.E(op, err)
+		}
+		if len(ids) > 0 {
+			return errs.E(op, errs.Conflict, CodeInUse,
+				fmt.Sprintf("model %s %s is deployed in %d service(s): %s", m.ModelName, m.ModelVersion, len(ids), strings.Join(ids, ", ")),
+				errs.Hint("delete those services, or update them to another model version, first"))
+		}
+	}
+	if err := s.store.DeleteModel(ctx, id); err != nil {
+		if errs.Is(err, errs.NotFound) {
+			return notFound(op, id)
+		}
+		return errs.E(op, err)
+	}
+	if err := s.removeFiles(context.WithoutCancel(ctx), id); err != nil {
+		s.log.Warn("the registry copy of a deleted model version was not removed completely", "model", id, "err", err)
+	}
+	return nil
+}
+
+// removeFiles deletes the registry directory of a version.
+func (s *Service) removeFiles(ctx context.Context, id string) error {
+	const op errs.Op = "model.removeFiles"
+	sys, err := s.systemCaller(ctx)
+	if err != nil {
+		return err
+	}
+	prefix := RegistryPrefix + id + "/"
+	for {
+		res, err := s.obs.ListObjects(ctx, sys, SystemBucket, obs.ListOptions{Prefix: prefix, MaxKeys: obs.DefaultMaxKeys, V2: true})
+		if err != nil {
+			return errs.E(op, err)
+		}
+		if len(res.Objects) == 0 {
+			return nil
+		}
+		keys := make([]string, len(res.Objects))
+		for i, o := range res.Objects {
+			keys[i] = o.Key
+		}
+		results, err := s.obs.DeleteObjects(ctx, sys, SystemBucket, keys)
+		if err != nil {
+			return errs.E(op, err)
+		}
+		for _, r := range results {
+			if r.Err != nil && !errs.Is(r.Err, errs.NotFound) {
+				return errs.E(op, r.Err)
+			}
+		}
+	}
+}
+
+// AIEngineRuntimes is the ModelArts-shaped list of the runtimes of every
+// model type (an *EngineRuntimes).
+func (s *Service) AIEngineRuntimes() any { return Runtimes(s.o.Engines, s.o.Flavors) }
