@@ -26,15 +26,19 @@ type Pinger interface {
 
 // Deps are the server's collaborators.
 type Deps struct {
-	Auth     *auth.Service
-	Store    Pinger
-	Registry *prometheus.Registry // metrics are registered here and served at /metrics
-	Logger   *slog.Logger
-	Region   string
-	Version  string
-	Jobs     Jobs    // nil: training jobs disabled
-	Runners  Runners // the runner protocol of the same service
-	MaxBody  int64 // 0 = DefaultMaxBody
+	Auth            *auth.Service
+	Store           Pinger
+	Registry        *prometheus.Registry // metrics are registered here and served at /metrics
+	Logger          *slog.Logger
+	Region          string
+	Version         string
+	Jobs            Jobs            // nil: training jobs disabled
+	Runners         Runners         // the runner protocol of the same service
+	Services        Services        // nil: online services disabled
+	InstanceRunners InstanceRunners // the runner protocol of service instances
+	Models          Models          // nil: the model registry disabled
+	Gateway         http.Handler    // serves /v1/infers/ and /v2/; nil: none
+	MaxBody         int64           // 0 = DefaultMaxBody
 }
 
 // Server is the REST API.
@@ -106,7 +110,9 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/api/v1/policies/{name}", public: false, h: s.getPolicy},
 		{method: "DELETE", path: "/api/v1/policies/{name}", public: false, h: s.deletePolicy},
 	}
-	return append(rt, s.jobRoutes()...)
+	rt = append(rt, s.jobRoutes()...)
+	rt = append(rt, s.modelRoutes()...)
+	return append(rt, s.serviceRoutes()...)
 }
 
 // Routes lists "METHOD /path" of every route, in table order.
@@ -120,6 +126,10 @@ func (s *Server) Routes() []string {
 
 // ServeHTTP serves the API with the middleware every request passes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.deps.Gateway != nil && (strings.HasPrefix(r.URL.Path, "/v1/infers/") || strings.HasPrefix(r.URL.Path, "/v2/")) {
+		s.deps.Gateway.ServeHTTP(w, r) // inference: the gateway has its own metrics and errors
+		return
+	}
 	start := time.Now()
 	rid := requestID(r)
 	w.Header().Set("X-Request-Id", rid)

@@ -27,6 +27,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/meta/sqlite"
 	"github.com/atelier-dev/atelier/internal/obs"
 	"github.com/atelier-dev/atelier/internal/s3"
+	"github.com/atelier-dev/atelier/internal/serving/gateway"
 )
 
 // Error codes of server start-up.
@@ -104,8 +105,15 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	if err != nil {
 		return err
 	}
+	models := newModelService(ctx, cfg, store, iam, objects, jobs, log)
+	gw := gateway.New(gateway.Options{Authenticator: iam, Logger: log, Registry: reg})
+	services, err := newServingService(ctx, cfg, store, iam, jobs, models, gw, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
+	if err != nil {
+		return err
+	}
+	models.SetDeployments(services)
 	api := apiserver.New(apiserver.Deps{Auth: iam, Store: store, Registry: reg, Logger: log, Region: cfg.Region, Version: version,
-		Jobs: jobs, Runners: jobs})
+		Jobs: jobs, Runners: jobs, Models: models, Services: services, InstanceRunners: services, Gateway: gw})
 
 	servers := []*http.Server{
 		{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
@@ -138,6 +146,11 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	go func() {
 		defer wg.Done()
 		jobs.Run(ctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		services.Run(ctx)
 	}()
 	wg.Add(1)
 	go func() {

@@ -40,6 +40,9 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 		newObsCmd(a),
 		newRunnerCmd(),
 		newJobCmd(a),
+		newModelCmd(a),
+		newServiceCmd(a),
+		newUsageCmd(a),
 	)
 	return root
 }

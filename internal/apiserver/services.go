@@ -1,0 +1,288 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/auth"
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/meta"
+)
+
+// Services is the online-service API.
+type Services interface {
+	Deploy(ctx context.Context, p *auth.Principal, req *api.DeployRequest) (*api.Service, error)
+	Get(ctx context.Context, p *auth.Principal, id string) (*api.Service, error)
+	ListServices(ctx context.Context, p *auth.Principal, name string, statuses []string, opts meta.ListOptions) ([]*api.Service, int, error)
+	Update(ctx context.Context, p *auth.Principal, id string, req *api.UpdateServiceRequest) (*api.Service, error)
+	Delete(ctx context.Context, p *auth.Principal, id string) error
+	Stats(ctx context.Context, p *auth.Principal, id string) (*api.ServiceStats, error)
+	Events(ctx context.Context, p *auth.Principal, id string, opts meta.ListOptions) ([]api.Event, int, error)
+	Logs(ctx context.Context, p *auth.Principal, id, instance string, tail int) ([]meta.ServiceLogLine, error)
+	Usage(ctx context.Context, p *auth.Principal, all bool) (*api.Usage, error)
+}
+
+// InstanceRunners is the runner protocol of service instances.
+type InstanceRunners interface {
+	RunnerInstance(ctx context.Context, id, token string) (*api.RunnerInstance, error)
+	RunnerInstanceStatus(ctx context.Context, id, token string, rep *api.InstanceReport) (*api.RunnerHeartbeatReply, error)
+	RunnerInstanceLogs(ctx context.Context, id, token string, b *api.RunnerLogs) error
+}
+
+// ServiceLogLine is a line of GET /api/v1/services/{id}/logs.
+type ServiceLogLine struct {
+	InstanceID string `json:"instance_id"`
+	Seq        int64  `json:"seq"`
+	Time       int64  `json:"time"` // ms
+	Stream     string `json:"stream"`
+	Text       string `json:"text"`
+}
+
+// ServiceLogs is the body of GET /api/v1/services/{id}/logs.
+type ServiceLogs struct {
+	Lines []ServiceLogLine `json:"lines"`
+}
+
+func (s *Server) serviceRoutes() []route {
+	return []route{
+		{method: "POST", path: "/api/v1/services", h: s.deployService},
+		{method: "GET", path: "/api/v1/services", h: s.listServices},
+		{method: "GET", path: "/api/v1/services/{id}", h: s.getService},
+		{method: "PUT", path: "/api/v1/services/{id}", h: s.updateService},
+		{method: "DELETE", path: "/api/v1/services/{id}", h: s.deleteService},
+		{method: "GET", path: "/api/v1/services/{id}/stats", h: s.serviceStats},
+		{method: "GET", path: "/api/v1/services/{id}/events", h: s.serviceEvents},
+		{method: "GET", path: "/api/v1/services/{id}/logs", h: s.serviceLogs},
+		{method: "GET", path: "/api/v1/usage", h: s.usage},
+
+		{method: "GET", path: "/api/v1/runner/instances/{id}", public: true, h: s.runnerInstance},
+		{method: "POST", path: "/api/v1/runner/instances/{id}/status", public: true, h: s.runnerInstanceStatus, maxBody: RunnerMaxBody},
+		{method: "POST", path: "/api/v1/runner/instances/{id}/logs", public: true, h: s.runnerInstanceLogs, maxBody: RunnerMaxBody},
+	}
+}
+
+func (s *Server) services() (Services, error) {
+	if s.deps.Services == nil {
+		return nil, errs.E("apiserver.services", errs.Unavailable, "online services are not enabled on this server")
+	}
+	return s.deps.Services, nil
+}
+
+func (s *Server) deployService(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ss, err := s.services()
+	if err != nil {
+		return err
+	}
+	var req api.DeployRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	out, err := ss.Deploy(r.Context(), p, &req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+func (s *Server) listServices(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ss, err := s.services()
+	if err != nil {
+		return err
+	}
+	opts, err := listOptions(r)
+	if err != nil {
+		return err
+	}
+	var statuses []string
+	for _, st := range strings.Split(r.URL.Query().Get("status"), ",") {
+		if st = strings.ToLower(strings.TrimSpace(st)); st != "" {
+			statuses = append(statuses, st)
+		}
+	}
+	items, total, err := ss.ListServices(r.Context(), p, r.URL.Query().Get("name"), statuses, opts)
+	if err != nil {
+		return err
+	}
+	out := make([]api.Service, len(items))
+	for i, v := range items {
+		out[i] = *v
+	}
+	writeJSON(w, http.StatusOK, list(out, total))
+	return nil
+}
+
+func (s *Server) getService(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ss, err := s.services()
+	if err != nil {
+		return err
+	}
+	v, err := ss.Get(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (s *Server) updateService(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ss, err := s.services()
+	if err != nil {
+		return err
+	}
+	var req api.UpdateServiceRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	v, err := ss.Update(r.Context(), p, r.PathValue("id"), &req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (s *Server) deleteService(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ss, err := s.services()
+	if err != nil {
+		return err
+	}
+	if err := ss.Delete(r.Context(), p, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) serviceStats(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ss, err := s.services()
+	if err != nil {
+		return err
+	}
+	st, err := ss.Stats(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, st)
+	return nil
+}
+
+func (s *Server) serviceEvents(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ss, err := s.services()
+	if err != nil {
+		return err
+	}
+	opts, err := listOptions(r)
+	if err != nil {
+		return err
+	}
+	evs, total, err := ss.Events(r.Context(), p, r.PathValue("id"), opts)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, list(evs, total))
+	return nil
+}
+
+func (s *Server) serviceLogs(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ss, err := s.services()
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	tail := 0
+	if t := q.Get("tail"); t != "" {
+		if tail, err = strconv.Atoi(t); err != nil || tail < 1 || tail > meta.MaxLogLimit {
+			return errs.E("apiserver.serviceLogs", errs.Invalid, CodeBadQuery,
+				"query parameter tail must be a whole number from 1 to "+strconv.Itoa(meta.MaxLogLimit))
+		}
+	}
+	lines, err := ss.Logs(r.Context(), p, r.PathValue("id"), q.Get("instance"), tail)
+	if err != nil {
+		return err
+	}
+	out := ServiceLogs{Lines: make([]ServiceLogLine, len(lines))}
+	for i, l := range lines {
+		out.Lines[i] = ServiceLogLine{InstanceID: l.InstanceID, Seq: l.Seq, Time: l.Time.UnixMilli(), Stream: l.Stream, Text: l.Text}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) usage(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ss, err := s.services()
+	if err != nil {
+		return err
+	}
+	all := false
+	if v := r.URL.Query().Get("all"); v != "" {
+		if all, err = strconv.ParseBool(v); err != nil {
+			return errs.E("apiserver.usage", errs.Invalid, CodeBadQuery, "query parameter all must be true or false")
+		}
+	}
+	u, err := ss.Usage(r.Context(), p, all)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, u)
+	return nil
+}
+
+// ---- runner protocol of service instances ----
+
+func (s *Server) instanceRunners() (InstanceRunners, error) {
+	if s.deps.InstanceRunners == nil {
+		return nil, errs.E("apiserver.instanceRunners", errs.Unavailable, "online services are not enabled on this server")
+	}
+	return s.deps.InstanceRunners, nil
+}
+
+func (s *Server) runnerInstance(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	rs, err := s.instanceRunners()
+	if err != nil {
+		return err
+	}
+	v, err := rs.RunnerInstance(r.Context(), r.PathValue("id"), runnerToken(r))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (s *Server) runnerInstanceStatus(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	rs, err := s.instanceRunners()
+	if err != nil {
+		return err
+	}
+	var rep api.InstanceReport
+	if err := decodeJSON(r, &rep); err != nil {
+		return err
+	}
+	reply, err := rs.RunnerInstanceStatus(r.Context(), r.PathValue("id"), runnerToken(r), &rep)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, reply)
+	return nil
+}
+
+func (s *Server) runnerInstanceLogs(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	rs, err := s.instanceRunners()
+	if err != nil {
+		return err
+	}
+	var b api.RunnerLogs
+	if err := decodeJSON(r, &b); err != nil {
+		return err
+	}
+	if err := rs.RunnerInstanceLogs(r.Context(), r.PathValue("id"), runnerToken(r), &b); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}

@@ -1,0 +1,51 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/atelier-dev/atelier/internal/auth"
+	"github.com/atelier-dev/atelier/internal/config"
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/executor/local"
+	"github.com/atelier-dev/atelier/internal/job"
+	"github.com/atelier-dev/atelier/internal/meta"
+	"github.com/atelier-dev/atelier/internal/sandbox"
+	"github.com/atelier-dev/atelier/internal/serving"
+)
+
+// newServingService wires online services: the same flavors, engines,
+// sandbox and executor as training jobs, the model registry, and the
+// gateway the controller drives.
+func newServingService(ctx context.Context, cfg *config.Server, store meta.Store, iam *auth.Service, jobs *job.Service,
+	models serving.Models, router serving.Router, apiAddr, s3URL string, log *slog.Logger) (*serving.Service, error) {
+	const op errs.Op = "app.newServingService"
+	admin, err := store.GetUserByName(ctx, auth.AdminName)
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	system := &auth.Principal{User: admin, Method: "system", Subject: auth.Subject{Name: admin.Name, Admin: true}}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, errs.E(op, errs.Internal, "cannot find the atelier binary for the runner", err)
+	}
+	if self, err = filepath.EvalSymlinks(self); err != nil {
+		return nil, errs.E(op, errs.Internal, "cannot resolve the atelier binary", err)
+	}
+	var sandboxErr error
+	if cfg.Sandbox == config.SandboxBubblewrap {
+		sandboxErr = sandbox.Available()
+	}
+	advertise := cfg.AdvertiseURL
+	if advertise == "" || advertise == "http://"+cfg.Listen || strings.HasSuffix(advertise, ":0") {
+		advertise = "http://" + apiAddr
+	}
+	return serving.New(store, models, iam, iam, local.New(local.Options{Logger: log}), router, system, serving.Options{
+		Flavors: jobs.Flavors(), Engines: jobs.Engines(), Sandbox: cfg.Sandbox, SandboxError: sandboxErr,
+		DataDir: cfg.DataDir, WorkDir: cfg.WorkDir, ServerURL: advertise, S3Endpoint: s3URL, Region: cfg.Region,
+		RunnerArgv0: self, Logger: log,
+	}), nil
+}

@@ -1,0 +1,61 @@
+// Package serving runs online (real-time) services: model versions of the
+// registry deployed as instances behind the inference gateway, as ModelArts
+// services are.
+//
+// The Service type holds the API operations (Deploy, Get, ListServices,
+// Update — start, stop, instance counts, weights, autoscaling, app code —,
+// Delete, Stats, Events, Logs, Usage), the runner protocol of instances
+// (RunnerInstance, RunnerInstanceStatus, RunnerInstanceLogs) and the
+// controller (Run).
+//
+// A service record keeps three documents: the definition (api.Service
+// without status), the observed state (status, wanted instance counts,
+// instances and their phases) and the server-private runtime (executor
+// handles, runner token hashes, credentials keys). Updates are optimistic
+// and retried, as for training jobs.
+//
+// The controller is level-triggered: every second, and whenever something
+// happens, plan converges each record on what it asks for. plan does no
+// I/O; it is given what was observed (runners that are gone, the gateway's
+// in-flight requests and QPS) and returns effects that the controller then
+// carries out (start runners through the executor, stop them, record
+// usage, revoke credentials, write events, push the gateway's route). Its
+// rules:
+//
+//   - Every config entry (model version) wants Desired instances: its
+//     instance_count, or what autoscale.Decide says within the autoscale
+//     bounds from its weight's share of the load. Missing instances are
+//     added, extra ones drained (out of the route at once, stopped after
+//     Options.Drain), instances of a changed flavor give way once enough new
+//     ones are ready.
+//   - With autoscale min 0 a model version may scale to zero; the
+//     gateway then answers 503 at once, and the first request brings one
+//     instance back.
+//   - An instance is one runner (`atelier runner --instance ID`) in
+//     <work_dir>/services/<service id>/<instance id>/, with temporary
+//     credentials that may read obs://atelier-system/models/<model id>/
+//     only, and, for a flavor with GPUs, the devices the fewest instances
+//     use. The gateway routes to it only once it reported Ready.
+//   - An instance that exits, fails or is lost (silent for LostAfter and
+//     not running by the executor) is replaced after a backoff of 1 s, 2 s,
+//     4 s, … at most 30 s; an instance that was ready for a minute starts
+//     the count again. Three instances that end before any was ready fail
+//     the service, with error_msg the last failure and the traceback in
+//     the events.
+//   - Status: deploying until an instance is ready, running when every
+//     wanted instance is, concerning in between; stopping until every
+//     instance has ended, then stopped; failed; deleting until the last
+//     instance ended, then the service is removed.
+//   - The stop schedule ({"type":"stop","time_unit":…,"duration":…}, time
+//     units MINUTES, HOURS, DAYS and, as an Atelier extension, SECONDS)
+//     stops a service that long after it (re)started, with stopped_reason
+//     "stopped by schedule after 8h". Options.Now injects the clock.
+//
+// On a server start the controller's first pass rebuilds every gateway
+// route from the stored state; runners that kept running are re-adopted
+// through their persisted handles and tokens.
+//
+// Usage meters instance time per flavor of services (from the start and end
+// of every instance, kept after a service is deleted) and of training jobs
+// (from their running records), priced with the flavors' price_per_hour.
+package serving

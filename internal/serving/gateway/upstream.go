@@ -1,0 +1,452 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/textproto"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// The gateway talks to instances with its own small HTTP/1.1 client rather
+// than net/http.Transport: a request is written and its response read on the
+// handler's goroutine, over a keep-alive connection taken from the
+// instance's pool, with no goroutine handoffs, no per-request context or
+// timer, and the response headers parsed straight into the client's
+// response. It knows exactly whether a byte of a response has arrived,
+// which decides whether a failed attempt may be retried.
+
+// idleTimeout is how long an unused connection to an instance is kept.
+const idleTimeout = 60 * time.Second
+
+// maxIdlePerBackend bounds the idle connections kept per instance.
+const maxIdlePerBackend = 256
+
+// uconn is a connection to an instance.
+type uconn struct {
+	c        net.Conn
+	br       *bufio.Reader
+	bw       *bufio.Writer
+	lastUsed time.Time
+}
+
+// pool holds an instance's idle connections, most recently used last.
+type pool struct {
+	mu     sync.Mutex
+	idle   []*uconn
+	closed bool
+}
+
+var dialer = net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}
+
+// get returns an idle connection (reused) or dials a new one.
+func (p *pool) get(ctx context.Context, addr string, now time.Time) (uc *uconn, reused bool, err error) {
+	p.mu.Lock()
+	for len(p.idle) > 0 {
+		uc = p.idle[len(p.idle)-1]
+		p.idle[len(p.idle)-1] = nil
+		p.idle = p.idle[:len(p.idle)-1]
+		if now.Sub(uc.lastUsed) < idleTimeout {
+			p.mu.Unlock()
+			return uc, true, nil
+		}
+		uc.c.Close()
+	}
+	p.mu.Unlock()
+	c, err := dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, false, err
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	return &uconn{c: c, br: bufio.NewReaderSize(c, 16<<10), bw: bufio.NewWriterSize(c, 16<<10)}, false, nil
+}
+
+// put keeps uc for the next request, or closes it.
+func (p *pool) put(uc *uconn, now time.Time) {
+	uc.lastUsed = now
+	p.mu.Lock()
+	if p.closed || len(p.idle) >= maxIdlePerBackend {
+		p.mu.Unlock()
+		uc.c.Close()
+		return
+	}
+	p.idle = append(p.idle, uc)
+	p.mu.Unlock()
+}
+
+// close drops the idle connections; connections in use are closed when
+// they are put back.
+func (p *pool) close() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = nil, true
+	p.mu.Unlock()
+	for _, uc := range idle {
+		uc.c.Close()
+	}
+}
+
+// exchange is one attempt of a request on an instance.
+type exchange struct {
+	uc      *uconn
+	reused  bool // on a kept-alive connection
+	gotByte bool // a byte of the response arrived
+	dialErr bool
+	status  int
+	keep    bool  // the connection may be reused after the body
+	length  int64 // of the body; -1: chunked or until close
+	chunked bool
+	noBody  bool
+}
+
+// errAttempt wraps a failure of an attempt before the response was taken.
+type errAttempt struct {
+	op  string // what failed: "connecting", "sending the request", "reading the response"
+	err error
+}
+
+func (e *errAttempt) Error() string {
+	msg := e.err.Error()
+	if e.err == io.EOF || e.err == io.ErrUnexpectedEOF {
+		msg = "the instance closed the connection"
+	}
+	return e.op + ": " + msg
+}
+func (e *errAttempt) Unwrap() error { return e.err }
+
+// send writes the request to b and reads the response status and headers
+// into dst (the client's response header). On error, x says whether a byte
+// of a response had arrived.
+func (g *Gateway) send(ctx context.Context, x *exchange, r *http.Request, b *backend, body []byte, fwd, rid string,
+	deadline time.Time, dst http.Header, keep []string) error {
+	uc, reused, err := b.pool.get(ctx, b.addr, time.Now())
+	if err != nil {
+		x.dialErr = true
+		return &errAttempt{"connecting", err}
+	}
+	x.uc, x.reused = uc, reused
+	uc.c.SetDeadline(deadline)
+	writeRequest(uc.bw, r, fwd, rid, body)
+	if err := uc.bw.Flush(); err != nil {
+		return &errAttempt{"sending the request", err}
+	}
+	if _, err := uc.br.Peek(1); err != nil {
+		return &errAttempt{"reading the response", err}
+	}
+	x.gotByte = true
+	for {
+		if err := x.readHead(uc.br, r.Method, dst); err != nil {
+			return &errAttempt{"reading the response", err}
+		}
+		if x.status >= 200 || x.status == http.StatusSwitchingProtocols {
+			return nil
+		}
+		dropHeaders(dst, keep) // 1xx informational: the real response follows
+	}
+}
+
+// skipRequestHeader are the client's headers not passed on: hop-by-hop
+// ones, the gateway's credentials, and those the gateway writes itself.
+var skipRequestHeader = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Proxy-Authenticate": true,
+	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+	"X-Auth-Token": true, "X-Apig-Appcode": true, "Expect": true, "Content-Length": true, "Host": true,
+	"X-Request-Id": true, "X-Forwarded-For": true,
+}
+
+// writeRequest writes the request line, headers and body to w. Header
+// names and values come from net/http's parser, which refuses CR and LF.
+func writeRequest(w *bufio.Writer, r *http.Request, fwd, rid string, body []byte) {
+	w.WriteString(r.Method)
+	w.WriteByte(' ')
+	w.WriteString(fwd)
+	if r.URL.RawQuery != "" {
+		w.WriteByte('?')
+		w.WriteString(r.URL.RawQuery)
+	} else if r.URL.ForceQuery {
+		w.WriteByte('?')
+	}
+	w.WriteString(" HTTP/1.1\r\nHost: ")
+	w.WriteString(r.Host)
+	w.WriteString("\r\n")
+	var connTokens []string
+	if c := r.Header["Connection"]; len(c) > 0 {
+		connTokens = connectionTokens(c)
+	}
+	for k, vs := range r.Header {
+		if skipRequestHeader[k] || len(connTokens) > 0 && contains(connTokens, k) {
+			continue
+		}
+		for _, v := range vs {
+			w.WriteString(k)
+			w.WriteString(": ")
+			w.WriteString(v)
+			w.WriteString("\r\n")
+		}
+	}
+	w.WriteString("X-Request-Id: ")
+	w.WriteString(rid)
+	w.WriteString("\r\nX-Forwarded-For: ")
+	for _, v := range r.Header["X-Forwarded-For"] {
+		w.WriteString(v)
+		w.WriteString(", ")
+	}
+	w.WriteString(clientIP(r.RemoteAddr))
+	w.WriteString("\r\n")
+	if len(body) > 0 || r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
+		w.WriteString("Content-Length: ")
+		var nb [20]byte
+		w.Write(strconv.AppendInt(nb[:0], int64(len(body)), 10))
+		w.WriteString("\r\n")
+	}
+	w.WriteString("\r\n")
+	w.Write(body)
+}
+
+func connectionTokens(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		for f := range bytes.SplitSeq([]byte(v), []byte(",")) {
+			if f = bytes.TrimSpace(f); len(f) > 0 {
+				out = append(out, textproto.CanonicalMIMEHeaderKey(string(f)))
+			}
+		}
+	}
+	return out
+}
+
+func clientIP(remote string) string {
+	if i := lastIndexByte(remote, ':'); i >= 0 {
+		remote = remote[:i]
+	}
+	if len(remote) > 1 && remote[0] == '[' && remote[len(remote)-1] == ']' {
+		remote = remote[1 : len(remote)-1]
+	}
+	return remote
+}
+
+func lastIndexByte(s string, c byte) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// commonHeaders maps header names as instances send them to their
+// canonical string, so the common ones cost no allocation.
+var commonHeaders = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"Content-Type", "Content-Length", "Date", "Server", "Connection", "Keep-Alive",
+		"Transfer-Encoding", "Cache-Control", "Content-Encoding", "Vary", "Etag", "Last-Modified", "X-Request-Id"} {
+		m[k] = k
+	}
+	m["content-type"] = "Content-Type"
+	m["content-length"] = "Content-Length"
+	m["date"] = "Date"
+	m["server"] = "Server"
+	m["connection"] = "Connection"
+	m["transfer-encoding"] = "Transfer-Encoding"
+	return m
+}()
+
+var errMalformed = errors.New("malformed HTTP response from the instance")
+
+// readHead reads a status line and headers. Hop-by-hop headers set the
+// framing and are not copied to dst.
+func (x *exchange) readHead(br *bufio.Reader, method string, dst http.Header) error {
+	line, err := readLine(br)
+	if err != nil {
+		return err
+	}
+	// "HTTP/1.x NNN reason"
+	if len(line) < 12 || string(line[:7]) != "HTTP/1." || line[8] != ' ' {
+		return fmt.Errorf("%w: status line %q", errMalformed, truncate(line))
+	}
+	minor := line[7]
+	code, err := strconv.Atoi(string(line[9:12]))
+	if err != nil || code < 100 || code > 999 || len(line) > 12 && line[12] != ' ' {
+		return fmt.Errorf("%w: status line %q", errMalformed, truncate(line))
+	}
+	x.status, x.keep, x.length, x.chunked = code, minor == '1', -1, false
+	hasLength := false
+	for {
+		line, err := readLine(br)
+		if err != nil {
+			return err
+		}
+		if len(line) == 0 {
+			break
+		}
+		i := bytes.IndexByte(line, ':')
+		if i <= 0 {
+			return fmt.Errorf("%w: header line %q", errMalformed, truncate(line))
+		}
+		k, v := line[:i], bytes.TrimSpace(line[i+1:])
+		key, ok := commonHeaders[string(k)]
+		if !ok {
+			key = textproto.CanonicalMIMEHeaderKey(string(k))
+		}
+		switch key {
+		case "Content-Length":
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil || n < 0 || hasLength && n != x.length {
+				return fmt.Errorf("%w: Content-Length %q", errMalformed, v)
+			}
+			x.length, hasLength = n, true
+		case "Transfer-Encoding":
+			if !bytes.EqualFold(v, []byte("chunked")) {
+				return fmt.Errorf("%w: Transfer-Encoding %q", errMalformed, v)
+			}
+			x.chunked = true
+			continue
+		case "Connection":
+			if bytes.EqualFold(v, []byte("close")) {
+				x.keep = false
+			} else if bytes.EqualFold(v, []byte("keep-alive")) {
+				x.keep = true
+			}
+			continue
+		case "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Upgrade", "X-Request-Id":
+			continue // hop-by-hop, or set by the gateway
+		}
+		dst[key] = append(dst[key], string(v))
+	}
+	if x.chunked {
+		x.length = -1
+		delete(dst, "Content-Length")
+	}
+	if code == http.StatusSwitchingProtocols {
+		x.keep = false
+	}
+	x.noBody = method == http.MethodHead || code == http.StatusNoContent || code == http.StatusNotModified || code < 200
+	if x.noBody {
+		x.length = 0
+	} else if !x.chunked && !hasLength {
+		x.keep = false // the body runs until the instance closes the connection
+	}
+	return nil
+}
+
+func readLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		return nil, fmt.Errorf("%w: a header line longer than %d bytes", errMalformed, br.Size())
+	}
+	if err != nil {
+		if err == io.EOF && len(line) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return bytes.TrimRight(line, "\r\n"), nil
+}
+
+func truncate(b []byte) []byte {
+	if len(b) > 64 {
+		return b[:64]
+	}
+	return b
+}
+
+// copyBody copies the response body to w. It reports whether the
+// connection can be reused, and the error that cut the body short, with
+// werr true when writing to the client failed.
+func (x *exchange) copyBody(w http.ResponseWriter, flusher http.Flusher, buf []byte) (reusable bool, werr bool, err error) {
+	br := x.uc.br
+	if x.noBody {
+		return x.keep, false, nil
+	}
+	switch {
+	case x.length >= 0:
+		n := x.length
+		for n > 0 {
+			// Whatever is buffered goes out without a copy.
+			if br.Buffered() == 0 {
+				if _, err := br.Peek(1); err != nil {
+					return false, false, eofErr(err)
+				}
+			}
+			chunk, _ := br.Peek(int(min(n, int64(br.Buffered()))))
+			if _, err := w.Write(chunk); err != nil {
+				return false, true, err
+			}
+			br.Discard(len(chunk))
+			n -= int64(len(chunk))
+		}
+		return x.keep, false, nil
+	case x.chunked:
+		cr := httputil.NewChunkedReader(br)
+		for {
+			n, err := cr.Read(buf)
+			if n > 0 {
+				if _, werr := w.Write(buf[:n]); werr != nil {
+					return false, true, werr
+				}
+				if flusher != nil {
+					flusher.Flush()
+				}
+			}
+			if err == io.EOF {
+				// Trailers up to the empty line.
+				for {
+					line, err := readLine(br)
+					if err != nil {
+						return false, false, eofErr(err)
+					}
+					if len(line) == 0 {
+						return x.keep, false, nil
+					}
+				}
+			}
+			if err != nil {
+				return false, false, eofErr(err)
+			}
+		}
+	default: // until close
+		for {
+			n, err := br.Read(buf)
+			if n > 0 {
+				if _, werr := w.Write(buf[:n]); werr != nil {
+					return false, true, werr
+				}
+				if flusher != nil {
+					flusher.Flush()
+				}
+			}
+			if err == io.EOF {
+				return false, false, nil
+			}
+			if err != nil {
+				return false, false, err
+			}
+		}
+	}
+}
+
+func eofErr(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// dropHeaders deletes the headers of h not named in keep.
+func dropHeaders(h http.Header, keep []string) {
+	for k := range h {
+		if !contains(keep, k) {
+			delete(h, k)
+		}
+	}
+}

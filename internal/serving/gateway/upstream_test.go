@@ -1,0 +1,182 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestResponseFraming sends the responses instances may write, raw, and
+// checks what the client gets and that the connection is reused only when
+// the response was delimited.
+func TestResponseFraming(t *testing.T) {
+	tests := []struct {
+		name     string
+		response string
+		method   string
+		status   int
+		body     string
+		header   map[string]string
+		reuse    bool
+	}{
+		{"content-length", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{\"a\":1}",
+			"POST", 200, `{"a":1}`, map[string]string{"Content-Type": "application/json"}, true},
+		{"lower-case headers", "HTTP/1.1 201 Created\r\ncontent-type: text/plain\r\ncontent-length: 2\r\nx-custom: v\r\n\r\nok",
+			"POST", 201, "ok", map[string]string{"Content-Type": "text/plain", "X-Custom": "v"}, true},
+		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n4;ext=1\r\ndefg\r\n0\r\nX-Trailer: t\r\n\r\n",
+			"POST", 200, "abcdefg", nil, true},
+		{"until close", "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it", "POST", 200, "all of it", nil, false},
+		{"connection close", "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", "POST", 200, "ok", nil, false},
+		{"HTTP/1.0", "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", "POST", 200, "ok", nil, false},
+		{"HTTP/1.0 keep-alive", "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok", "POST", 200, "ok", nil, true},
+		{"informational first", "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+			"POST", 200, "ok", map[string]string{"Link": ""}, true},
+		{"204", "HTTP/1.1 204 No Content\r\n\r\n", "POST", 204, "", nil, true},
+		{"HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n", "HEAD", 200, "", map[string]string{"Content-Length": "99"}, true},
+		{"multiple values", "HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nContent-Length: 0\r\n\r\n", "POST", 200, "", nil, true},
+		{"no reason phrase", "HTTP/1.1 500\r\nContent-Length: 1\r\n\r\nx", "POST", 500, "x", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conns := make(chan int, 10)
+			addr := rawBackend(t, func(c net.Conn, n int) {
+				defer c.Close()
+				conns <- n
+				br := bufio.NewReader(c)
+				for readRequest(br) == nil {
+					io.WriteString(c, tt.response)
+					if !tt.reuse {
+						return
+					}
+				}
+			})
+			g := newGW(t, Options{})
+			g.Set(openRoute("s1", Backend{"i1", "m1", addr}))
+			for i := range 2 {
+				r := g.call(t, tt.method, "/v1/infers/s1", "{}")
+				if r.err != nil || r.status != tt.status || string(r.body) != tt.body {
+					t.Fatalf("request %d: %v %d %q, want %d %q", i, r.err, r.status, r.body, tt.status, tt.body)
+				}
+				for k, v := range tt.header {
+					if got := r.header.Get(k); v != "" && got != v || v == "" && got != "" {
+						t.Errorf("header %s = %q, want %q", k, got, v)
+					}
+				}
+				if tt.name == "multiple values" && len(r.header.Values("Set-Cookie")) != 2 {
+					t.Errorf("Set-Cookie %v", r.header.Values("Set-Cookie"))
+				}
+				if r.header.Get("X-Request-Id") == "" || r.header.Get("X-Atelier-Instance") != "i1" {
+					t.Errorf("gateway headers missing: %v", r.header)
+				}
+				if r.header.Get("Transfer-Encoding") != "" || r.header.Get("Connection") == "close" && tt.reuse {
+					t.Errorf("hop-by-hop header passed on: %v", r.header)
+				}
+			}
+			want := 1
+			if !tt.reuse {
+				want = 2
+			}
+			if len(conns) != want {
+				t.Errorf("%d connections for 2 requests, want %d", len(conns), want)
+			}
+			if st := g.Stats("s1"); st.Extra["retries"] != 0 || st.Errors != 0 && tt.status < 400 {
+				t.Errorf("stats %+v", st)
+			}
+		})
+	}
+}
+
+func TestMalformedResponse(t *testing.T) {
+	for _, resp := range []string{
+		"HTTP/2 200 OK\r\n\r\n",
+		"HTTP/1.1 2x0 OK\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxx",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX-Long: " + strings.Repeat("a", 20<<10) + "\r\n\r\n",
+	} {
+		addr := rawBackend(t, func(c net.Conn, _ int) {
+			defer c.Close()
+			if readRequest(bufio.NewReader(c)) == nil {
+				io.WriteString(c, resp)
+			}
+		})
+		g := newGW(t, Options{})
+		g.Set(openRoute("s1", Backend{"i1", "m1", addr}, Backend{"i2", "m1", addr}))
+		r := g.call(t, "POST", "/v1/infers/s1", "{}")
+		if r.status != 502 || r.apiError(t).ErrorCode != string(CodeInstanceFailed) {
+			t.Errorf("%.40q: %d %s", resp, r.status, r.body)
+		}
+		if strings.Contains(r.header.Get("X-Long"), "a") {
+			t.Errorf("headers of a failed attempt leaked: %v", r.header)
+		}
+		if st := g.Stats("s1"); st.Extra["retries"] != 0 {
+			t.Errorf("%.40q: a malformed response was retried", resp)
+		}
+	}
+}
+
+func TestLargeBodies(t *testing.T) {
+	b := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/chunked" {
+			for i := 0; i < len(body); i += 100_000 {
+				w.Write(body[i:min(i+100_000, len(body))])
+				w.(http.Flusher).Flush()
+			}
+			return
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		w.Write(body)
+	})
+	g := newGW(t, Options{})
+	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	big := bytes.Repeat([]byte("0123456789abcdef"), 400_000) // 6.4 MB
+	for _, p := range []string{"/v1/infers/s1", "/v1/infers/s1/chunked"} {
+		r := g.call(t, "POST", p, big)
+		if r.status != 200 || !bytes.Equal(r.body, big) {
+			t.Errorf("%s: %d, %d bytes back of %d", p, r.status, len(r.body), len(big))
+		}
+	}
+}
+
+// TestStreaming: a chunked response reaches the client as it is written.
+func TestStreaming(t *testing.T) {
+	next := make(chan struct{})
+	b := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 3 {
+			fmt.Fprintf(w, "data: %d\n\n", i)
+			w.(http.Flusher).Flush()
+			<-next
+		}
+	})
+	g := newGW(t, Options{})
+	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	resp, err := http.Post(g.srv.URL+"/v1/infers/s1", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for i := range 3 {
+		got := make(chan string)
+		go func() { l, _ := br.ReadString('\n'); br.ReadString('\n'); got <- l }()
+		select {
+		case l := <-got:
+			if l != fmt.Sprintf("data: %d\n", i) {
+				t.Errorf("event %d: %q", i, l)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatalf("event %d did not arrive before the next was written", i)
+		}
+		next <- struct{}{}
+	}
+}

@@ -1,0 +1,116 @@
+package serving
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/meta"
+)
+
+func TestNextStatus(t *testing.T) {
+	tests := []struct {
+		cur                       string
+		desired, ready, instances int
+		everReady                 bool
+		want                      string
+	}{
+		{api.ServiceDeploying, 2, 0, 2, false, api.ServiceDeploying},
+		{api.ServiceDeploying, 2, 1, 2, false, api.ServiceConcerning},
+		{api.ServiceDeploying, 2, 2, 2, false, api.ServiceRunning},
+		{api.ServiceRunning, 2, 1, 2, true, api.ServiceConcerning},
+		{api.ServiceRunning, 2, 0, 2, true, api.ServiceConcerning},
+		{api.ServiceConcerning, 2, 3, 3, true, api.ServiceRunning},
+		{api.ServiceRunning, 0, 0, 0, true, api.ServiceRunning}, // scaled to zero
+		{api.ServiceStopping, 0, 0, 1, true, api.ServiceStopping},
+		{api.ServiceStopping, 0, 0, 0, true, api.ServiceStopped},
+		{api.ServiceStopped, 2, 0, 0, false, api.ServiceStopped},
+		{api.ServiceFailed, 2, 0, 1, false, api.ServiceFailed},
+		{api.ServiceDeleting, 2, 0, 0, false, api.ServiceDeleting},
+	}
+	for _, tt := range tests {
+		if got := nextStatus(tt.cur, tt.desired, tt.ready, tt.instances, tt.everReady); got != tt.want {
+			t.Errorf("nextStatus(%+v) = %s, want %s", tt, got, tt.want)
+		}
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	want := []time.Duration{time.Second, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}
+	for f, w := range want {
+		if got := backoff(f); got != w {
+			t.Errorf("backoff(%d) = %s, want %s", f, got, w)
+		}
+	}
+	if backoff(1000) != maxBackoff {
+		t.Error("backoff is not capped")
+	}
+}
+
+func TestVictims(t *testing.T) {
+	ins := []instance{
+		{ID: "ready-old", Phase: PhaseReady, Created: 1},
+		{ID: "loading", Phase: PhaseLoading, Created: 2},
+		{ID: "ready-new", Phase: PhaseReady, Created: 3},
+		{ID: "pending", Phase: PhasePending, Created: 4},
+		{ID: "starting", Phase: PhaseStarting, Created: 5},
+	}
+	var got []string
+	for _, i := range victims(ins, []int{0, 1, 2, 3, 4}) {
+		got = append(got, ins[i].ID)
+	}
+	want := []string{"pending", "starting", "loading", "ready-new", "ready-old"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("victims %v, want %v", got, want)
+	}
+}
+
+func TestMeter(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := t0.Add(3 * time.Hour)
+	svc := []meta.ServiceUsage{
+		{ServiceID: "s1", InstanceID: "a", ServiceName: "mnist", Flavor: "cpu.1", Start: t0, End: t0.Add(time.Hour)},
+		{ServiceID: "s1", InstanceID: "b", ServiceName: "mnist", Flavor: "cpu.1", Start: t0.Add(2 * time.Hour)}, // running: 1 h
+		{ServiceID: "s1", InstanceID: "c", ServiceName: "mnist", Flavor: "gpu.1", Start: t0, End: t0.Add(30 * time.Minute)},
+	}
+	jobs := []jobRun{
+		{ID: "j1", Name: "train", Flavor: "cpu.1", Records: []api.RunningRecord{
+			{StartAt: t0.Unix(), EndAt: t0.Add(10 * time.Minute).Unix()},
+			{StartAt: t0.Add(20 * time.Minute).Unix(), EndAt: t0.Add(30 * time.Minute).Unix()}}},
+		{ID: "j2", Name: "live", Flavor: "cpu.2", Running: true, Records: []api.RunningRecord{{StartAt: now.Add(-time.Hour).Unix()}}},
+		{ID: "j3", Name: "dead", Flavor: "cpu.2", Records: []api.RunningRecord{{StartAt: t0.Unix()}}}, // not running, never ended: nothing
+	}
+	flavors := []api.Flavor{{ID: "cpu.1", PricePerHour: 0.5}, {ID: "cpu.2", PricePerHour: 2}}
+	got := meter(now, svc, jobs, flavors)
+	want := api.Usage{Items: []api.UsageItem{
+		{Kind: "job", ResourceID: "j2", Name: "live", Flavor: "cpu.2", InstanceSeconds: 3600, Cost: 2},
+		{Kind: "job", ResourceID: "j1", Name: "train", Flavor: "cpu.1", InstanceSeconds: 1200, Cost: 0.166667},
+		{Kind: "service", ResourceID: "s1", Name: "mnist", Flavor: "cpu.1", InstanceSeconds: 7200, Cost: 1},
+		{Kind: "service", ResourceID: "s1", Name: "mnist", Flavor: "gpu.1", InstanceSeconds: 1800},
+	}, TotalCost: 3.166667}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("meter:\ngot  %+v\nwant %+v", got, want)
+	}
+	if empty := meter(now, nil, nil, nil); empty.Items == nil || len(empty.Items) != 0 {
+		t.Errorf("empty usage %+v", empty)
+	}
+}
+
+func TestMergeConfig(t *testing.T) {
+	old := []api.ServiceConfig{{ModelID: "a", Specification: "cpu.2", InstanceCount: 3, Weight: 70, Envs: map[string]string{"K": "v"}},
+		{ModelID: "b", Specification: "cpu.1", InstanceCount: 1, Weight: 30}}
+	got := mergeConfig(old, []api.ServiceConfig{{ModelID: "a", InstanceCount: 5}, {ModelID: "b"}})
+	want := []api.ServiceConfig{{ModelID: "a", Specification: "cpu.2", InstanceCount: 5, Weight: 70, Envs: map[string]string{"K": "v"}},
+		{ModelID: "b", Specification: "cpu.1", InstanceCount: 1, Weight: 30}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("counts only:\ngot  %+v\nwant %+v", got, want)
+	}
+	got = mergeConfig(old, []api.ServiceConfig{{ModelID: "a", Weight: 50}, {ModelID: "c", Weight: 50}})
+	if got[0].Weight != 50 || got[0].InstanceCount != 3 || got[1].Specification != "" || got[1].InstanceCount != 0 {
+		t.Errorf("new model: %+v", got)
+	}
+	if got := mergeConfig(old, nil); !reflect.DeepEqual(got, old) {
+		t.Errorf("nil update: %+v", got)
+	}
+}

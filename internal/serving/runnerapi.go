@@ -1,0 +1,274 @@
+package serving
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"time"
+
+	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/job"
+	"github.com/atelier-dev/atelier/internal/meta"
+)
+
+// credentialsTTL is the lifetime of an instance's temporary credentials:
+// the runner uses them to download the model version when it starts.
+const credentialsTTL = 24 * time.Hour
+
+// runnerReports are the phases a runner may report.
+var runnerReports = map[string]bool{PhaseDownloading: true, PhaseInstalling: true, PhaseLoading: true,
+	PhaseReady: true, PhaseFailed: true, PhaseExited: true}
+
+// lookup finds the service of an instance, also of one that ended lately.
+func (s *Service) lookup(ctx context.Context, instanceID string) (string, bool) {
+	if v, ok := s.index.Load(instanceID); ok {
+		return v.(string), true
+	}
+	found := ""
+	_ = s.eachService(ctx, nil, func(r *record) {
+		for _, in := range r.st.Instances {
+			s.index.Store(in.ID, r.raw.ID)
+			if in.ID == instanceID {
+				found = r.raw.ID
+			}
+		}
+		for _, in := range r.st.Ended {
+			if in.ID == instanceID {
+				found = r.raw.ID
+			}
+		}
+	})
+	return found, found != ""
+}
+
+// runner authenticates a runner call: the token must be the instance's.
+// It returns the record and the index of the instance, -1 when the
+// instance has ended (its runner may still deliver logs and must stop).
+func (s *Service) runner(ctx context.Context, op errs.Op, id, token string) (*record, int, error) {
+	bad := errs.E(op, errs.Unauthenticated, CodeRunnerToken, "runner token is not valid for instance "+id,
+		errs.Hint("the instance this runner belongs to has ended; the runner should exit"))
+	sid, ok := s.lookup(ctx, id)
+	if !ok || token == "" {
+		return nil, -1, bad
+	}
+	raw, err := s.store.GetService(ctx, sid)
+	if errs.Is(err, errs.NotFound) {
+		return nil, -1, bad
+	}
+	if err != nil {
+		return nil, -1, errs.E(op, err)
+	}
+	r, err := decode(raw)
+	if err != nil {
+		return nil, -1, err
+	}
+	hash := ""
+	i := r.instanceByID(id)
+	if i >= 0 {
+		if rt := r.rt.Instances[id]; rt != nil {
+			hash = rt.TokenHash
+		}
+	} else {
+		for _, e := range r.st.Ended {
+			if e.ID == id {
+				hash = e.TokenHash
+			}
+		}
+	}
+	if hash == "" || subtle.ConstantTimeCompare([]byte(hashToken(token)), []byte(hash)) != 1 {
+		return nil, -1, bad
+	}
+	if i >= 0 {
+		s.seen.Store(id, s.now())
+	}
+	return r, i, nil
+}
+
+// RunnerInstance is what the runner of an instance needs: the model
+// version, engine, flavor, credentials that may read the model version
+// only, the sandbox and the config's environment.
+func (s *Service) RunnerInstance(ctx context.Context, id, token string) (*api.RunnerInstance, error) {
+	const op errs.Op = "serving.RunnerInstance"
+	r, i, err := s.runner(ctx, op, id, token)
+	if err != nil {
+		return nil, err
+	}
+	if i < 0 {
+		return nil, errs.E(op, errs.Unauthenticated, CodeRunnerToken, fmt.Sprintf("instance %s has ended", id),
+			errs.Hint("the runner should exit"))
+	}
+	in := r.st.Instances[i]
+	m, err := s.models.Get(ctx, s.system, in.ModelID)
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	eng, ok := s.engine(m.Runtime)
+	if !ok {
+		return nil, errs.E(op, errs.Invalid, CodeEngine, fmt.Sprintf("model %s runs on engine %q, which this server does not have", in.ModelID, m.Runtime))
+	}
+	fl, _ := s.flavor(in.Flavor)
+	creds, err := s.instanceCredentials(ctx, r.raw.ID, id, m)
+	if err != nil {
+		return nil, err
+	}
+	ri := &api.RunnerInstance{InstanceID: id, ServiceID: r.raw.ID, ServiceName: r.spec.ServiceName, Model: *m, Engine: eng,
+		Flavor: fl, Credentials: *creds, Sandbox: s.o.Sandbox, HeartbeatSeconds: max(int(s.o.HeartbeatInterval/time.Second), 1)}
+	if c := r.config(in.ModelID); c != nil && len(c.Envs) > 0 {
+		ri.Envs = c.Envs
+	}
+	if rt := r.rt.Instances[id]; rt != nil {
+		ri.GPUs = rt.GPUs
+	}
+	return ri, nil
+}
+
+// modelLocation is where the registry keeps a model version.
+func modelLocation(m *api.Model) string {
+	if m.Location != "" {
+		return m.Location
+	}
+	return "obs://" + SystemBucket + "/models/" + m.ModelID + "/"
+}
+
+// instanceCredentials issues the instance's temporary credentials (the
+// platform's, narrowed to reading the model version) and revokes those it
+// had before.
+func (s *Service) instanceCredentials(ctx context.Context, serviceID, id string, m *api.Model) (*api.RunnerCredentials, error) {
+	const op errs.Op = "serving.instanceCredentials"
+	doc, err := job.SessionPolicy(&api.Job{Algorithm: api.JobAlgorithm{Inputs: []api.JobChannel{
+		{Name: "model", Remote: api.JobRemote{OBS: &api.OBSLocation{OBSURL: modelLocation(m)}}}}}})
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	tc, err := s.creds.IssueTemporary(ctx, s.system.User.ID, doc, credentialsTTL, "service "+serviceID+" instance "+id)
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	var old string
+	if _, err := s.update(ctx, serviceID, func(u *record) (bool, error) {
+		rt := u.rt.Instances[id]
+		if rt == nil {
+			return false, errs.E(op, errs.Unauthenticated, CodeRunnerToken, fmt.Sprintf("instance %s has ended", id))
+		}
+		old, rt.CredsKey = rt.CredsKey, tc.AccessKey
+		return true, nil
+	}); err != nil {
+		_ = s.creds.RevokeTemporary(ctx, tc.AccessKey)
+		return nil, err
+	}
+	if old != "" && old != tc.AccessKey {
+		_ = s.creds.RevokeTemporary(ctx, old)
+	}
+	return &api.RunnerCredentials{S3Endpoint: s.o.S3Endpoint, Region: s.o.Region, AccessKey: tc.AccessKey,
+		SecretKey: tc.SecretKey, SessionToken: tc.SessionToken, Expiration: ms(tc.Expiration)}, nil
+}
+
+// RunnerInstanceStatus records an instance's phase (the runner's heartbeat
+// too) and answers "stop" when the instance is no longer wanted. A Ready
+// report puts the instance in the gateway's routes; Failed and Exited end
+// it (the controller decides whether it is restarted).
+func (s *Service) RunnerInstanceStatus(ctx context.Context, id, token string, rep *api.InstanceReport) (*api.RunnerHeartbeatReply, error) {
+	const op errs.Op = "serving.RunnerInstanceStatus"
+	if !runnerReports[rep.Phase] {
+		return nil, errs.E(op, errs.Invalid, CodeReport, fmt.Sprintf("phase %q is not one a runner reports", rep.Phase))
+	}
+	if rep.Phase == PhaseReady && (rep.Port < 1 || rep.Port > 65535) {
+		return nil, errs.E(op, errs.Invalid, CodeReport, fmt.Sprintf("a Ready instance needs its port, not %d", rep.Port))
+	}
+	r, i, err := s.runner(ctx, op, id, token)
+	if err != nil {
+		return nil, err
+	}
+	stop := &api.RunnerHeartbeatReply{Action: "stop"}
+	if i < 0 {
+		return stop, nil
+	}
+	sid := r.raw.ID
+	if rep.Phase == PhaseFailed || rep.Phase == PhaseExited {
+		msg := rep.Message
+		if rep.ExitCode != nil && msg == "" {
+			msg = fmt.Sprintf("exit code %d", *rep.ExitCode)
+		}
+		s.endInstance(ctx, sid, id, rep.Phase, msg, rep.Traceback)
+		return stop, nil
+	}
+	in := r.st.Instances[i]
+	if in.Stop {
+		if in.Phase == PhaseStopping {
+			return stop, nil
+		}
+		return &api.RunnerHeartbeatReply{}, nil
+	}
+	if in.Phase == rep.Phase && in.Port == rep.Port && in.Message == rep.Message {
+		return &api.RunnerHeartbeatReply{}, nil
+	}
+	var e *effects
+	var became string
+	u, err := s.update(ctx, sid, func(u *record) (bool, error) {
+		j := u.instanceByID(id)
+		if j < 0 || u.st.Instances[j].Stop {
+			return false, nil
+		}
+		in := &u.st.Instances[j]
+		if in.Phase == PhaseReady && rep.Phase != PhaseReady {
+			return false, nil // a late report of an earlier phase
+		}
+		became = ""
+		if in.Phase != rep.Phase {
+			became = rep.Phase
+		}
+		in.Phase, in.Port, in.Message = rep.Phase, rep.Port, rep.Message
+		if rep.Phase != PhaseReady {
+			in.Port = 0
+		}
+		e = &effects{}
+		if rep.Phase == PhaseReady && in.ReadyTime == 0 {
+			in.ReadyTime = ms(s.now())
+			u.st.EverReady = true
+			u.st.LoadFailures = 0
+		}
+		s.settle(u, e)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if e == nil {
+		return &api.RunnerHeartbeatReply{}, nil
+	}
+	switch became {
+	case PhaseReady:
+		s.event(ctx, sid, info("Instance", fmt.Sprintf("instance %s of model %s is ready at %s", id, in.ModelID, addr(rep.Port))))
+	case "":
+	default:
+		msg := fmt.Sprintf("instance %s of model %s: %s", id, in.ModelID, rep.Phase)
+		if rep.Message != "" {
+			msg += ": " + rep.Message
+		}
+		s.event(ctx, sid, info("Instance", msg))
+	}
+	s.apply(ctx, u, e)
+	return &api.RunnerHeartbeatReply{}, nil
+}
+
+// RunnerInstanceLogs stores a batch of an instance's log lines
+// (idempotent by seq).
+func (s *Service) RunnerInstanceLogs(ctx context.Context, id, token string, b *api.RunnerLogs) error {
+	const op errs.Op = "serving.RunnerInstanceLogs"
+	r, _, err := s.runner(ctx, op, id, token)
+	if err != nil {
+		return err
+	}
+	lines := make([]meta.ServiceLogLine, 0, len(b.Lines))
+	for _, l := range b.Lines {
+		if l.Seq <= 0 {
+			return errs.E(op, errs.Invalid, CodeReport, "log line seq must be positive")
+		}
+		lines = append(lines, meta.ServiceLogLine{InstanceID: id, Seq: l.Seq, Time: time.UnixMilli(l.Time), Stream: l.Stream, Text: l.Text})
+	}
+	if err := s.store.AppendServiceLogs(ctx, r.raw.ID, lines); err != nil {
+		return errs.E(op, err)
+	}
+	return nil
+}
