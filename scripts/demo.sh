@@ -34,9 +34,18 @@ pid=""
 cleanup() {
   rc=$?
   if [ -n "$pid" ] && [ "${KEEP:-0}" != 1 ]; then
+    # Service instances and job runners outlive a server restart by design:
+    # stop what is still running, then make sure nothing is left behind.
+    if kill -0 "$pid" 2>/dev/null; then
+      timeout 30 "$bin" service stop digits >/dev/null 2>&1 || true
+    fi
     kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+    pkill -TERM -f -- "$data/" 2>/dev/null && sleep 1 && pkill -KILL -f -- "$data/" 2>/dev/null || true
     echo "demo: server stopped"
     [ $rc -eq 0 ] && rm -rf "$data"
+  fi
+  if [ $rc -eq 0 ] && [ -n "${final:-}" ]; then
+    echo "$final"
   fi
   if [ $rc -ne 0 ]; then
     echo "demo: FAILED (exit $rc); server log: $log" >&2
@@ -115,7 +124,27 @@ run "$bin" job create --name digits-cnn --code-dir examples/digits --boot-file t
   --input data_url=obs://demo/digits/ --output train_url=obs://demo/output/ --param epochs=6 --retries 1 --max-runtime 10m --follow
 run "$bin" job metrics digits-cnn
 run "$bin" obs ls -r obs://demo/output/model/
-accuracy=$("$bin" job metrics digits-cnn -o json | /usr/bin/python3 -c 'import json,sys; s=[x for x in json.load(sys.stdin)["samples"] if x["kind"]=="user"]; print("%.3f" % s[-1]["values"]["accuracy"])')
+
+step "9. import the trained model from the job (config.json + customize_service.py subclassing PTServingBaseService)"
+model_id=$("$bin" model import --name digits --version 1.0.0 --from-job digits-cnn -o json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["model_id"])')
+run "$bin" model get "$model_id"
+
+step "10. deploy it as an online service with 2 instances (ready only after the model loaded and a warm-up request passed)"
+run "$bin" service deploy --name digits --model "$model_id" --instances 2 --stop-after 2h --wait
+service_json=$("$bin" service get digits -o json)
+url=$(printf '%s' "$service_json" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["access_address"])')
+run "$bin" service get digits
+
+step "11. send every validation image to POST /v1/infers/{service_id} (multipart, X-Auth-Token), as ModelArts clients do"
+token=$("$bin" token create --duration 1h -o json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+one=$(ls "$data/digits/val/7" | head -1)
+printf '$ curl -F images=@val/7/%s -H "X-Auth-Token: ***" %s\n' "$one" "$url"
+curl -fsS -F "images=@$data/digits/val/7/$one" -H "X-Auth-Token: $token" "$url"; echo
+accuracy=$(/usr/bin/python3 examples/digits/predict.py --url "$url" --token "$token" --data "$data/digits/val" | tee /dev/stderr | sed -n 's/^accuracy=//p')
+run "$bin" service stats digits
+stats=$("$bin" service stats digits -o json)
+p50=$(printf '%s' "$stats" | /usr/bin/python3 -c 'import json,sys; print(round(json.load(sys.stdin)["p50_ms"]))')
+p99=$(printf '%s' "$stats" | /usr/bin/python3 -c 'import json,sys; print(round(json.load(sys.stdin)["p99_ms"]))')
 
 if [ "${KEEP:-0}" = 1 ]; then
   echo
@@ -124,5 +153,10 @@ if [ "${KEEP:-0}" = 1 ]; then
   echo "Stop it with: kill $pid"
 fi
 echo
-echo "Next: atelier job logs digits-cnn · atelier job get digits-cnn · atelier obs ls -r obs://demo/output/ · docs/training.md"
-echo "demo: ok objects=$objects val_accuracy=$accuracy seconds=$(( $(date +%s) - start ))"
+echo "Next: atelier job logs digits-cnn · atelier job metrics digits-cnn · atelier model get $model_id ·"
+echo "      atelier service stats digits · atelier usage · docs/training.md · docs/serving.md"
+if [ "${KEEP:-0}" != 1 ]; then
+  "$bin" service stop digits >/dev/null && echo "demo: service stopped"
+  "$bin" service delete digits >/dev/null 2>&1 || true
+fi
+final="demo: accuracy=$accuracy p50_ms=$p50 p99_ms=$p99 seconds=$(( $(date +%s) - start ))"
