@@ -586,7 +586,7 @@ func TestQueueFollowsScaleUp(t *testing.T) {
 
 func TestRetryOnRefused(t *testing.T) {
 	good := newBackend(t, nil)
-	g := newGW(t, Options{})
+	g := newGW(t, Options{DownFor: time.Minute})
 	g.Set(openRoute("s1", Backend{"dead", "m1", closedAddr(t)}, Backend{"good", "m1", good.addr()}))
 	for i := range 20 {
 		r := g.call(t, "POST", "/v1/infers/s1", fmt.Sprintf(`{"n":%d}`, i))
