@@ -118,9 +118,9 @@ type DatasetLocation struct {
 
 // JobSpec is how a job runs.
 type JobSpec struct {
-	Resource       JobResource       `json:"resource"`
-	AutoStop       *JobAutoStop      `json:"auto_stop,omitempty"`
-	LogExportPath  *OBSLocation      `json:"log_export_path,omitempty"`
+	Resource       JobResource        `json:"resource"`
+	AutoStop       *JobAutoStop       `json:"auto_stop,omitempty"`
+	LogExportPath  *OBSLocation       `json:"log_export_path,omitempty"`
 	SchedulePolicy *JobSchedulePolicy `json:"schedule_policy,omitempty"`
 }
 
@@ -328,10 +328,10 @@ type RunnerObjectsRequest struct {
 
 // RunnerJob is what a runner needs to run its attempt.
 type RunnerJob struct {
-	Job         Job              `json:"job"`
-	Attempt     int              `json:"attempt"`
-	Engine      Engine           `json:"engine"`
-	Flavor      Flavor           `json:"flavor"`
+	Job         Job               `json:"job"`
+	Attempt     int               `json:"attempt"`
+	Engine      Engine            `json:"engine"`
+	Flavor      Flavor            `json:"flavor"`
 	Credentials RunnerCredentials `json:"credentials"`
 	// Sandbox is "bubblewrap" or "none".
 	Sandbox string `json:"sandbox"`

@@ -26,6 +26,11 @@
 // which is how anonymous access is granted) is needed. A refusal is
 // AccessDenied naming the caller, the action, the bucket and the key.
 //
+// WriteArchive, ListAll and WriteObjects serve platform components that
+// move many objects at once (a job's code and inputs): one call lists a
+// prefix, one tar stream carries many objects, read straight from the index
+// and the blob store, every object still authorized for the caller.
+//
 // Errors carry ATL.OBS codes; S3Error maps them to S3 error codes and
 // statuses. Conditional requests (CheckConditions), byte ranges
 // (ParseRange), bucket names (ValidateBucketName), keys (ValidateKey),

@@ -35,15 +35,15 @@ type memInputs struct {
 	chans map[string]obsclient.Location // input name → its obs_url
 
 	mu        sync.Mutex
-	listErr   error           // answer listInput with this
-	truncated bool            // mark listings truncated
-	drop      map[string]bool // keys the streams leave out
-	badETag   map[string]bool // keys whose entries carry another ETag
-	cutAfter  int             // > 0: each stream breaks off after this many entries
-	objErr    error           // answer inputObjects with this
-	lists     int             // S3 listings the fake made itself
-	etags     map[string]string
-	streams   [][]string      // keys asked for, per stream
+	listErr   error             // answer listInput with this
+	truncated bool              // mark listings truncated
+	drop      map[string]bool   // keys the streams leave out
+	badETag   map[string]bool   // keys whose entries carry another ETag
+	cutAfter  int               // > 0: each stream breaks off after this many entries
+	objErr    error             // answer inputObjects with this
+	lists     int               // S3 listings the fake made itself
+	etags     map[string]string // the ETags listed, by key
+	streams   [][]string        // keys asked for, per stream
 }
 
 func newMemInputs(store *obsmem.Store, chans ...Channel) *memInputs {

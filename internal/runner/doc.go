@@ -22,14 +22,21 @@
 //     is limited and its usage can be read with statfs), unmounted at the end.
 //  3. Stage (secondary phase Staging): the code archive from the server
 //     (extracted without ever leaving the code dir or writing through a
-//     link), or the code dir from OBS; then every input, listed once, its
-//     missing objects downloaded StageJobs at a time into the content cache
+//     link), or the code dir from OBS; at the same time every input, listed
+//     once, its missing objects brought into the content cache
 //     <work_dir>/cache/objects/<h[:2]>/<h>, h = sha256(bucket "/" key "\n"
-//     etag) (temporary file and rename; size and MD5 checked), then hard
-//     linked into the input dir (copied across file systems; code is always
-//     copied, since user code may change it). A second job on the same data
-//     downloads nothing. A retry (restore_outputs) first downloads the
-//     outputs' last synced files into the output dirs.
+//     etag) (temporary file and rename; size checked), then hard linked into
+//     the input dir (copied across file systems; code is always copied,
+//     since user code may change it). The server lists an input in one call
+//     (GET …/inputs/{name}) and sends its objects under BulkMaxSize in up to
+//     BulkStreams tar streams of balanced key ranges (POST …/inputs/{name}/
+//     objects; each entry checked against the listed size and ETag); larger
+//     objects are downloaded over S3 StageJobs at a time (MD5 checked)
+//     meanwhile, and so is whatever a stream did not deliver. An older
+//     server (404), a listing too long for one answer or any failure of the
+//     server's side falls back to S3 for that input. A second job on the
+//     same data downloads nothing. A retry (restore_outputs) then downloads
+//     the outputs' last synced files into the output dirs.
 //  4. Install (Installing): a requirements.txt in the code dir gets a
 //     virtual environment <work_dir>/cache/venvs/<engine>-<sha256(python
 //     "\n" requirements)[:16]>, made with --system-site-packages (so the

@@ -216,11 +216,15 @@ func (s *stager) fetch(ctx context.Context, files []remoteFile) (fetchStats, err
 	}
 	var derr error
 	done := make(chan struct{})
+	bctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	go func() {
 		defer close(done)
-		derr = s.download(ctx, direct)
+		if derr = s.download(ctx, direct); derr != nil {
+			cancel() // the staging fails: stop the streams too
+		}
 	}()
-	left := s.fetchBulk(ctx, bulk)
+	left := s.fetchBulk(bctx, bulk)
 	<-done
 	if derr != nil {
 		return st, derr
