@@ -28,7 +28,7 @@ func TestMakeDemo(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "make", "demo")
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "demo")
 	cmd.Dir = "../.."
 	cmd.Env = cleanEnv()
 	out, err := cmd.CombinedOutput()
