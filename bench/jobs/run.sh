@@ -18,6 +18,8 @@
 #   DATA_FILES [2000] DATA_BYTES [52428800]   input data set (bench/jobs/gendata.py, fixed seed)
 #   CKPT_MIB [1024]       checkpoint size of (b)
 #   SANDBOX [bubblewrap]  the server's `sandbox:` setting
+#   ENGINE_PYTHON [/usr/bin/python3, resolved]  the interpreter of the job's engine (what make demo configures);
+#                         "detect" leaves the server's auto-detection (python3 on PATH, e.g. a pyenv build)
 #   CODE_FROM [local]     local: --code-dir DIR (the CLI uploads it); obs: --code-dir obs://bench/code/…
 #   SLURM [1]             0: no Slurm (Atelier figures only)
 #   SLURM_TUNED_PARAMS [batch_sched_delay=0]  SchedulerParameters of the Slurm the ratios use
@@ -127,6 +129,9 @@ start_server() {
 	log "starting atelier server (sandbox: $SANDBOX)"
 	mkdir -p "$WORK/atelier"
 	printf 'sandbox: %s\n' "$SANDBOX" >"$WORK/atelier.yaml"
+	if [ "${ENGINE_PYTHON:-}" != detect ]; then
+		printf 'engines:\n  - {name: python3, python: %s}\n' "$(readlink -f "${ENGINE_PYTHON:-/usr/bin/python3}")" >>"$WORK/atelier.yaml"
+	fi
 	"$ATL" server --data-dir "$WORK/atelier" --listen 127.0.0.1:0 --s3-listen 127.0.0.1:0 \
 		--config "$WORK/atelier.yaml" >"$WORK/atelier.log" 2>&1 &
 	SERVER_PID=$!
