@@ -266,6 +266,14 @@ func signalUser(p *userProc, sig syscall.Signal) {
 		if p.sandboxed && isBwrap(procs[i].PID) {
 			continue
 		}
+		// Without a sandbox the group signal below reaches the members of
+		// the user's process group: signal each process once, so a handler
+		// does not run twice.
+		if !p.sandboxed {
+			if pg, err := syscall.Getpgid(procs[i].PID); err == nil && pg == p.pid {
+				continue
+			}
+		}
 		_ = syscall.Kill(procs[i].PID, sig)
 	}
 	if !p.sandboxed {
