@@ -19,6 +19,7 @@ a connection in the middle of a request closes after answering it.
 """
 
 import asyncio
+import http
 import json
 import os
 import threading
@@ -28,13 +29,11 @@ from . import errors
 
 __all__ = ["HTTPServer", "Connection", "Request"]
 
-_REASONS = {
-    100: "Continue", 200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-    408: "Request Timeout", 413: "Payload Too Large", 431: "Request Header Fields Too Large",
-    500: "Internal Server Error", 501: "Not Implemented", 503: "Service Unavailable",
-    505: "HTTP Version Not Supported",
+# The reason phrases come from the standard library's table.
+_STATUS_LINES = {
+    code: ("HTTP/1.1 %d %s\r\n" % (code, http.HTTPStatus(code).phrase)).encode()
+    for code in (100, 200, 400, 404, 405, 408, 413, 431, 500, 501, 503, 505)
 }
-_STATUS_LINES = {code: ("HTTP/1.1 %d %s\r\n" % (code, reason)).encode() for code, reason in _REASONS.items()}
 
 _LIVE = b'{"status":"alive"}'
 _READY = b'{"status":"ready"}'
