@@ -66,10 +66,10 @@ func (s *Server) jobRoutes() []route {
 		{method: "GET", path: "/api/v1/runner/jobs/{id}", public: true, h: s.runnerJob},
 		{method: "GET", path: "/api/v1/runner/jobs/{id}/code", public: true, h: s.runnerCode},
 		{method: "POST", path: "/api/v1/runner/jobs/{id}/heartbeat", public: true, h: s.runnerHeartbeat, maxBody: RunnerMaxBody},
-		{method: "POST", path: "/api/v1/runner/jobs/{id}/logs", public: true, h: s.runnerLogs, maxBody: RunnerMaxBody},
-		{method: "POST", path: "/api/v1/runner/jobs/{id}/metrics", public: true, h: s.runnerMetrics, maxBody: RunnerMaxBody},
-		{method: "POST", path: "/api/v1/runner/jobs/{id}/events", public: true, h: s.runnerEvent, maxBody: RunnerMaxBody},
-		{method: "POST", path: "/api/v1/runner/jobs/{id}/exit", public: true, h: s.runnerExit, maxBody: RunnerMaxBody},
+		{method: "POST", path: "/api/v1/runner/jobs/{id}/logs", public: true, h: runnerBatch(s, Runners.RunnerLogs), maxBody: RunnerMaxBody},
+		{method: "POST", path: "/api/v1/runner/jobs/{id}/metrics", public: true, h: runnerBatch(s, Runners.RunnerMetrics), maxBody: RunnerMaxBody},
+		{method: "POST", path: "/api/v1/runner/jobs/{id}/events", public: true, h: runnerBatch(s, Runners.RunnerEvent), maxBody: RunnerMaxBody},
+		{method: "POST", path: "/api/v1/runner/jobs/{id}/exit", public: true, h: runnerBatch(s, Runners.RunnerExit), maxBody: RunnerMaxBody},
 		{method: "GET", path: "/api/v1/runner/jobs/{id}/inputs/{name}", public: true, h: s.runnerInputList},
 		{method: "POST", path: "/api/v1/runner/jobs/{id}/inputs/{name}/objects", public: true, h: s.runnerInputObjects, maxBody: RunnerMaxBody},
 	}
@@ -424,66 +424,21 @@ func (s *Server) runnerHeartbeat(w http.ResponseWriter, r *http.Request, _ *auth
 	return nil
 }
 
-func (s *Server) runnerLogs(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	rs, err := s.runners()
-	if err != nil {
-		return err
+// runnerBatch is a runner call that posts a JSON body and answers {}.
+func runnerBatch[T any](s *Server, call func(rs Runners, ctx context.Context, id, token string, body *T) error) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+		rs, err := s.runners()
+		if err != nil {
+			return err
+		}
+		var body T
+		if err := decodeJSON(r, &body); err != nil {
+			return err
+		}
+		if err := call(rs, r.Context(), r.PathValue("id"), runnerToken(r), &body); err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, struct{}{})
+		return nil
 	}
-	var b api.RunnerLogs
-	if err := decodeJSON(r, &b); err != nil {
-		return err
-	}
-	if err := rs.RunnerLogs(r.Context(), r.PathValue("id"), runnerToken(r), &b); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, struct{}{})
-	return nil
-}
-
-func (s *Server) runnerMetrics(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	rs, err := s.runners()
-	if err != nil {
-		return err
-	}
-	var b api.RunnerMetrics
-	if err := decodeJSON(r, &b); err != nil {
-		return err
-	}
-	if err := rs.RunnerMetrics(r.Context(), r.PathValue("id"), runnerToken(r), &b); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, struct{}{})
-	return nil
-}
-
-func (s *Server) runnerEvent(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	rs, err := s.runners()
-	if err != nil {
-		return err
-	}
-	var e api.RunnerEvent
-	if err := decodeJSON(r, &e); err != nil {
-		return err
-	}
-	if err := rs.RunnerEvent(r.Context(), r.PathValue("id"), runnerToken(r), &e); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, struct{}{})
-	return nil
-}
-
-func (s *Server) runnerExit(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	rs, err := s.runners()
-	if err != nil {
-		return err
-	}
-	var e api.RunnerExit
-	if err := decodeJSON(r, &e); err != nil {
-		return err
-	}
-	if err := rs.RunnerExit(r.Context(), r.PathValue("id"), runnerToken(r), &e); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, struct{}{})
-	return nil
 }

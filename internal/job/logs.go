@@ -158,7 +158,7 @@ func (s *Service) UploadCode(ctx context.Context, p *auth.Principal, name string
 		size += h.Size
 		if files > MaxCodeFiles || size > MaxCodeBytes {
 			return "", 0, 0, errs.E(op, errs.TooLarge, CodeCodeUpload,
-				fmt.Sprintf("the code dir is larger than %d files / %s", MaxCodeFiles, human(MaxCodeBytes)),
+				fmt.Sprintf("the code dir is larger than %d files / %s", MaxCodeFiles, byteSize(MaxCodeBytes)),
 				errs.Hint("keep data and checkpoints out of the code dir: list them in .atelierignore, or pass them as inputs"))
 		}
 		if _, err := s.obs.PutObject(ctx, sys, SystemBucket, prefix+rel, tr, obs.PutOptions{Size: h.Size}); err != nil {

@@ -79,7 +79,7 @@ type Options struct {
 	// are refused while it is set.
 	SandboxError error
 	DataDir      string
-	WorkDir  string
+	WorkDir      string
 	// ServerURL is how runners reach the REST API (advertise_url).
 	ServerURL string
 	// S3Endpoint is how jobs reach OBS (a URL with scheme).
@@ -140,18 +140,18 @@ func New(store Store, o *obs.Service, creds Credentials, authz Authorizer, ex ex
 
 // runtimeState is the server-private part of a job record.
 type runtimeState struct {
-	Handle        string `json:"handle,omitempty"`
-	AttemptDir    string `json:"attempt_dir,omitempty"`
-	TokenHash     string `json:"token_hash,omitempty"`
-	CredsKey      string `json:"creds_key,omitempty"`
-	RetriesUsed   int    `json:"retries_used"`
-	StopRequested bool   `json:"stop_requested,omitempty"`
-	StopTime      int64  `json:"stop_time,omitempty"`
-	Deadline      int64  `json:"deadline,omitempty"`
-	UserStarted   int64  `json:"user_started,omitempty"` // current attempt
-	AttemptStart  int64  `json:"attempt_start,omitempty"`
-	RestoreOutputs bool  `json:"restore_outputs,omitempty"`
-	LogExported   bool   `json:"log_exported,omitempty"`
+	Handle         string `json:"handle,omitempty"`
+	AttemptDir     string `json:"attempt_dir,omitempty"`
+	TokenHash      string `json:"token_hash,omitempty"`
+	CredsKey       string `json:"creds_key,omitempty"`
+	RetriesUsed    int    `json:"retries_used"`
+	StopRequested  bool   `json:"stop_requested,omitempty"`
+	StopTime       int64  `json:"stop_time,omitempty"`
+	Deadline       int64  `json:"deadline,omitempty"`
+	UserStarted    int64  `json:"user_started,omitempty"` // current attempt
+	AttemptStart   int64  `json:"attempt_start,omitempty"`
+	RestoreOutputs bool   `json:"restore_outputs,omitempty"`
+	LogExported    bool   `json:"log_exported,omitempty"`
 }
 
 // record is a decoded job record.
@@ -305,7 +305,7 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, j *api.Job) (*a
 	if !fits(s.o.Capacity, flavor) {
 		return nil, errs.E(op, errs.Invalid, CodeNeverFits,
 			fmt.Sprintf("flavor %s (cpu %g, memory %s, gpu %d) is larger than this machine can run (cpu %g, memory %s, gpu %d)",
-				flavor.ID, flavor.CPU, human(flavor.Memory), flavor.GPU, s.o.Capacity.CPU, human(s.o.Capacity.Memory), s.o.Capacity.GPU),
+				flavor.ID, flavor.CPU, byteSize(flavor.Memory), flavor.GPU, s.o.Capacity.CPU, byteSize(s.o.Capacity.Memory), s.o.Capacity.GPU),
 			errs.Hint("`atelier job flavors` lists what fits"))
 	}
 	if err := s.validateData(ctx, p, j); err != nil {
@@ -521,16 +521,6 @@ func newToken() (token, hash string) {
 func hashToken(t string) string {
 	h := sha256.Sum256([]byte(t))
 	return hex.EncodeToString(h[:])
-}
-
-func human(b int64) string {
-	switch {
-	case b >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
-	case b >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-	}
-	return fmt.Sprintf("%d B", b)
 }
 
 // stripedLocks serialises updates of one job.
