@@ -125,9 +125,21 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, len(servers))
+	errc := make(chan error, len(servers)+1)
 	var wg sync.WaitGroup
-	for i, ln := range []net.Listener{apiLn, s3Ln} {
+	// The gateway's Front takes the API listener's connections: it answers
+	// inference requests with its own HTTP/1.1 loop and hands every other
+	// connection to the API server.
+	front := gw.NewFront(apiLn, gateway.FrontOptions{ReadHeaderTimeout: servers[0].ReadHeaderTimeout, IdleTimeout: servers[0].IdleTimeout})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := front.Serve(); err != nil {
+			errc <- errs.E(op, errs.IO, "serving "+apiLn.Addr().String(), err)
+			cancel()
+		}
+	}()
+	for i, ln := range []net.Listener{front.Fallback(), s3Ln} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -162,6 +174,9 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	log.Info("shutting down")
 	sctx, scancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer scancel()
+	if err := front.Shutdown(sctx); err != nil {
+		log.Warn("graceful shutdown of inference connections cut short", "err", err)
+	}
 	for _, srv := range servers {
 		if err := srv.Shutdown(sctx); err != nil {
 			log.Warn("graceful shutdown cut short", "err", err)

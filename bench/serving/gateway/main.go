@@ -7,6 +7,11 @@
 // The route is /v1/infers/{service}[/…], auth none. SIGTERM or SIGINT stops
 // it (and writes the CPU profile).
 //
+// By default the gateway is served as in the server: its Front (the
+// inference loop) takes the connections and passes anything else to
+// net/http. With -nethttp it is an http.Handler of net/http only, as before
+// the Front existed.
+//
 // With -reverseproxy it serves net/http/httputil.ReverseProxy instead (a
 // tuned keep-alive Transport, every path forwarded as is): the standard
 // library's proxy, for reference.
@@ -44,6 +49,7 @@ func main() {
 	conc := flag.Int("concurrency", 0, "requests per instance at a time (0: the gateway's default, <0: no limit)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here on exit")
 	reverse := flag.Bool("reverseproxy", false, "serve httputil.ReverseProxy instead of the gateway")
+	nethttp := flag.Bool("nethttp", false, "serve the gateway as an http.Handler of net/http only, without the Front's loop")
 	flag.Parse()
 	if *backend == "" {
 		log.Fatal("-backend is required")
@@ -86,8 +92,23 @@ func main() {
 	srv := &http.Server{Handler: h, ErrorLog: log.New(os.Stderr, "", 0)}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	var front *gateway.Front
+	if !*reverse && !*nethttp {
+		// As the server mounts it: the Front's loop takes the inference
+		// requests, net/http what it passes on.
+		front = gw.NewFront(l, gateway.FrontOptions{})
+		go func() {
+			if err := front.Serve(); err != nil {
+				log.Fatal(err)
+			}
+		}()
+		l = front.Fallback()
+	}
 	go func() {
 		<-ctx.Done()
+		if front != nil {
+			front.Close()
+		}
 		srv.Close()
 	}()
 	if err := srv.Serve(l); err != nil && err != http.ErrServerClosed {

@@ -441,7 +441,7 @@ func (g *Gateway) respond(w http.ResponseWriter, r *http.Request, x *exchange, b
 		} else {
 			x.uc.c.Close()
 		}
-		if r.Context().Err() != nil {
+		if r.Context().Err() != nil || clientGone(w) {
 			res.code = 499 // the client went away before the answer
 		}
 		return res

@@ -120,8 +120,9 @@ func (f *fakeAuth) callCount() int {
 
 type testGW struct {
 	*Gateway
-	srv *httptest.Server
-	reg *prometheus.Registry
+	srv   *httptest.Server
+	reg   *prometheus.Registry
+	front *Front
 }
 
 func newGW(t testing.TB, o Options) *testGW {
@@ -132,9 +133,15 @@ func newGW(t testing.TB, o Options) *testGW {
 	}
 	o.Registry = reg
 	g := New(o)
-	srv := httptest.NewServer(g)
-	t.Cleanup(srv.Close)
-	return &testGW{Gateway: g, srv: srv, reg: reg}
+	// As in the server: the Front's loop takes the plain requests, net/http
+	// (serving the gateway too) what it passes on.
+	srv := httptest.NewUnstartedServer(g)
+	front := g.NewFront(srv.Listener, FrontOptions{})
+	srv.Listener = front.Fallback()
+	srv.Start()
+	go front.Serve()
+	t.Cleanup(func() { front.Close(); srv.Close() })
+	return &testGW{Gateway: g, srv: srv, reg: reg, front: front}
 }
 
 type reply struct {

@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/textproto"
+	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -33,9 +35,127 @@ const maxIdlePerBackend = 256
 // uconn is a connection to an instance.
 type uconn struct {
 	c        net.Conn
-	br       *bufio.Reader
-	bw       *bufio.Writer
+	rc       syscall.RawConn // nil when c has none: the request is written before the read
+	br       *bufio.Reader   // reads through upReader
+	head     []byte          // the request's head, reused
+	pending  net.Buffers     // the request, written by the next read before it waits
+	bufs     [2][]byte       // pending's array
 	lastUsed time.Time
+	deadline time.Time // set on c
+}
+
+// deadlineSlack is how much later than a request's deadline the deadline
+// of its connection may be: within it the connection's is kept, so
+// back-to-back requests do not move the connection's timers each time.
+// So a timeout's 504 may come up to this much late, and an answer that
+// arrives within it after the deadline is still delivered.
+const deadlineSlack = 20 * time.Millisecond
+
+// setDeadline makes c's deadline d, or keeps it when it is at most
+// deadlineSlack later.
+func (uc *uconn) setDeadline(d time.Time) {
+	if uc.deadline.Before(d) || uc.deadline.Sub(d) > deadlineSlack {
+		uc.c.SetDeadline(d)
+		uc.deadline = d
+	}
+}
+
+// upReader is the source of a uconn's bufio.Reader. A read that has a
+// request pending writes it and waits for the answer inside one
+// RawConn.Read call: the poller's readiness is reset before the write, so
+// the answer's arrival is not missed, and no read is tried before it (which
+// would fail with EAGAIN). Later reads (the rest of a long answer) are
+// plain reads.
+type upReader struct{ uc *uconn }
+
+// writePending writes the pending request to fd (raw writes, see
+// rawio_linux.go), waiting for room through the connection's Write when
+// the socket's buffer is full.
+func (uc *uconn) writePending(fd int) error {
+	for len(uc.pending) > 0 {
+		var a, b []byte
+		a = uc.pending[0]
+		if len(uc.pending) > 1 {
+			b = uc.pending[1]
+		}
+		n, e := rawWritev(fd, a, b)
+		switch e {
+		case 0:
+			consume(&uc.pending, n)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			_, err := uc.pending.WriteTo(uc.c)
+			return err
+		default:
+			return os.NewSyscallError("write", e)
+		}
+	}
+	return nil
+}
+
+// consume drops the first n bytes of v, and the buffers emptied.
+func consume(v *net.Buffers, n int) {
+	for len(*v) > 0 {
+		if l := len((*v)[0]); n < l {
+			(*v)[0] = (*v)[0][n:]
+			return
+		}
+		n -= len((*v)[0])
+		*v = (*v)[1:]
+	}
+}
+
+// errWrite marks a failure to send the request, not to read the answer.
+type errWrite struct{ err error }
+
+func (e *errWrite) Error() string { return e.err.Error() }
+func (e *errWrite) Unwrap() error { return e.err }
+
+func (u upReader) Read(p []byte) (int, error) {
+	uc := u.uc
+	if len(uc.pending) == 0 {
+		return uc.c.Read(p)
+	}
+	if uc.rc == nil {
+		if _, err := uc.pending.WriteTo(uc.c); err != nil {
+			uc.pending = nil
+			return 0, &errWrite{err}
+		}
+		return uc.c.Read(p)
+	}
+	var n int
+	var err error
+	sent := false
+	rerr := uc.rc.Read(func(fd uintptr) bool {
+		if !sent {
+			sent = true
+			if werr := uc.writePending(int(fd)); werr != nil {
+				err = &errWrite{werr}
+				return true
+			}
+			return false // wait for the answer
+		}
+		for {
+			m, e := rawRead(int(fd), p)
+			switch {
+			case e == syscall.EINTR:
+				continue
+			case e == syscall.EAGAIN:
+				return false
+			case e != 0:
+				err = os.NewSyscallError("read", e)
+			case m == 0:
+				err = io.EOF
+			}
+			n = m
+			return true
+		}
+	})
+	uc.pending = nil
+	if rerr != nil {
+		return 0, rerr
+	}
+	return n, err
 }
 
 // pool holds an instance's idle connections, most recently used last.
@@ -68,7 +188,12 @@ func (p *pool) get(ctx context.Context, addr string, now time.Time) (uc *uconn, 
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	return &uconn{c: c, br: bufio.NewReaderSize(c, 16<<10), bw: bufio.NewWriterSize(c, 16<<10)}, false, nil
+	uc = &uconn{c: c}
+	if sc, ok := c.(syscall.Conn); ok {
+		uc.rc, _ = sc.SyscallConn()
+	}
+	uc.br = bufio.NewReaderSize(upReader{uc}, 16<<10)
+	return uc, false, nil
 }
 
 // put keeps uc for the next request, or closes it.
@@ -135,12 +260,14 @@ func (g *Gateway) send(ctx context.Context, x *exchange, r *http.Request, b *bac
 		return &errAttempt{"connecting", err}
 	}
 	x.uc, x.reused = uc, reused
-	uc.c.SetDeadline(deadline)
-	writeRequest(uc.bw, r, fwd, rid, body)
-	if err := uc.bw.Flush(); err != nil {
-		return &errAttempt{"sending the request", err}
-	}
-	if _, err := uc.br.Peek(1); err != nil {
+	uc.setDeadline(deadline)
+	uc.head = appendRequestHead(uc.head[:0], r, fwd, rid, len(body))
+	uc.pending = append(uc.bufs[:0], uc.head, body)
+	if _, err := uc.br.Peek(1); err != nil { // writes the request, then waits for the answer
+		var we *errWrite
+		if errors.As(err, &we) {
+			return &errAttempt{"sending the request", we.err}
+		}
 		return &errAttempt{"reading the response", err}
 	}
 	x.gotByte = true
@@ -164,21 +291,22 @@ var skipRequestHeader = map[string]bool{
 	"X-Request-Id": true, "X-Forwarded-For": true,
 }
 
-// writeRequest writes the request line, headers and body to w. Header
-// names and values come from net/http's parser, which refuses CR and LF.
-func writeRequest(w *bufio.Writer, r *http.Request, fwd, rid string, body []byte) {
-	w.WriteString(r.Method)
-	w.WriteByte(' ')
-	w.WriteString(fwd)
+// appendRequestHead appends the request line and headers of the request
+// to an instance to b. Header names and values come from net/http's parser
+// or the Front's (fast.go), which refuse CR and LF.
+func appendRequestHead(b []byte, r *http.Request, fwd, rid string, bodyLen int) []byte {
+	b = append(b, r.Method...)
+	b = append(b, ' ')
+	b = append(b, fwd...)
 	if r.URL.RawQuery != "" {
-		w.WriteByte('?')
-		w.WriteString(r.URL.RawQuery)
+		b = append(b, '?')
+		b = append(b, r.URL.RawQuery...)
 	} else if r.URL.ForceQuery {
-		w.WriteByte('?')
+		b = append(b, '?')
 	}
-	w.WriteString(" HTTP/1.1\r\nHost: ")
-	w.WriteString(r.Host)
-	w.WriteString("\r\n")
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, r.Host...)
+	b = append(b, "\r\n"...)
 	var connTokens []string
 	if c := r.Header["Connection"]; len(c) > 0 {
 		connTokens = connectionTokens(c)
@@ -188,29 +316,27 @@ func writeRequest(w *bufio.Writer, r *http.Request, fwd, rid string, body []byte
 			continue
 		}
 		for _, v := range vs {
-			w.WriteString(k)
-			w.WriteString(": ")
-			w.WriteString(v)
-			w.WriteString("\r\n")
+			b = append(b, k...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, "\r\n"...)
 		}
 	}
-	w.WriteString("X-Request-Id: ")
-	w.WriteString(rid)
-	w.WriteString("\r\nX-Forwarded-For: ")
+	b = append(b, "X-Request-Id: "...)
+	b = append(b, rid...)
+	b = append(b, "\r\nX-Forwarded-For: "...)
 	for _, v := range r.Header["X-Forwarded-For"] {
-		w.WriteString(v)
-		w.WriteString(", ")
+		b = append(b, v...)
+		b = append(b, ", "...)
 	}
-	w.WriteString(clientIP(r.RemoteAddr))
-	w.WriteString("\r\n")
-	if len(body) > 0 || r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
-		w.WriteString("Content-Length: ")
-		var nb [20]byte
-		w.Write(strconv.AppendInt(nb[:0], int64(len(body)), 10))
-		w.WriteString("\r\n")
+	b = append(b, clientIP(r.RemoteAddr)...)
+	b = append(b, "\r\n"...)
+	if bodyLen > 0 || r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, int64(bodyLen), 10)
+		b = append(b, "\r\n"...)
 	}
-	w.WriteString("\r\n")
-	w.Write(body)
+	return append(b, "\r\n"...)
 }
 
 func connectionTokens(vs []string) []string {

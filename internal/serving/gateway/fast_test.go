@@ -1,0 +1,399 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func TestParseHead(t *testing.T) {
+	long := strings.Repeat("a", maxFastHead)
+	cases := []struct {
+		name string
+		in   string
+		want verdict
+		head int // with takeIt: the head's length; -1: all of in but the body
+		body int
+	}{
+		{"GET", "GET /v1/infers/s1 HTTP/1.1\r\nHost: x\r\n\r\n", takeIt, -1, 0},
+		{"POST with body", "POST /v1/infers/s1/predict?x=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", takeIt, -1, 2},
+		{"v2", "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", takeIt, -1, 0},
+		{"same length twice", "POST /v1/infers/s HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nab", takeIt, -1, 2},
+		{"keep-alive and close tokens", "GET /v1/infers/s HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, close\r\n\r\n", takeIt, -1, 0},
+		{"obs-text value", "GET /v1/infers/s HTTP/1.1\r\nHost: x\r\nX-Name: caf\xc3\xa9\r\n\r\n", takeIt, -1, 0},
+
+		{"empty", "", needMore, 0, 0},
+		{"partial request line", "GET /v1/inf", needMore, 0, 0},
+		{"partial headers", "GET /v1/infers/s HTTP/1.1\r\nHost: x\r\n", needMore, 0, 0},
+
+		{"HTTP/1.0", "GET /v1/infers/s HTTP/1.0\r\nHost: x\r\n\r\n", passOn, 0, 0},
+		{"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", passOn, 0, 0},
+		{"API path", "GET /api/v1/services HTTP/1.1\r\nHost: x\r\n\r\n", passOn, 0, 0},
+		{"absolute form", "GET http://x/v1/infers/s HTTP/1.1\r\nHost: x\r\n\r\n", passOn, 0, 0},
+		{"non-ASCII path", "GET /v1/infers/\xc3\xa9 HTTP/1.1\r\nHost: x\r\n\r\n", passOn, 0, 0},
+		{"chunked", "POST /v1/infers/s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", passOn, 0, 0},
+		{"expect", "POST /v1/infers/s HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n", passOn, 0, 0},
+		{"upgrade", "GET /v1/infers/s HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\r\n", passOn, 0, 0},
+		{"connection upgrade", "GET /v1/infers/s HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n\r\n", passOn, 0, 0},
+		{"bare LF request line", "GET /v1/infers/s HTTP/1.1\nHost: x\n\n", passOn, 0, 0},
+		{"bare LF header", "GET /v1/infers/s HTTP/1.1\r\nHost: x\n\r\n", passOn, 0, 0},
+		{"obs-fold", "GET /v1/infers/s HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n 2\r\n\r\n", passOn, 0, 0},
+		{"space before colon", "GET /v1/infers/s HTTP/1.1\r\nHost : x\r\n\r\n", passOn, 0, 0},
+		{"no colon", "GET /v1/infers/s HTTP/1.1\r\nHost x\r\n\r\n", passOn, 0, 0},
+		{"control char in value", "GET /v1/infers/s HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n", passOn, 0, 0},
+		{"no Host", "GET /v1/infers/s HTTP/1.1\r\nX-A: 1\r\n\r\n", passOn, 0, 0},
+		{"two Hosts", "GET /v1/infers/s HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", passOn, 0, 0},
+		{"bad Host", "GET /v1/infers/s HTTP/1.1\r\nHost: x y\r\n\r\n", passOn, 0, 0},
+		{"conflicting lengths", "POST /v1/infers/s HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n", passOn, 0, 0},
+		{"signed length", "POST /v1/infers/s HTTP/1.1\r\nHost: x\r\nContent-Length: +2\r\n\r\n", passOn, 0, 0},
+		{"body too large", fmt.Sprintf("POST /v1/infers/s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", maxFastBody+1), passOn, 0, 0},
+		{"head too long", "GET /v1/infers/s HTTP/1.1\r\nHost: x\r\nX-Long: " + long, passOn, 0, 0},
+		{"bad method", "G(T /v1/infers/s HTTP/1.1\r\nHost: x\r\n\r\n", passOn, 0, 0},
+		{"empty line first", "\r\nGET /v1/infers/s HTTP/1.1\r\nHost: x\r\n\r\n", passOn, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var req http.Request
+			head, body, v := parseHead([]byte(c.in), "127.0.0.1:9", &req)
+			if v != c.want {
+				t.Fatalf("verdict %d, want %d", v, c.want)
+			}
+			if v != takeIt {
+				return
+			}
+			want := c.head
+			if want < 0 {
+				want = len(c.in) - c.body
+			}
+			if head != want || body != c.body {
+				t.Errorf("head %d body %d, want %d %d", head, body, want, c.body)
+			}
+			// net/http reads the same request.
+			std, err := http.ReadRequest(bufio.NewReader(strings.NewReader(c.in)))
+			if err != nil {
+				t.Fatalf("net/http refuses what the loop takes: %v", err)
+			}
+			sameRequest(t, &req, std)
+		})
+	}
+}
+
+func sameRequest(t *testing.T, got, std *http.Request) {
+	t.Helper()
+	if got.Method != std.Method || got.RequestURI != std.RequestURI || got.URL.String() != std.URL.String() ||
+		got.URL.EscapedPath() != std.URL.EscapedPath() || got.URL.RawQuery != std.URL.RawQuery ||
+		got.Host != std.Host || got.ContentLength != max(std.ContentLength, 0) || got.Close != std.Close {
+		t.Errorf("request\n got %s %s %q %q len %d close %v\nwant %s %s %q %q len %d close %v", got.Method, got.RequestURI,
+			got.URL, got.Host, got.ContentLength, got.Close, std.Method, std.RequestURI, std.URL, std.Host, std.ContentLength, std.Close)
+	}
+	if fmt.Sprint(got.Header) != fmt.Sprint(std.Header) {
+		t.Errorf("header\n got %v\nwant %v", got.Header, std.Header)
+	}
+}
+
+// FuzzParseHead: whatever the loop takes, net/http reads as the same
+// request; the loop never panics.
+func FuzzParseHead(f *testing.F) {
+	for _, s := range []string{
+		"GET /v1/infers/s1 HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /v1/infers/s1/a%20b?q=1 HTTP/1.1\r\nHost: x:80\r\nContent-Length: 2\r\nX-Auth-Token: t\r\n\r\n{}",
+		"POST /v2/models/m/infer HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+		"GET /v1/infers/s HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n 2\r\n\r\n",
+		"POST /v1/infers/s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var req http.Request
+		head, body, v := parseHead(b, "127.0.0.1:9", &req)
+		if v != takeIt {
+			return
+		}
+		if head > len(b) || body < 0 || body > maxFastBody {
+			t.Fatalf("head %d body %d of %d bytes", head, body, len(b))
+		}
+		std, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(b)))
+		if err != nil {
+			t.Fatalf("net/http refuses what the loop takes: %v\n%q", err, b)
+		}
+		sameRequest(t, &req, std)
+	})
+}
+
+// rawConn talks HTTP by hand to the gateway's listener.
+func rawDial(t *testing.T, g *testGW) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(g.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	return c, bufio.NewReader(c)
+}
+
+func readResp(t *testing.T, br *bufio.Reader, method string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.ReadResponse(br, &http.Request{Method: method})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+func TestFrontPipelinedAndSplitRequests(t *testing.T) {
+	b := newBackend(t, nil)
+	g := newGW(t, Options{})
+	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	c, br := rawDial(t, g)
+
+	// Two requests in one write: answered in order.
+	io.WriteString(c, "POST /v1/infers/s1/a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\none"+
+		"POST /v1/infers/s1/b HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\ntwo")
+	for _, want := range []string{"one", "two"} {
+		resp, body := readResp(t, br, "POST")
+		if resp.StatusCode != 200 || !strings.Contains(body, `"body":"`+want+`"`) {
+			t.Fatalf("%d %s, want body %s", resp.StatusCode, body, want)
+		}
+	}
+	// A request that arrives a few bytes at a time, its body last.
+	req := "POST /v1/infers/s1/c HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nthree"
+	for i := 0; i < len(req); i += 7 {
+		io.WriteString(c, req[i:min(i+7, len(req))])
+		time.Sleep(2 * time.Millisecond)
+	}
+	resp, body := readResp(t, br, "POST")
+	if resp.StatusCode != 200 || !strings.Contains(body, `"body":"three"`) || resp.Header.Get("X-Request-Id") == "" {
+		t.Fatalf("%d %s %v", resp.StatusCode, body, resp.Header)
+	}
+	if n := g.front.served.Load(); n != 3 {
+		t.Errorf("the loop served %d requests, want 3", n)
+	}
+	if n := g.front.passed.Load(); n != 0 {
+		t.Errorf("%d connections handed over, want 0", n)
+	}
+}
+
+// A connection whose requests the loop does not take goes to the fallback
+// server with the bytes already read, and keeps working there.
+func TestFrontHandsOver(t *testing.T) {
+	b := newBackend(t, nil)
+	reg := prometheus.NewRegistry()
+	g := New(Options{Logger: slog.New(slog.DiscardHandler), Registry: reg})
+	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/infers/") {
+			g.ServeHTTP(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "api %s %s", r.URL.Path, body)
+	})
+	srv := httptest.NewUnstartedServer(api)
+	front := g.NewFront(srv.Listener, FrontOptions{})
+	srv.Listener = front.Fallback()
+	srv.Start()
+	go front.Serve()
+	t.Cleanup(func() { front.Close(); srv.Close() })
+	tg := &testGW{Gateway: g, srv: srv, reg: reg, front: front}
+
+	c, br := rawDial(t, tg)
+	// Served by the loop first, then an API request: handed over mid-connection.
+	io.WriteString(c, "POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+	if resp, body := readResp(t, br, "POST"); resp.StatusCode != 200 || !strings.Contains(body, `"body":"hi"`) {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	io.WriteString(c, "POST /api/v1/x HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\ndata")
+	if resp, body := readResp(t, br, "POST"); resp.StatusCode != 200 || body != "api /api/v1/x data" {
+		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+	// The connection is net/http's now; inference still works on it.
+	io.WriteString(c, "POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+	if resp, body := readResp(t, br, "POST"); resp.StatusCode != 200 || !strings.Contains(body, `"body":"abc"`) {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if front.served.Load() != 1 || front.passed.Load() != 1 {
+		t.Errorf("served %d passed %d, want 1 1", front.served.Load(), front.passed.Load())
+	}
+
+	// A malformed request reaches net/http, which answers 400.
+	c2, br2 := rawDial(t, tg)
+	io.WriteString(c2, "POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nhi")
+	if resp, _ := readResp(t, br2, "POST"); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("conflicting lengths: %d", resp.StatusCode)
+	}
+}
+
+func TestFrontConnectionClose(t *testing.T) {
+	b := newBackend(t, nil)
+	g := newGW(t, Options{})
+	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	c, br := rawDial(t, g)
+	io.WriteString(c, "GET /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	resp, _ := readResp(t, br, "GET")
+	if resp.StatusCode != 200 || !resp.Close {
+		t.Fatalf("%d close=%v", resp.StatusCode, resp.Close)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("after Connection: close the gateway closes; read %v", err)
+	}
+}
+
+func TestFrontLargeResponses(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef", 20000) // 320,000 bytes
+	b := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/sized" {
+			w.Header().Set("Content-Length", fmt.Sprint(len(big)))
+		}
+		for i := 0; i < len(big); i += 10000 {
+			io.WriteString(w, big[i:i+10000])
+			w.(http.Flusher).Flush()
+		}
+	})
+	g := newGW(t, Options{})
+	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	c, br := rawDial(t, g)
+	for _, path := range []string{"/sized", "/streamed", "/sized"} {
+		io.WriteString(c, "GET /v1/infers/s1"+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, body := readResp(t, br, "GET")
+		if resp.StatusCode != 200 || body != big {
+			t.Fatalf("%s: %d, %d bytes", path, resp.StatusCode, len(body))
+		}
+		chunked := len(resp.TransferEncoding) > 0
+		if chunked != (path == "/streamed") {
+			t.Errorf("%s: transfer encoding %v", path, resp.TransferEncoding)
+		}
+	}
+}
+
+func TestFrontTimeouts(t *testing.T) {
+	b := newBackend(t, nil)
+	reg := prometheus.NewRegistry()
+	g := New(Options{Logger: slog.New(slog.DiscardHandler), Registry: reg})
+	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	srv := httptest.NewUnstartedServer(g)
+	front := g.NewFront(srv.Listener, FrontOptions{ReadHeaderTimeout: 300 * time.Millisecond, IdleTimeout: 300 * time.Millisecond})
+	srv.Listener = front.Fallback()
+	srv.Start()
+	go front.Serve()
+	t.Cleanup(func() { front.Close(); srv.Close() })
+	tg := &testGW{Gateway: g, srv: srv, reg: reg, front: front}
+
+	for _, tc := range []struct{ name, send string }{
+		{"idle after a request", "GET /v1/infers/s1 HTTP/1.1\r\nHost: x\r\n\r\n"},
+		{"head never finished", "GET /v1/infers/s1 HTTP/1.1\r\nHost: x\r\n"},
+		{"body never finished", "POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, br := rawDial(t, tg)
+			start := time.Now()
+			io.WriteString(c, tc.send)
+			if strings.HasSuffix(tc.send, "\r\n\r\n") {
+				readResp(t, br, "GET")
+			}
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Fatalf("want the gateway to close the connection, read %v", err)
+			}
+			if d := time.Since(start); d < 250*time.Millisecond || d > 5*time.Second {
+				t.Errorf("closed after %v, want about 300ms", d)
+			}
+		})
+	}
+}
+
+func TestFrontShutdown(t *testing.T) {
+	release := make(chan struct{})
+	b := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			<-release
+		}
+		io.WriteString(w, "done")
+	})
+	g := newGW(t, Options{})
+	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	idle, idleBR := rawDial(t, g)
+	io.WriteString(idle, "GET /v1/infers/s1 HTTP/1.1\r\nHost: x\r\n\r\n")
+	readResp(t, idleBR, "GET")
+	busy, busyBR := rawDial(t, g)
+	io.WriteString(busy, "GET /v1/infers/s1/slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	for b.inflight.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- g.front.Shutdown(context.Background()) }()
+	// The idle connection is closed at once; the busy one gets its answer.
+	if _, err := idleBR.ReadByte(); err != io.EOF {
+		t.Fatalf("idle connection: read %v, want EOF", err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned %v while a request was served", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	resp, body := readResp(t, busyBR, "GET")
+	if resp.StatusCode != 200 || body != "done" {
+		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Shutdown did not return after the last request")
+	}
+	if _, err := busyBR.ReadByte(); err != io.EOF {
+		t.Fatalf("busy connection after its answer: read %v, want EOF", err)
+	}
+	if _, err := net.DialTimeout("tcp", strings.TrimPrefix(g.srv.URL, "http://"), time.Second); err == nil {
+		t.Error("the listener still accepts after Shutdown")
+	}
+}
+
+// An instance that breaks its answer after the headers: the gateway cuts
+// the client's connection (no truncated body taken for a whole one); the
+// next request works.
+func TestFrontUpstreamCutAfterHeaders(t *testing.T) {
+	b := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/cut" {
+			io.WriteString(w, "ok")
+			return
+		}
+		w.Header().Set("Content-Length", "100")
+		w.WriteHeader(200)
+		io.WriteString(w, "partial")
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	})
+	g := newGW(t, Options{})
+	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	c, br := rawDial(t, g)
+	io.WriteString(c, "GET /v1/infers/s1/cut HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(br, nil)
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+	}
+	if err == nil {
+		t.Fatal("a response cut short by the instance reached the client whole")
+	}
+	if r := g.call(t, "GET", "/v1/infers/s1/ok", nil); r.err != nil || r.status != 200 || string(r.body) != "ok" {
+		t.Fatalf("next request: %v %d", r.err, r.status)
+	}
+}
