@@ -27,6 +27,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/meta/sqlite"
 	"github.com/atelier-dev/atelier/internal/obs"
 	"github.com/atelier-dev/atelier/internal/s3"
+	"github.com/atelier-dev/atelier/internal/serving"
 	"github.com/atelier-dev/atelier/internal/serving/gateway"
 )
 
@@ -101,16 +102,24 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	jobs, err := newJobService(ctx, cfg, store, iam, objects, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
+	// Jobs and service instances share the machine through one ledger.
+	ledger := newLedger(cfg)
+	jobs, err := newJobService(ctx, cfg, store, iam, objects, ledger, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
 	if err != nil {
 		return err
 	}
 	models := newModelService(ctx, cfg, store, iam, objects, jobs, log)
-	gw := gateway.New(gateway.Options{Authenticator: iam, Logger: log, Registry: reg})
-	services, err := newServingService(ctx, cfg, store, iam, jobs, models, gw, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
+	// The gateway tells the controller of requests waiting for a service
+	// scaled to zero; services is set before the servers start.
+	var services *serving.Service
+	gw := gateway.New(gateway.Options{Authenticator: iam, Logger: log, Registry: reg,
+		Demand: func(serviceID string) { services.Demand(serviceID) }})
+	services, err = newServingService(ctx, cfg, store, iam, jobs, ledger, models, gw, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
 	if err != nil {
 		return err
 	}
+	ledger.OnFree(jobs.Kick)
+	ledger.OnFree(services.Kick)
 	models.SetDeployments(services)
 	api := apiserver.New(apiserver.Deps{Auth: iam, Store: store, Registry: reg, Logger: log, Region: cfg.Region, Version: version,
 		Jobs: jobs, Runners: jobs, Models: models, Services: services, InstanceRunners: services, Gateway: gw})

@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
+	"github.com/atelier-dev/atelier/internal/capacity"
 	"github.com/atelier-dev/atelier/internal/config"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/executor/local"
@@ -21,9 +21,10 @@ import (
 )
 
 // newJobService wires training jobs: the local executor, the sandbox check,
-// capacity from the machine and the flavors, and the platform bucket.
+// the capacity ledger shared with service instances, and the platform
+// bucket.
 func newJobService(ctx context.Context, cfg *config.Server, store meta.Store, iam *auth.Service, objects *obs.Service,
-	apiAddr, s3URL string, log *slog.Logger) (*job.Service, error) {
+	ledger *capacity.Ledger, apiAddr, s3URL string, log *slog.Logger) (*job.Service, error) {
 	const op errs.Op = "app.newJobService"
 	admin, err := store.GetUserByName(ctx, auth.AdminName)
 	if err != nil {
@@ -51,14 +52,9 @@ func newJobService(ctx context.Context, cfg *config.Server, store meta.Store, ia
 	if advertise == "" || advertise == "http://"+cfg.Listen || strings.HasSuffix(advertise, ":0") {
 		advertise = "http://" + apiAddr
 	}
-	m := config.LocalMachine()
-	capacity := job.Capacity{CPU: float64(max(m.CPUs, runtime.NumCPU())), Memory: m.MemoryBytes}
 	var flavors []api.Flavor
 	for _, f := range cfg.Flavors {
 		flavors = append(flavors, api.Flavor{ID: f.ID, CPU: f.CPU, Memory: int64(f.Memory), GPU: f.GPU, Disk: int64(f.Disk), PricePerHour: f.PricePerHour})
-		capacity.GPU = max(capacity.GPU, f.GPU)
-		capacity.Memory = max(capacity.Memory, int64(f.Memory))
-		capacity.CPU = max(capacity.CPU, f.CPU)
 	}
 	var engines []api.Engine
 	for _, e := range cfg.Engines {
@@ -68,7 +64,7 @@ func newJobService(ctx context.Context, cfg *config.Server, store meta.Store, ia
 		log.Warn("no Python interpreter found: jobs cannot run until `engines` is configured")
 	}
 	svc := job.New(store, objects, iam, iam, local.New(local.Options{Logger: log}), system, job.Options{
-		Flavors: flavors, Engines: engines, Capacity: capacity, Quota: cfg.Quotas.JobsPerUser,
+		Flavors: flavors, Engines: engines, Capacity: ledger.Capacity(), Ledger: ledger, Quota: cfg.Quotas.JobsPerUser,
 		Sandbox: cfg.Sandbox, SandboxError: sandboxErr, DataDir: cfg.DataDir, WorkDir: cfg.WorkDir,
 		ServerURL: advertise, S3Endpoint: s3URL, Region: cfg.Region, RunnerArgv0: self, Logger: log,
 	})

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/atelier-dev/atelier/internal/auth"
+	"github.com/atelier-dev/atelier/internal/capacity"
 	"github.com/atelier-dev/atelier/internal/config"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/executor/local"
@@ -18,10 +19,10 @@ import (
 )
 
 // newServingService wires online services: the same flavors, engines,
-// sandbox and executor as training jobs, the model registry, and the
-// gateway the controller drives.
+// sandbox, executor and capacity ledger as training jobs, the model
+// registry, and the gateway the controller drives.
 func newServingService(ctx context.Context, cfg *config.Server, store meta.Store, iam *auth.Service, jobs *job.Service,
-	models serving.Models, router serving.Router, apiAddr, s3URL string, log *slog.Logger) (*serving.Service, error) {
+	ledger *capacity.Ledger, models serving.Models, router serving.Router, apiAddr, s3URL string, log *slog.Logger) (*serving.Service, error) {
 	const op errs.Op = "app.newServingService"
 	admin, err := store.GetUserByName(ctx, auth.AdminName)
 	if err != nil {
@@ -44,7 +45,7 @@ func newServingService(ctx context.Context, cfg *config.Server, store meta.Store
 		advertise = "http://" + apiAddr
 	}
 	return serving.New(store, models, iam, iam, local.New(local.Options{Logger: log}), router, system, serving.Options{
-		Flavors: jobs.Flavors(), Engines: jobs.Engines(), Sandbox: cfg.Sandbox, SandboxError: sandboxErr,
+		Flavors: jobs.Flavors(), Engines: jobs.Engines(), Ledger: ledger, Sandbox: cfg.Sandbox, SandboxError: sandboxErr,
 		DataDir: cfg.DataDir, WorkDir: cfg.WorkDir, ServerURL: advertise, S3Endpoint: s3URL, Region: cfg.Region,
 		RunnerArgv0: self, Logger: log,
 	}), nil

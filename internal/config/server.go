@@ -49,7 +49,19 @@ type Server struct {
 	Flavors           []Flavor `json:"flavors,omitempty"`
 	Engines           []Engine `json:"engines,omitempty"`
 	Quotas            Quotas   `json:"quotas,omitempty"`
+	Capacity          Capacity `json:"capacity,omitempty"`
 	LifecycleInterval Duration `json:"lifecycle_interval,omitempty"`
+}
+
+// Capacity is what jobs and service instances may hold at once on this
+// machine, together. A key left out (0) is the machine's: its cores, its
+// memory, and as many GPUs as the largest flavor has (never less than any
+// flavor, so that every flavor can run); a key set may be smaller than
+// a flavor, which is then refused.
+type Capacity struct {
+	CPU    float64 `json:"cpu,omitempty"`    // cores
+	Memory Bytes   `json:"memory,omitempty"` // e.g. "16GiB"
+	GPU    int     `json:"gpu,omitempty"`    // devices, indexes 0 … gpu-1
 }
 
 // Flavor is a resource size that jobs, notebooks and services run with.
@@ -245,6 +257,9 @@ func (c *Server) Validate() error {
 	if c.Quotas.JobsPerUser < 0 || c.Quotas.ServicesPerUser < 0 || c.Quotas.NotebooksPerUser < 0 {
 		return invalid("quotas", "must not be negative (0 means unlimited)")
 	}
+	if c.Capacity.CPU < 0 || c.Capacity.Memory < 0 || c.Capacity.GPU < 0 {
+		return invalid("capacity", "cpu, memory and gpu must not be negative (0 or left out means the machine's)")
+	}
 	if c.LifecycleInterval < Duration(time.Second) {
 		return invalid("lifecycle_interval", "%s is shorter than 1s", time.Duration(c.LifecycleInterval))
 	}
@@ -284,7 +299,7 @@ var unknownFieldRe = regexp.MustCompile(`unknown field "([^"]*)"`)
 func decodeError(op errs.Op, path string, err error) error {
 	if m := unknownFieldRe.FindStringSubmatch(err.Error()); m != nil {
 		return errs.E(op, errs.Invalid, CodeConfigUnknown, fmt.Sprintf("%s: unknown key %q", path, m[1]),
-			errs.Hint("the keys are region, s3_domain, advertise_url, work_dir, sandbox, flavors, engines, quotas, lifecycle_interval; data dir, listen addresses and --meta are flags"))
+			errs.Hint("the keys are region, s3_domain, advertise_url, work_dir, sandbox, flavors, engines, quotas, capacity, lifecycle_interval; data dir, listen addresses and --meta are flags"))
 	}
 	var te *json.UnmarshalTypeError
 	if asTypeError(err, &te) {

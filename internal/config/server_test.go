@@ -71,8 +71,12 @@ flavors:
 engines:
   - {name: pytorch, python: /usr/bin/python3, pip_args: ["--no-index"]}
 quotas: {jobs_per_user: 2}
+capacity: {cpu: 6, memory: 48GiB, gpu: 1}
 lifecycle_interval: 10m
 `, check: func(t *testing.T, c *Server) {
+			if c.Capacity != (Capacity{CPU: 6, Memory: 48 << 30, GPU: 1}) {
+				t.Errorf("capacity: %+v", c.Capacity)
+			}
 			if c.Region != "cn-north-4" || c.S3Domain != "s3.example.com" || c.Sandbox != "none" || c.WorkDir != "/srv/atelier/work" {
 				t.Errorf("scalars: %+v", c)
 			}
@@ -101,6 +105,7 @@ lifecycle_interval: 10m
 		{name: "relative work dir", yaml: "work_dir: work\n", code: CodeConfigInvalid, wantMsg: "work_dir"},
 		{name: "bad advertise", yaml: "advertise_url: 10.0.0.1:8080\n", code: CodeConfigInvalid, wantMsg: "advertise_url"},
 		{name: "negative quota", yaml: "quotas: {jobs_per_user: -1}\n", code: CodeConfigInvalid, wantMsg: "quotas"},
+		{name: "negative capacity", yaml: "capacity: {cpu: -2}\n", code: CodeConfigInvalid, wantMsg: "capacity: cpu, memory and gpu must not be negative"},
 		{name: "tiny interval", yaml: "lifecycle_interval: 1ms\n", code: CodeConfigInvalid, wantMsg: "lifecycle_interval"},
 	}
 	for _, tt := range tests {

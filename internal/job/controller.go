@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/capacity"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/executor"
 	"github.com/atelier-dev/atelier/internal/meta"
@@ -61,7 +62,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 			break
 		}
 	}
-	var running []Running
+	var running []capacity.Holder
 	var pending []Candidate
 	byID := map[string]*record{}
 	for _, r := range recs {
@@ -69,19 +70,43 @@ func (s *Service) reconcile(ctx context.Context) error {
 		fl, _ := s.flavor(r.job.Spec.Resource.FlavorID)
 		switch r.st.Phase {
 		case api.PhaseRunning, api.PhaseTerminating:
-			running = append(running, Running{ID: r.raw.ID, UserID: r.raw.OwnerID, Flavor: fl})
-			s.watch(ctx, r)
+			running = append(running, capacity.Holder{Kind: capacity.Job, ID: r.raw.ID, Name: r.job.Metadata.Name, Owner: r.raw.OwnerID,
+				Need: capacity.Need(fl), GPUs: r.rt.GPUs})
 		case api.PhasePending, api.PhaseCreating:
-			pending = append(pending, Candidate{ID: r.raw.ID, UserID: r.raw.OwnerID, Priority: r.raw.Priority, Created: r.raw.CreateTime, Flavor: fl})
+			pending = append(pending, Candidate{ID: r.raw.ID, UserID: r.raw.OwnerID, Name: r.job.Metadata.Name, Priority: r.raw.Priority,
+				Created: r.raw.CreateTime, Flavor: fl})
 		}
+	}
+	// The ledger holds what the records say runs; watch may settle a job,
+	// whose hold goes at the next pass.
+	s.ledger.Sync(capacity.Job, running, nil)
+	for _, h := range running {
+		s.watch(ctx, byID[h.ID])
 	}
 	if len(pending) == 0 {
 		return nil
 	}
-	for _, d := range Admit(s.o.Capacity, running, pending, s.o.Quota) {
+	var ds []Decision
+	if !s.ledger.Decide(func(snap capacity.Snapshot) []capacity.Holder {
+		ds = Admit(snap, pending, s.o.Quota)
+		var grants []capacity.Holder
+		for _, d := range ds {
+			if d.Admit {
+				r := byID[d.ID]
+				fl, _ := s.flavor(r.job.Spec.Resource.FlavorID)
+				grants = append(grants, capacity.Holder{Kind: capacity.Job, ID: d.ID, Name: r.job.Metadata.Name, Owner: r.raw.OwnerID,
+					Need: capacity.Need(fl), GPUs: d.GPUs})
+			}
+		}
+		return grants
+	}) {
+		return nil // the ledger is not rebuilt yet after a start: admit at the next pass
+	}
+	for _, d := range ds {
 		r := byID[d.ID]
 		if d.Admit {
-			if err := s.start(ctx, r); err != nil {
+			if err := s.start(ctx, r, d.GPUs); err != nil {
+				s.ledger.Release(capacity.Job, d.ID)
 				s.log.Warn("starting job", "job", d.ID, "err", err)
 			}
 			continue
@@ -99,8 +124,8 @@ func (s *Service) reconcile(ctx context.Context) error {
 	return nil
 }
 
-// start begins the next attempt of a pending job.
-func (s *Service) start(ctx context.Context, r *record) error {
+// start begins the next attempt of a pending job on the GPU devices gpus.
+func (s *Service) start(ctx context.Context, r *record, gpus []int) error {
 	const op errs.Op = "job.start"
 	id := r.raw.ID
 	token, hash := newToken()
@@ -116,6 +141,7 @@ func (s *Service) start(ctx context.Context, r *record) error {
 		u.st.Phase, u.st.SecondaryPhase = api.PhaseRunning, api.SecondaryStarting
 		u.st.QueuePosition, u.st.WaitingFor = 0, ""
 		u.rt.TokenHash, u.rt.AttemptDir, u.rt.Handle = hash, attemptDir, ""
+		u.rt.GPUs = gpus
 		u.rt.AttemptStart, u.rt.UserStarted = ms(now), 0
 		u.rt.RestoreOutputs = u.st.Attempt > 1
 		if u.rt.Deadline == 0 {
@@ -274,6 +300,7 @@ func (s *Service) settle(ctx context.Context, id string, attempt int, e *api.Run
 			}
 			u.st.Phase, u.st.SecondaryPhase = api.PhasePending, api.SecondaryRestarting
 			u.rt.Handle = ""
+			u.rt.GPUs = nil // the next attempt gets its devices when it is admitted
 			retried = true
 		case reason == api.FailurePlatform:
 			s.finish(u, api.PhaseAbnormal, api.SecondaryLost, "")
@@ -290,6 +317,11 @@ func (s *Service) settle(ctx context.Context, id string, attempt int, e *api.Run
 		if err := s.creds.RevokeTemporary(ctx, credsKey); err != nil {
 			s.log.Warn("revoking job credentials", "job", id, "err", err)
 		}
+	}
+	if retried || terminal {
+		// The attempt's user code has ended: what it held is free now (the
+		// controller's next pass agrees).
+		s.ledger.Release(capacity.Job, id)
 	}
 	switch {
 	case retried:

@@ -24,7 +24,11 @@
 //   - Admit orders the queue by priority, then age, and admits what fits in
 //     the capacity and the per-user quota; a job waiting for capacity holds
 //     what is free up to its need, so later, smaller jobs may use only what
-//     it does not need and it is never starved.
+//     it does not need and it is never starved. It decides on the machine's
+//     capacity ledger (internal/capacity), shared with service instances:
+//     what they hold is not free, service instances that wait are ahead of
+//     every job, and an admitted job gets GPU devices no one else holds
+//     (the runner's CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES).
 //
 // Package failure (internal/job/failure) classifies how an attempt ended.
 package job

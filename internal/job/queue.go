@@ -3,26 +3,16 @@ package job
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/capacity"
 )
 
-// Capacity is what the executor may hand out to jobs at once.
-type Capacity struct {
-	CPU    float64
-	Memory int64 // bytes
-	GPU    int
-}
-
-// Running is a job that holds its flavor's resources (admitted and not
-// yet ended).
-type Running struct {
-	ID, UserID string
-	Flavor     api.Flavor
-}
+// Capacity is what the machine may hand out at once, to jobs and service
+// instances together (internal/capacity).
+type Capacity = capacity.Capacity
 
 // Candidate is a pending job. Name is used in messages when set.
 type Candidate struct {
@@ -33,24 +23,31 @@ type Candidate struct {
 	Flavor     api.Flavor
 }
 
-// Decision is what the queue decided for one pending job: Admit, or its
-// 1-based Position among the jobs still pending and what it is WaitingFor,
-// in words.
+// Decision is what the queue decided for one pending job: Admit, with the
+// GPU device indexes it gets, or its 1-based Position among the jobs still
+// pending and what it is WaitingFor, in words.
 type Decision struct {
 	ID         string
 	Admit      bool
+	GPUs       []int
 	Position   int
 	WaitingFor string
 }
 
-const cpuEpsilon = 1e-9
-
 // Admit decides which pending jobs start now. It is pure.
 //
-// Order: higher Priority first, then older Created, then ID. A job is
-// admitted when its user is under perUserQuota running jobs (0 =
-// unlimited) and its flavor fits in what is free: the capacity less the
-// running jobs' flavors, less what earlier waiting jobs hold.
+// snap is the machine's capacity ledger: what running jobs and service
+// instances hold (running jobs count against their Owner's quota), and
+// the service instances that wait for capacity.
+//
+// Order: service instances that wait come before every job (the fairness
+// rule of capacity.Before): each holds what is free up to its need, so no
+// job takes what a service waits for. Then jobs: higher Priority first,
+// then older Created, then ID. A job is admitted when its user is under
+// perUserQuota running jobs (0 = unlimited) and its flavor fits in what
+// is free: the capacity less what every holder holds, less what waiting
+// instances and earlier waiting jobs hold. An admitted job with GPUs gets
+// devices that no other job and no service instance holds, lowest first.
 //
 // Head-of-line policy (backfill with reservations): a job that waits for
 // capacity holds, of every resource, what is free up to what it needs.
@@ -62,16 +59,36 @@ const cpuEpsilon = 1e-9
 // when it fits beside the reservation (e.g. a CPU job next to a job that
 // waits for a GPU). Jobs waiting only for their user's quota, and jobs whose
 // flavor exceeds the whole capacity (they can never start), hold nothing.
+// What a job waits for names the jobs and services that hold the
+// resources it lacks.
 //
 // The decisions are returned in queue order, one per pending job.
-func Admit(capacity Capacity, running []Running, pending []Candidate, perUserQuota int) []Decision {
-	free := res{capacity.CPU, capacity.Memory, capacity.GPU}
+func Admit(snap capacity.Snapshot, pending []Candidate, perUserQuota int) []Decision {
+	total := snap.Capacity.Total()
+	free, devs := snap.Free(capacity.Job)
 	perUser := map[string]int{}
-	for _, r := range running {
-		free = free.minus(need(r.Flavor))
-		perUser[r.UserID]++
+	for _, h := range snap.Holders {
+		if h.Kind == capacity.Job {
+			perUser[h.Owner]++
+		}
 	}
-	total := res{capacity.CPU, capacity.Memory, capacity.GPU}
+	var (
+		held    capacity.Resources // reserved by waiting instances and earlier waiting jobs
+		holders []capacity.Request // they, in order
+	)
+	waiting := slices.Clone(snap.Waiting)
+	capacity.Order(waiting)
+	for _, w := range waiting {
+		if w.Kind != capacity.Instance {
+			continue
+		}
+		r := w.Need.UpTo(free)
+		if r == (capacity.Resources{}) {
+			continue
+		}
+		free, held = free.Minus(r), held.Plus(r)
+		holders = append(holders, w)
+	}
 
 	queue := slices.Clone(pending)
 	slices.SortStableFunc(queue, func(a, b Candidate) int {
@@ -84,30 +101,31 @@ func Admit(capacity Capacity, running []Running, pending []Candidate, perUserQuo
 		return strings.Compare(a.ID, b.ID)
 	})
 
-	var (
-		out     = make([]Decision, 0, len(queue))
-		held    res      // reserved by earlier waiting jobs
-		holders []string // their names, in order
-		pos     int
-	)
+	out := make([]Decision, 0, len(queue))
+	pos := 0
+	using := slices.Clone(snap.Holders) // and the jobs admitted so far, for messages
 	for _, c := range queue {
-		n := need(c.Flavor)
+		n := capacity.Need(c.Flavor)
 		d := Decision{ID: c.ID}
 		switch {
-		case !n.fits(total):
+		case !n.Fits(total):
 			d.WaitingFor = neverFits(c, n, total)
 		case perUserQuota > 0 && perUser[c.UserID] >= perUserQuota:
 			d.WaitingFor = fmt.Sprintf("quota: user has %d of %d running jobs", perUser[c.UserID], perUserQuota)
-		case n.fits(free):
+		case n.Fits(free):
 			d.Admit = true
-			free = free.minus(n)
+			free = free.Minus(n)
 			perUser[c.UserID]++
+			if n.GPU > 0 {
+				d.GPUs = slices.Sorted(slices.Values(devs[:n.GPU]))
+				devs = devs[n.GPU:]
+			}
+			using = append(using, capacity.Holder{Kind: capacity.Job, ID: c.ID, Name: c.label(), Owner: c.UserID, Need: n, GPUs: d.GPUs})
 		default:
-			d.WaitingFor = short(n, free, total, held, holders)
-			r := n.upTo(free)
-			free = free.minus(r)
-			held = held.plus(r)
-			holders = append(holders, c.label())
+			d.WaitingFor = capacity.Short(n, free, total, held, holders, using)
+			r := n.UpTo(free)
+			free, held = free.Minus(r), held.Plus(r)
+			holders = append(holders, capacity.Request{Kind: capacity.Job, ID: c.ID, Name: c.label(), Priority: c.Priority, Created: c.Created, Need: n})
 		}
 		if !d.Admit {
 			pos++
@@ -125,84 +143,8 @@ func (c Candidate) label() string {
 	return c.ID
 }
 
-// res is an amount of each resource.
-type res struct {
-	cpu float64
-	mem int64
-	gpu int
-}
-
-func need(f api.Flavor) res {
-	return res{max(f.CPU, 0), max(f.Memory, 0), max(f.GPU, 0)}
-}
-
-func (a res) minus(b res) res { return res{a.cpu - b.cpu, a.mem - b.mem, a.gpu - b.gpu} }
-func (a res) plus(b res) res  { return res{a.cpu + b.cpu, a.mem + b.mem, a.gpu + b.gpu} }
-
-// fits reports whether a fits in avail; a resource not needed always fits
-// (avail may be negative when capacity shrank under running jobs).
-func (a res) fits(avail res) bool {
-	return (a.cpu == 0 || a.cpu <= avail.cpu+cpuEpsilon) &&
-		(a.mem == 0 || a.mem <= avail.mem) &&
-		(a.gpu == 0 || a.gpu <= avail.gpu)
-}
-
-// upTo is a, each resource capped at what avail has (and at least 0).
-func (a res) upTo(avail res) res {
-	return res{
-		cpu: max(min(a.cpu, avail.cpu), 0),
-		mem: max(min(a.mem, avail.mem), 0),
-		gpu: max(min(a.gpu, avail.gpu), 0),
-	}
-}
-
-func cpus(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-
-// short says which resources a job lacks: "cpu: needs 2, 1 free of 2".
-func short(n, free, total, held res, holders []string) string {
-	var parts []string
-	add := func(name string, needs, free, total, held string, lacks, isHeld bool) {
-		if !lacks {
-			return
-		}
-		s := fmt.Sprintf("%s: needs %s, %s free of %s", name, needs, free, total)
-		if isHeld {
-			s += fmt.Sprintf(" (%s held for %s)", held, earlier(holders))
-		}
-		parts = append(parts, s)
-	}
-	add("cpu", cpus(n.cpu), cpus(max(free.cpu, 0)), cpus(total.cpu), cpus(held.cpu),
-		n.cpu > 0 && n.cpu > free.cpu+cpuEpsilon, held.cpu > cpuEpsilon)
-	add("memory", byteSize(n.mem), byteSize(max(free.mem, 0)), byteSize(total.mem), byteSize(held.mem),
-		n.mem > 0 && n.mem > free.mem, held.mem > 0)
-	add("gpu", strconv.Itoa(n.gpu), strconv.Itoa(max(free.gpu, 0)), strconv.Itoa(total.gpu), strconv.Itoa(held.gpu),
-		n.gpu > 0 && n.gpu > free.gpu, held.gpu > 0)
-	return strings.Join(parts, "; ")
-}
-
-// earlier names the waiting jobs that hold resources.
-func earlier(holders []string) string {
-	switch len(holders) {
-	case 1:
-		return "an earlier job (" + holders[0] + ") that is waiting for capacity"
-	case 2, 3:
-		return "earlier jobs (" + strings.Join(holders, ", ") + ") that are waiting for capacity"
-	}
-	return fmt.Sprintf("%d earlier jobs (%s, …) that are waiting for capacity", len(holders), strings.Join(holders[:3], ", "))
-}
-
 // neverFits says why a flavor can never start.
-func neverFits(c Candidate, n, total res) string {
-	var parts []string
-	if n.cpu > total.cpu+cpuEpsilon {
-		parts = append(parts, fmt.Sprintf("cpu: needs %s, the capacity is %s", cpus(n.cpu), cpus(total.cpu)))
-	}
-	if n.mem > total.mem {
-		parts = append(parts, fmt.Sprintf("memory: needs %s, the capacity is %s", byteSize(n.mem), byteSize(total.mem)))
-	}
-	if n.gpu > total.gpu {
-		parts = append(parts, fmt.Sprintf("gpu: needs %d, the capacity is %d", n.gpu, total.gpu))
-	}
+func neverFits(c Candidate, n, total capacity.Resources) string {
 	return fmt.Sprintf("never: flavor %s is larger than the whole capacity (%s), so the job can never start; stop it and use a smaller flavor",
-		c.Flavor.ID, strings.Join(parts, "; "))
+		c.Flavor.ID, capacity.TooBig(n, total))
 }

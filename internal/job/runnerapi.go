@@ -64,7 +64,7 @@ func (s *Service) RunnerJob(ctx context.Context, id, token string) (*api.RunnerJ
 		Sandbox: s.o.Sandbox, Deadline: r.rt.Deadline, HeartbeatSeconds: int(s.o.HeartbeatInterval / time.Second),
 		SyncIntervalSeconds: annotationInt(r.job, api.AnnotationSyncInterval, 30),
 		HangTimeoutSeconds:  annotationInt(r.job, api.AnnotationHangTimeout, 1800),
-		RestoreOutputs:      r.rt.RestoreOutputs, CodeArchive: r.job.Algorithm.CodeDir != ""}
+		RestoreOutputs:      r.rt.RestoreOutputs, CodeArchive: r.job.Algorithm.CodeDir != "", GPUs: r.rt.GPUs}
 	if rj.HeartbeatSeconds < 1 {
 		rj.HeartbeatSeconds = 1
 	}

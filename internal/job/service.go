@@ -17,6 +17,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
+	"github.com/atelier-dev/atelier/internal/capacity"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/executor"
 	"github.com/atelier-dev/atelier/internal/meta"
@@ -68,13 +69,29 @@ type Authorizer interface {
 	Allowed(p *auth.Principal, area, verb, resource, ownerID string) bool
 }
 
+// Ledger is the machine's capacity ledger, shared with service instances;
+// *capacity.Ledger implements it.
+type Ledger interface {
+	// Sync replaces what jobs hold with the jobs that run.
+	Sync(kind capacity.Kind, holders []capacity.Holder, waiting []capacity.Request)
+	// Decide runs the admission decision under the ledger's lock and
+	// records what it hands out; false until the ledger is rebuilt.
+	Decide(fn func(capacity.Snapshot) []capacity.Holder) bool
+	// Release drops what a job holds.
+	Release(kind capacity.Kind, id string)
+}
+
 // Options configure the service.
 type Options struct {
-	Flavors  []api.Flavor
-	Engines  []api.Engine
+	Flavors []api.Flavor
+	Engines []api.Engine
+	// Capacity is the whole machine: a flavor larger than it is refused.
 	Capacity Capacity
-	Quota    int // concurrent jobs per user; 0 = unlimited
-	Sandbox  string
+	// Ledger is shared with service instances (default: a ledger of
+	// Capacity for jobs alone).
+	Ledger  Ledger
+	Quota   int // concurrent jobs per user; 0 = unlimited
+	Sandbox string
 	// SandboxError is why the configured sandbox cannot work here; jobs
 	// are refused while it is set.
 	SandboxError error
@@ -100,13 +117,14 @@ type Options struct {
 // Service owns training jobs: the API operations, the runner protocol and
 // the controller that admits, starts, watches and finishes them.
 type Service struct {
-	store Store
-	obs   *obs.Service
-	creds Credentials
-	authz Authorizer
-	exec  executor.Executor
-	o     Options
-	log   *slog.Logger
+	store  Store
+	obs    *obs.Service
+	creds  Credentials
+	authz  Authorizer
+	exec   executor.Executor
+	ledger Ledger
+	o      Options
+	log    *slog.Logger
 
 	locks   stripedLocks
 	kick    chan struct{}
@@ -134,7 +152,10 @@ func New(store Store, o *obs.Service, creds Credentials, authz Authorizer, ex ex
 	if opt.TickInterval <= 0 {
 		opt.TickInterval = time.Second
 	}
-	return &Service{store: store, obs: o, creds: creds, authz: authz, exec: ex, o: opt, log: opt.Logger,
+	if opt.Ledger == nil {
+		opt.Ledger = capacity.New(opt.Capacity, capacity.Job)
+	}
+	return &Service{store: store, obs: o, creds: creds, authz: authz, exec: ex, ledger: opt.Ledger, o: opt, log: opt.Logger,
 		kick: make(chan struct{}, 1), system: system, waiters: waitSet{m: map[string][]chan struct{}{}}, started: opt.Now()}
 }
 
@@ -152,6 +173,8 @@ type runtimeState struct {
 	AttemptStart   int64  `json:"attempt_start,omitempty"`
 	RestoreOutputs bool   `json:"restore_outputs,omitempty"`
 	LogExported    bool   `json:"log_exported,omitempty"`
+	// GPUs are the device indexes of the current attempt, exclusive to it.
+	GPUs []int `json:"gpus,omitempty"`
 }
 
 // record is a decoded job record.

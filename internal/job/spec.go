@@ -85,7 +85,7 @@ var (
 // reservedEnvPrefixes the prefixes it owns.
 var (
 	reservedEnv = []string{
-		"S3_ENDPOINT", "CUDA_VISIBLE_DEVICES", "PYTHONPATH", "RANK", "WORLD_SIZE", "MASTER_ADDR",
+		"S3_ENDPOINT", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "PYTHONPATH", "RANK", "WORLD_SIZE", "MASTER_ADDR",
 		"MASTER_PORT", "TMPDIR", "PYTHONUNBUFFERED",
 	}
 	reservedEnvPrefixes = []string{"MA_", "VC_", "ATELIER_", "AWS_"}
@@ -629,13 +629,13 @@ func normEnvironments(env map[string]string, ps *problems) {
 		case !envKeyRe.MatchString(k):
 			ps.add(field, fmt.Sprintf("%q is not a valid variable name: use letters, digits and '_', not starting with a digit", clip(k, 80)))
 			continue
-		case k == "CUDA_VISIBLE_DEVICES":
-			ps.addHint(field, "CUDA_VISIBLE_DEVICES is set by the platform to the GPUs of the flavor",
+		case k == "CUDA_VISIBLE_DEVICES" || k == "NVIDIA_VISIBLE_DEVICES":
+			ps.addHint(field, k+" is set by the platform to the GPU devices the job was given",
 				"choose a flavor with the GPUs you need (atelier job flavors)")
 			continue
 		case ReservedEnv(k):
 			ps.addHint(field, fmt.Sprintf("%s is set by the platform", k),
-				"the platform sets MA_*, VC_*, ATELIER_*, AWS_*, S3_ENDPOINT, CUDA_VISIBLE_DEVICES, PYTHONPATH, RANK, WORLD_SIZE, "+
+				"the platform sets MA_*, VC_*, ATELIER_*, AWS_*, S3_ENDPOINT, CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, PYTHONPATH, RANK, WORLD_SIZE, "+
 					"MASTER_ADDR, MASTER_PORT, TMPDIR and PYTHONUNBUFFERED; choose another name")
 			continue
 		}

@@ -252,7 +252,9 @@ func TestNormalizeProblems(t *testing.T) {
 		{name: "env reserved", edit: func(j *api.Job) { j.Algorithm.Environments = map[string]string{"AWS_ACCESS_KEY_ID": "a"} },
 			want: []string{`algorithm.environments["AWS_ACCESS_KEY_ID"]: AWS_ACCESS_KEY_ID is set by the platform`}},
 		{name: "env cuda", edit: func(j *api.Job) { j.Algorithm.Environments = map[string]string{"CUDA_VISIBLE_DEVICES": "0"} },
-			want: []string{"set by the platform to the GPUs of the flavor"}, hint: "atelier job flavors"},
+			want: []string{"CUDA_VISIBLE_DEVICES is set by the platform to the GPU devices the job was given"}, hint: "atelier job flavors"},
+		{name: "env nvidia", edit: func(j *api.Job) { j.Algorithm.Environments = map[string]string{"NVIDIA_VISIBLE_DEVICES": "all"} },
+			want: []string{"NVIDIA_VISIBLE_DEVICES is set by the platform to the GPU devices the job was given"}, hint: "atelier job flavors"},
 		{name: "env dollar", edit: func(j *api.Job) { j.Algorithm.Environments = map[string]string{"P": "$HOME/x"} },
 			want: []string{`algorithm.environments["P"]: the value contains '$'`}},
 		{name: "env count", edit: func(j *api.Job) {
@@ -462,7 +464,7 @@ func TestAnnotationDurations(t *testing.T) {
 
 func TestReservedEnv(t *testing.T) {
 	for k, want := range map[string]bool{"MA_JOB_DIR": true, "VC_TASK_INDEX": true, "ATELIER_X": true, "AWS_REGION": true,
-		"RANK": true, "PYTHONPATH": true, "NCCL_DEBUG": false, "MASTER": false, "ma_x": false} {
+		"RANK": true, "PYTHONPATH": true, "NVIDIA_VISIBLE_DEVICES": true, "NCCL_DEBUG": false, "MASTER": false, "ma_x": false} {
 		if ReservedEnv(k) != want {
 			t.Errorf("ReservedEnv(%q) = %v", k, !want)
 		}

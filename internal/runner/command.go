@@ -122,7 +122,8 @@ func shellQuote(s string) string {
 // Env is user code's complete environment (ARCHITECTURE.md §5), sorted:
 // the platform's variables, then the job's environments, which win over
 // them except for PYTHONPATH, where the job's value comes first and the
-// platform's python dir stays after it.
+// platform's python dir stays after it, and CUDA_VISIBLE_DEVICES and
+// NVIDIA_VISIBLE_DEVICES, which are always the job's own GPU devices.
 func (iv Invocation) Env() []string {
 	l, rj := iv.Layout, iv.Job
 	home := l.View(l.Home)
@@ -167,8 +168,10 @@ func (iv Invocation) Env() []string {
 
 // commonEnv is the environment every workload gets (ARCHITECTURE.md §5):
 // PATH (the venv's bin, the engine interpreter's dir, then basePath or
-// defaultPath), HOME, LANG, PYTHONUNBUFFERED, TMPDIR, CUDA_VISIBLE_DEVICES,
-// the temporary credentials, and VIRTUAL_ENV with a venv.
+// defaultPath), HOME, LANG, PYTHONUNBUFFERED, TMPDIR, CUDA_VISIBLE_DEVICES
+// and NVIDIA_VISIBLE_DEVICES (exactly the GPU devices the server gave the
+// job or instance, "" for none), the temporary credentials, and
+// VIRTUAL_ENV with a venv.
 func commonEnv(engine api.Engine, venv, basePath, home, tmpDir string, gpus []int, c api.RunnerCredentials) map[string]string {
 	var pathDirs []string
 	if venv != "" {
@@ -195,7 +198,8 @@ func commonEnv(engine api.Engine, venv, basePath, home, tmpDir string, gpus []in
 		"LANG":                  "C.UTF-8",
 		"PYTHONUNBUFFERED":      "1",
 		"TMPDIR":                tmpDir,
-		"CUDA_VISIBLE_DEVICES":  strings.Join(devs, ","),
+		gpuEnv:                  strings.Join(devs, ","),
+		nvidiaEnv:               strings.Join(devs, ","),
 		"S3_ENDPOINT":           c.S3Endpoint,
 		"AWS_ENDPOINT_URL":      c.S3Endpoint,
 		"AWS_ACCESS_KEY_ID":     c.AccessKey,
@@ -209,13 +213,23 @@ func commonEnv(engine api.Engine, venv, basePath, home, tmpDir string, gpus []in
 	return env
 }
 
+// The variables that name the GPU devices a workload may use.
+const (
+	gpuEnv    = "CUDA_VISIBLE_DEVICES"
+	nvidiaEnv = "NVIDIA_VISIBLE_DEVICES"
+)
+
 // finishEnv applies the workload's own variables to env — they win, except
-// PYTHONPATH, which comes before the platform's python dir pyPath — and
-// returns the environment sorted.
+// PYTHONPATH, which comes before the platform's python dir pyPath, and the
+// GPU device variables, which stay the devices the server gave it (they
+// are another workload's otherwise) — and returns the environment sorted.
 func finishEnv(env, own map[string]string, pyPath string) []string {
 	for k, v := range own {
-		if k == "PYTHONPATH" {
+		switch k {
+		case "PYTHONPATH":
 			pyPath = strings.Trim(v+":"+pyPath, ":")
+			continue
+		case gpuEnv, nvidiaEnv:
 			continue
 		}
 		env[k] = v

@@ -107,10 +107,12 @@ func (iv InstanceInvocation) Argv() ([]string, error) {
 }
 
 // Env is the model server's complete environment (ARCHITECTURE.md §5),
-// sorted: PATH, HOME, LANG, PYTHONUNBUFFERED, TMPDIR, CUDA_VISIBLE_DEVICES,
-// the temporary credentials, ATELIER_SERVICE_ID, ATELIER_MODEL_ID and
-// ATELIER_INSTANCE_ID, PYTHONPATH with the python/ tree, then the
-// instance's envs, which win except for PYTHONPATH (theirs comes first).
+// sorted: PATH, HOME, LANG, PYTHONUNBUFFERED, TMPDIR, CUDA_VISIBLE_DEVICES
+// and NVIDIA_VISIBLE_DEVICES (the instance's devices; its envs cannot
+// change them), the temporary credentials, ATELIER_SERVICE_ID,
+// ATELIER_MODEL_ID and ATELIER_INSTANCE_ID, PYTHONPATH with the python/
+// tree, then the instance's envs, which win except for PYTHONPATH (theirs
+// comes first).
 func (iv InstanceInvocation) Env() []string {
 	ri, l := iv.Instance, iv.Layout
 	env := commonEnv(ri.Engine, iv.Venv, iv.BasePath, l.View(l.Home), l.View(l.TmpDir()), ri.GPUs, ri.Credentials)

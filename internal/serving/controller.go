@@ -66,7 +66,7 @@ func (s *Service) reconcile(ctx context.Context, count bool) error {
 	if trim {
 		s.purge(all)
 	}
-	s.countGPUs(all)
+	s.syncLedger(all)
 	for _, r := range all {
 		if ctx.Err() != nil {
 			return nil
@@ -111,11 +111,12 @@ func (s *Service) reconcileOne(ctx context.Context, r *record) {
 	for _, in := range r.st.Instances {
 		s.index.Store(in.ID, id)
 	}
-	t := tick{now: s.now(), gone: s.observe(ctx, r), inflight: float64(s.router.InFlight(id))}
+	t := tick{now: s.now(), gone: s.observe(ctx, r), inflight: float64(s.router.InFlight(id)), place: s.peek}
 	if r.spec.Autoscale != nil {
 		st := s.router.Stats(id)
 		t.qps, t.requests = st.QPS, st.Requests
 	}
+	_, t.demand = s.demand.LoadAndDelete(id)
 	// Plan on the listed record first: most passes change nothing, and
 	// then the record is not read again.
 	before := r.fingerprint()
@@ -124,7 +125,7 @@ func (s *Service) reconcileOne(ctx context.Context, r *record) {
 		s.ensureStops(r)
 		return
 	}
-	t.alloc = s.allocGPUs
+	t.place = s.hold
 	var e *effects
 	u, err := s.update(ctx, id, func(u *record) (bool, error) {
 		before := u.fingerprint()
@@ -195,6 +196,7 @@ func (s *Service) observe(ctx context.Context, r *record) map[string]string {
 // apply carries out the effects of a stored change of r.
 func (s *Service) apply(ctx context.Context, r *record, e *effects) {
 	id := r.raw.ID
+	s.noteLedger(r, e.ended)
 	for _, ev := range e.events {
 		s.event(ctx, id, ev)
 	}
@@ -368,7 +370,8 @@ func runnerEnv() []string {
 func route(r *record) gateway.Route {
 	rt := gateway.Route{ServiceID: r.raw.ID, Name: r.spec.ServiceName, OwnerID: r.raw.OwnerID, Status: r.st.Status,
 		Auth: r.spec.Auth, AppCode: r.spec.AppCode, Timeout: time.Duration(r.spec.TimeoutSeconds * float64(time.Second)),
-		MaxBody: r.spec.MaxBodyBytes, Weights: map[string]int{}, StoppedReason: r.st.StoppedReason}
+		MaxBody: r.spec.MaxBodyBytes, Weights: map[string]int{}, StoppedReason: r.st.StoppedReason,
+		ScaleFromZero: r.spec.Autoscale != nil && r.spec.Autoscale.Min == 0}
 	if r.st.Status == api.ServiceFailed && rt.StoppedReason == "" {
 		rt.StoppedReason = r.st.ErrorMsg
 	}
@@ -462,6 +465,7 @@ func (s *Service) forget(id string) {
 	delete(s.published, id)
 	s.router.Remove(id)
 	s.pubMu.Unlock()
+	s.demand.Delete(id)
 	s.countMu.Lock()
 	delete(s.counted, id)
 	s.countMu.Unlock()

@@ -28,14 +28,28 @@
 //     added, extra ones drained (out of the route at once, stopped after
 //     Options.Drain), instances of a changed flavor give way once enough new
 //     ones are ready.
-//   - With autoscale min 0 a model version may scale to zero; the
-//     gateway then answers 503 at once, and the first request brings one
-//     instance back.
+//   - With autoscale min 0 a model version may scale to zero. The route
+//     then has ScaleFromZero: the gateway holds a request that finds no
+//     ready instance (up to the service's timeout) and calls Demand, which
+//     wakes the controller at once; that pass brings every model version
+//     at zero that takes traffic to one instance, with the event "0 → 1
+//     instances (scaled up from 0 on a request)" and no cooldown (it
+//     holds only scaling down). The held request goes to the instance as
+//     soon as it is ready. A version is never scaled to zero while a
+//     request is in flight.
 //   - An instance is one runner (`atelier runner --instance ID`) in
 //     <work_dir>/services/<service id>/<instance id>/, with temporary
 //     credentials that may read obs://atelier-system/models/<model id>/
 //     only, and, for a flavor with GPUs, the devices the fewest instances
-//     use. The gateway routes to it only once it reported Ready.
+//     use among those no training job holds. The gateway routes to it only
+//     once it reported Ready.
+//   - Instances share the machine with training jobs through the capacity
+//     ledger (Options.Ledger, internal/capacity): a due instance starts only
+//     when capacity.Place says its flavor fits; otherwise it stays Pending
+//     (Waiting) with a message naming what it lacks and who holds it, and
+//     waits ahead of every queued job. Every pass syncs the ledger from the
+//     records (started instances hold, wanted pending ones wait), so a
+//     restarted server's ledger is rebuilt from what runs.
 //   - An instance that exits, fails or is lost (silent for LostAfter and
 //     not running by the executor) is replaced after a backoff of 1 s, 2 s,
 //     4 s, … at most 30 s; an instance that was ready for a minute starts
@@ -43,7 +57,9 @@
 //     the service, with error_msg the last failure and the traceback in
 //     the events.
 //   - Status: deploying until an instance is ready, running when every
-//     wanted instance is, concerning in between; stopping until every
+//     wanted instance is, concerning in between; pending while no instance
+//     is ready and none could start for lack of capacity (error_msg says
+//     what the waiting instances wait for, also while concerning); stopping until every
 //     instance has ended, then stopped; failed; deleting until the last
 //     instance ended, then the service is removed.
 //   - The stop schedule ({"type":"stop","time_unit":…,"duration":…}, time

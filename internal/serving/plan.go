@@ -5,11 +5,13 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/capacity"
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/serving/autoscale"
 )
@@ -36,8 +38,13 @@ type tick struct {
 	inflight float64 // requests in flight or queued at the gateway
 	qps      float64
 	requests int64 // the gateway's request count of the service
-	// alloc picks GPU devices for a starting instance; nil on a dry run.
-	alloc func(n int) []int
+	// demand: a request waits at the gateway for an instance of the
+	// service scaled to zero (Service.Demand).
+	demand bool
+	// place decides whether a due instance fits in the machine's capacity
+	// and on which GPU devices: it records the hold (Service.hold), or
+	// only looks on a dry run (Service.peek).
+	place func(capacity.Request) capacity.Placement
 	// gone are instances whose runner ended without a report: lost, or
 	// stopped through the executor. The value says how.
 	gone map[string]string
@@ -86,8 +93,10 @@ func backoff(failures int) time.Duration {
 // nextStatus is a service's status from what its instances are doing:
 // stopping becomes stopped once no instance is left; deploying until an
 // instance is ready, running once every wanted instance is, concerning
-// in between. Stopped, failed and deleting are left alone.
-func nextStatus(cur string, desired, ready, instances int, everReady bool) string {
+// in between; pending while no instance is ready and blocked: every
+// wanted instance that is not running waits for capacity, none started.
+// Stopped, failed and deleting are left alone.
+func nextStatus(cur string, desired, ready, instances int, everReady, blocked bool) string {
 	switch cur {
 	case api.ServiceStopping:
 		if instances == 0 {
@@ -100,6 +109,8 @@ func nextStatus(cur string, desired, ready, instances int, everReady bool) strin
 	switch {
 	case ready >= desired:
 		return api.ServiceRunning
+	case ready == 0 && blocked:
+		return api.ServicePending
 	case ready == 0 && !everReady:
 		return api.ServiceDeploying
 	}
@@ -207,13 +218,15 @@ func (s *Service) plan(r *record, t tick) *effects {
 		case in.Stop && in.Phase != PhaseStopping && (rt != nil && rt.Handle != "") && now >= in.StopAfter:
 			in.Phase = PhaseStopping
 		case !in.Stop && in.Phase == PhasePending && now >= in.NotBefore:
+			p := t.place(s.request(r, in))
+			if !p.Fits {
+				s.wait(&in, p, e)
+				break
+			}
 			token, hash := newToken()
 			dir := filepath.Join(s.o.WorkDir, "services", r.raw.ID, in.ID)
-			r.rt.Instances[in.ID] = &instanceRuntime{Dir: dir, TokenHash: hash}
-			if f, ok := s.flavor(in.Flavor); ok && f.GPU > 0 && t.alloc != nil {
-				r.rt.Instances[in.ID].GPUs = t.alloc(f.GPU)
-			}
-			in.Phase, in.StartTime, in.Message = PhaseStarting, now, ""
+			r.rt.Instances[in.ID] = &instanceRuntime{Dir: dir, TokenHash: hash, GPUs: p.GPUs}
+			in.Phase, in.StartTime, in.Message, in.Waiting = PhaseStarting, now, "", false
 			e.launches = append(e.launches, launch{id: in.ID, modelID: in.ModelID, flavor: in.Flavor, token: token, dir: dir})
 		}
 		kept = append(kept, in)
@@ -243,13 +256,14 @@ func (s *Service) autoscale(r *record, t tick, e *effects) {
 		if t.requests < sc.Requests {
 			sc.Requests = t.requests // the gateway's figures started over
 		}
-		if cur == 0 && t.requests > sc.Requests && as.Max > 0 {
-			// Scaled to zero, the gateway answers 503 at once and sees no
-			// load in flight: a request is the load.
+		if cur == 0 && as.Max > 0 && ((t.demand && share > 0) || t.requests > sc.Requests) {
+			// Scaled to zero: a request waiting at the gateway (or one
+			// answered since) brings one instance back at once, whatever
+			// the load figures say; the cooldown holds only scaling down.
 			r.st.Desired[c.ModelID] = 1
 			sc.LastScale, sc.LowSince = ms(t.now), 0
 			r.st.Scale[c.ModelID] = sc
-			e.events = append(e.events, info("Autoscaler", fmt.Sprintf("model %s: 0 → 1 instances (a request arrived)", c.ModelID)))
+			e.events = append(e.events, info("Autoscaler", fmt.Sprintf("model %s: 0 → 1 instances (scaled up from 0 on a request)", c.ModelID)))
 			continue
 		}
 		d := autoscale.Decide(autoscale.Snapshot{Current: cur, Min: as.Min, Max: as.Max,
@@ -266,43 +280,6 @@ func (s *Service) autoscale(r *record, t tick, e *effects) {
 		}
 		sc.LowSince = ms(d.LowSince)
 		r.st.Scale[c.ModelID] = sc
-	}
-}
-
-// allocGPUs picks the n GPU devices the fewest instances use (sharing
-// them when there are not enough).
-func (s *Service) allocGPUs(n int) []int {
-	s.gpuMu.Lock()
-	defer s.gpuMu.Unlock()
-	if len(s.gpuUse) == 0 {
-		return nil
-	}
-	idx := make([]int, len(s.gpuUse))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return s.gpuUse[idx[a]] < s.gpuUse[idx[b]] })
-	out := slices.Clone(idx[:min(n, len(idx))])
-	for _, d := range out {
-		s.gpuUse[d]++
-	}
-	sort.Ints(out)
-	return out
-}
-
-// countGPUs recounts which devices the instances of every service use.
-func (s *Service) countGPUs(all []*record) {
-	s.gpuMu.Lock()
-	defer s.gpuMu.Unlock()
-	clear(s.gpuUse)
-	for _, r := range all {
-		for _, rt := range r.rt.Instances {
-			for _, d := range rt.GPUs {
-				if d >= 0 && d < len(s.gpuUse) {
-					s.gpuUse[d]++
-				}
-			}
-		}
 	}
 }
 
@@ -402,7 +379,26 @@ func (s *Service) settle(r *record, e *effects) {
 			}
 		}
 	}
-	next := nextStatus(r.st.Status, desired, ready, len(r.st.Instances), r.st.EverReady)
+	started, blocked := 0, false
+	for _, in := range r.st.Instances {
+		switch {
+		case in.Stop:
+		case in.Phase != PhasePending:
+			started++
+		case in.Waiting:
+			blocked = true
+		}
+	}
+	next := nextStatus(r.st.Status, desired, ready, len(r.st.Instances), r.st.EverReady, blocked && started == 0)
+	// While the service wants instances, error_msg says what those that
+	// wait for capacity wait for; it goes when none waits, or the service
+	// stops (a failure's message is left alone).
+	switch {
+	case active(next):
+		r.st.ErrorMsg = waitingMsg(r, desired)
+	case strings.HasPrefix(r.st.ErrorMsg, waitingPrefix):
+		r.st.ErrorMsg = ""
+	}
 	if next == r.st.Status {
 		return
 	}
@@ -410,6 +406,11 @@ func (s *Service) settle(r *record, e *effects) {
 	switch next {
 	case api.ServiceRunning, api.ServiceConcerning:
 		msg += fmt.Sprintf(" (%d of %d instances ready)", ready, desired)
+		if r.st.ErrorMsg != "" {
+			msg += "; " + r.st.ErrorMsg
+		}
+	case api.ServicePending:
+		msg += ": " + r.st.ErrorMsg
 	case api.ServiceStopped:
 		if r.st.StoppedReason != "" {
 			msg += ": " + r.st.StoppedReason

@@ -13,24 +13,31 @@ func TestNextStatus(t *testing.T) {
 	tests := []struct {
 		cur                       string
 		desired, ready, instances int
-		everReady                 bool
+		everReady, blocked        bool
 		want                      string
 	}{
-		{api.ServiceDeploying, 2, 0, 2, false, api.ServiceDeploying},
-		{api.ServiceDeploying, 2, 1, 2, false, api.ServiceConcerning},
-		{api.ServiceDeploying, 2, 2, 2, false, api.ServiceRunning},
-		{api.ServiceRunning, 2, 1, 2, true, api.ServiceConcerning},
-		{api.ServiceRunning, 2, 0, 2, true, api.ServiceConcerning},
-		{api.ServiceConcerning, 2, 3, 3, true, api.ServiceRunning},
-		{api.ServiceRunning, 0, 0, 0, true, api.ServiceRunning}, // scaled to zero
-		{api.ServiceStopping, 0, 0, 1, true, api.ServiceStopping},
-		{api.ServiceStopping, 0, 0, 0, true, api.ServiceStopped},
-		{api.ServiceStopped, 2, 0, 0, false, api.ServiceStopped},
-		{api.ServiceFailed, 2, 0, 1, false, api.ServiceFailed},
-		{api.ServiceDeleting, 2, 0, 0, false, api.ServiceDeleting},
+		{api.ServiceDeploying, 2, 0, 2, false, false, api.ServiceDeploying},
+		{api.ServiceDeploying, 2, 1, 2, false, false, api.ServiceConcerning},
+		{api.ServiceDeploying, 2, 2, 2, false, false, api.ServiceRunning},
+		{api.ServiceRunning, 2, 1, 2, true, false, api.ServiceConcerning},
+		{api.ServiceRunning, 2, 0, 2, true, false, api.ServiceConcerning},
+		{api.ServiceConcerning, 2, 3, 3, true, false, api.ServiceRunning},
+		{api.ServiceRunning, 0, 0, 0, true, false, api.ServiceRunning}, // scaled to zero
+		{api.ServiceStopping, 0, 0, 1, true, false, api.ServiceStopping},
+		{api.ServiceStopping, 0, 0, 0, true, false, api.ServiceStopped},
+		{api.ServiceStopped, 2, 0, 0, false, false, api.ServiceStopped},
+		{api.ServiceFailed, 2, 0, 1, false, false, api.ServiceFailed},
+		{api.ServiceDeleting, 2, 0, 0, false, false, api.ServiceDeleting},
+		// Blocked: every wanted instance not running waits for capacity.
+		{api.ServiceDeploying, 2, 0, 2, false, true, api.ServicePending},
+		{api.ServiceRunning, 1, 0, 1, true, true, api.ServicePending},
+		{api.ServicePending, 1, 1, 1, false, false, api.ServiceRunning},
+		{api.ServicePending, 2, 1, 2, true, true, api.ServiceConcerning}, // one runs, one waits
+		{api.ServicePending, 1, 0, 1, false, false, api.ServiceDeploying},
+		{api.ServiceStopping, 1, 0, 1, false, true, api.ServiceStopping},
 	}
 	for _, tt := range tests {
-		if got := nextStatus(tt.cur, tt.desired, tt.ready, tt.instances, tt.everReady); got != tt.want {
+		if got := nextStatus(tt.cur, tt.desired, tt.ready, tt.instances, tt.everReady, tt.blocked); got != tt.want {
 			t.Errorf("nextStatus(%+v) = %s, want %s", tt, got, tt.want)
 		}
 	}

@@ -104,9 +104,14 @@ type Options struct {
 	Flavors []api.Flavor
 	Engines []api.Engine
 	Sandbox string
-	// GPUs is how many GPU devices instances share (default: the most any
-	// flavor has); an instance of a flavor with n GPUs gets the n devices
-	// the fewest instances use.
+	// Ledger is the machine's capacity, shared with training jobs: an
+	// instance starts only when its flavor fits, on GPU devices no job
+	// holds (capacity.Place). Default: a ledger of this service alone with
+	// unlimited CPU and memory and GPUs devices.
+	Ledger Ledger
+	// GPUs is how many GPU devices instances share without a Ledger
+	// (default: the most any flavor has); an instance of a flavor with n
+	// GPUs gets the n devices the fewest instances use.
 	GPUs int
 	// SandboxError is why the configured sandbox cannot work here; deploys
 	// are refused while it is set.
@@ -157,9 +162,9 @@ type Service struct {
 	stopping sync.Map // instance id → struct{}: an executor Stop is under way
 	stopped  sync.Map // instance id → string: the executor stopped it (the message)
 	removing sync.Map // service id → struct{}: its removal is under way
+	demand   sync.Map // service id → struct{}: a request waits at the gateway for an instance (Demand)
 
-	gpuMu  sync.Mutex
-	gpuUse []int // instances per GPU device
+	ledger Ledger // the machine's capacity, shared with training jobs
 
 	pubMu     sync.Mutex
 	published map[string]int64 // service id → record version of the route last set
@@ -201,9 +206,12 @@ func New(store Store, models Models, creds Credentials, authz Authorizer, ex exe
 			opt.GPUs = max(opt.GPUs, f.GPU)
 		}
 	}
+	if opt.Ledger == nil {
+		opt.Ledger = soleLedger(opt.GPUs)
+	}
 	return &Service{store: store, models: models, creds: creds, authz: authz, exec: ex, router: router, o: opt,
 		log: opt.Logger, system: system, kick: make(chan struct{}, 1), published: map[string]int64{}, counted: map[string]counted{},
-		gpuUse: make([]int, opt.GPUs)}
+		ledger: opt.Ledger}
 }
 
 // state is the observed state of a service (the record's State document).
@@ -252,6 +260,9 @@ type instance struct {
 	ReadyTime int64  `json:"ready_time,omitempty"` // ms
 	Stop      bool   `json:"stop,omitempty"`       // it is no longer wanted
 	StopAfter int64  `json:"stop_after,omitempty"` // ms: drained until then, then stopped
+	// Waiting: it is due to start but waits for capacity (Message says
+	// what for).
+	Waiting bool `json:"waiting,omitempty"`
 }
 
 // endedInstance is what is remembered of an instance that ended.
@@ -495,6 +506,16 @@ func (s *Service) Kick() {
 	}
 }
 
+// Demand tells the controller that a request waits at the gateway for an
+// instance of a service scaled to zero (gateway.Options.Demand): the pass
+// it wakes at once brings each model version of the service at zero
+// instances that takes traffic to one, without waiting for a cooldown. It
+// does not block.
+func (s *Service) Demand(serviceID string) {
+	s.demand.Store(serviceID, struct{}{})
+	s.Kick()
+}
+
 func (s *Service) flavor(id string) (api.Flavor, bool) {
 	for _, f := range s.o.Flavors {
 		if f.ID == id {
@@ -552,7 +573,7 @@ func (s *Service) Deploy(ctx context.Context, p *auth.Principal, req *api.Deploy
 	if err := s.authz.Authorize(p, "service", "Create", auth.Resource("service", "*"), p.User.ID, nil); err != nil {
 		return nil, err
 	}
-	spec, err := Normalize(req, Env{Flavors: s.o.Flavors})
+	spec, err := Normalize(req, s.validationEnv())
 	if err != nil {
 		return nil, err
 	}
@@ -690,7 +711,7 @@ func (s *Service) Update(ctx context.Context, p *auth.Principal, id string, req 
 			}
 		}
 	}
-	spec, err := Normalize(next, Env{Flavors: s.o.Flavors})
+	spec, err := Normalize(next, s.validationEnv())
 	if err != nil {
 		return nil, err
 	}
@@ -803,7 +824,7 @@ func (s *Service) start(ctx context.Context, p *auth.Principal, id string) (*api
 	r, err := s.update(ctx, id, func(u *record) (bool, error) {
 		switch u.st.Status {
 		case api.ServiceStopped, api.ServiceFailed:
-		case api.ServiceDeploying, api.ServiceRunning, api.ServiceConcerning:
+		case api.ServiceDeploying, api.ServiceRunning, api.ServiceConcerning, api.ServicePending:
 			return false, nil
 		default:
 			return false, errs.E(op, errs.Conflict, CodeStatus, fmt.Sprintf("service %s is %s", u.spec.ServiceName, u.st.Status),

@@ -583,7 +583,7 @@ func TestStatsAndCounts(t *testing.T) {
 func TestGPUInstancesGetTheLeastUsedDevices(t *testing.T) {
 	e := newEnv(t)
 	e.s.o.Flavors = append(e.s.o.Flavors, api.Flavor{ID: "gpu.1", CPU: 1, GPU: 1})
-	e.s.gpuUse = make([]int, 2)
+	e.s.ledger = soleLedger(2)
 	id := e.deploy(api.DeployRequest{ServiceName: "g", Config: []api.ServiceConfig{{ModelID: "m1", Specification: "gpu.1", InstanceCount: 3}}}).ServiceID
 	e.tick()
 	count := map[int]int{}
@@ -632,7 +632,7 @@ func TestScaleFromZeroOnARequest(t *testing.T) {
 	if n := len(e.instances(id, PhaseStarting)); n != 1 {
 		t.Fatalf("a request did not bring an instance back: %+v", e.get(id).Instances)
 	}
-	if !strings.Contains(e.events(id), "0 → 1 instances (a request arrived)") {
+	if !strings.Contains(e.events(id), "0 → 1 instances (scaled up from 0 on a request)") {
 		t.Errorf("events:\n%s", e.events(id))
 	}
 }

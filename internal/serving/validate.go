@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/capacity"
 	"github.com/atelier-dev/atelier/internal/errs"
 )
 
@@ -37,6 +38,9 @@ var (
 // Env is what validation needs to know about the server.
 type Env struct {
 	Flavors []api.Flavor
+	// Capacity, when set, is the whole machine: a flavor larger than it
+	// can never start and is refused.
+	Capacity *capacity.Capacity
 }
 
 // Time units of a stop schedule: ModelArts' MINUTES, HOURS and DAYS, and
@@ -144,6 +148,13 @@ func normalizeConfig(op errs.Op, in []api.ServiceConfig, as *api.Autoscale, env 
 				fmt.Sprintf("%s.specification %q is not a flavor of this server; flavors: %s", field, o.Specification, flavorList(env.Flavors)),
 				errs.Hint("`atelier job flavors` lists them; leave it out for the first"))
 		}
+		if env.Capacity != nil {
+			if why := tooBig(flavorByID(env.Flavors, o.Specification), *env.Capacity); why != "" {
+				return nil, errs.E(op, errs.Invalid, CodeFlavor,
+					fmt.Sprintf("%s.specification %s is larger than this machine can run (%s)", field, o.Specification, why),
+					errs.Hint("`atelier job flavors` lists the flavors; choose one that fits"))
+			}
+		}
 		switch {
 		case as != nil:
 			if o.InstanceCount == 0 {
@@ -162,10 +173,11 @@ func normalizeConfig(op errs.Op, in []api.ServiceConfig, as *api.Autoscale, env 
 		if len(c.Envs) > 0 {
 			o.Envs = map[string]string{}
 			for k, v := range c.Envs {
-				if !envRe.MatchString(k) || strings.HasPrefix(k, "ATELIER_") || strings.HasPrefix(k, "AWS_") || k == "S3_ENDPOINT" {
+				if !envRe.MatchString(k) || strings.HasPrefix(k, "ATELIER_") || strings.HasPrefix(k, "AWS_") || k == "S3_ENDPOINT" ||
+					k == "CUDA_VISIBLE_DEVICES" || k == "NVIDIA_VISIBLE_DEVICES" {
 					return nil, errs.E(op, errs.Invalid, CodeEnvs,
 						fmt.Sprintf("%s.envs: %q is not a variable a service may set", field, k),
-						errs.Hint("names are letters, digits and '_'; ATELIER_*, AWS_* and S3_ENDPOINT are set by the platform"))
+						errs.Hint("names are letters, digits and '_'; ATELIER_*, AWS_*, S3_ENDPOINT, CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES are set by the platform"))
 				}
 				o.Envs[k] = v
 			}
@@ -194,6 +206,15 @@ func hasFlavor(fs []api.Flavor, id string) bool {
 		}
 	}
 	return false
+}
+
+func flavorByID(fs []api.Flavor, id string) api.Flavor {
+	for _, f := range fs {
+		if f.ID == id {
+			return f
+		}
+	}
+	return api.Flavor{}
 }
 
 func flavorList(fs []api.Flavor) string {

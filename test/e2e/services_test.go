@@ -615,7 +615,9 @@ func TestServiceSelfHealsUnderLoad(t *testing.T) {
 }
 
 func TestServiceAutoscalesUpAndDown(t *testing.T) {
-	s := startServiceServer(t)
+	// Three cpu.1 instances must fit in the capacity jobs and services
+	// share, whatever the core count of the test machine.
+	s := startCapacityServer(t, "capacity: {cpu: 4}\n")
 	model := s.echoModel("echo", "1.0.0")
 	v := s.deploy("--name", "elastic", "--model", model, "--autoscale", "min=1,max=3,target-inflight=1,cooldown=3s")
 	v = s.waitRunning(v.ServiceID)

@@ -93,6 +93,11 @@ func Decide(s Snapshot) Decision {
 		return Decision{Desired: min(want, hi), Reason: "up: " + why}
 	}
 	if need < cur && cur > lo {
+		if cur == 1 && load > 0 {
+			// Never down to zero while a request is in flight (a QPS
+			// target alone may ask for it): it would lose its instance.
+			return Decision{Desired: cur}
+		}
 		low := s.LowSince
 		if low.IsZero() || low.After(s.Now) {
 			low = s.Now

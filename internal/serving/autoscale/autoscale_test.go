@@ -60,6 +60,9 @@ func TestDecide(t *testing.T) {
 		{"one fewer would be over target: stay", Snapshot{Current: 2, Min: 1, Max: 4, InFlight: 2.5, Now: t0, LastScale: long, LowSince: long}, 2, false},
 		{"zero instances, no load", Snapshot{Current: 0, Min: 0, Max: 4, Now: t0}, 0, false},
 		{"zero instances, load", Snapshot{Current: 0, Min: 0, Max: 4, InFlight: 1, Now: t0}, 1, false},
+		{"zero instances, load, scaled recently", Snapshot{Current: 0, Min: 0, Max: 4, InFlight: 1, Now: t0, LastScale: t0, Cooldown: time.Hour}, 1, false},
+		{"qps target: down to zero when idle", Snapshot{Current: 1, Min: 0, Max: 4, TargetQPS: 5, Now: t0, LastScale: long, LowSince: long}, 0, false},
+		{"qps target: not to zero with a request in flight", Snapshot{Current: 1, Min: 0, Max: 4, InFlight: 1, TargetQPS: 5, Now: t0, LastScale: long, LowSince: long}, 1, false},
 		{"negative load is none", Snapshot{Current: 1, Min: 1, Max: 4, InFlight: -3, QPS: -1, Now: t0}, 1, false},
 		{"LowSince in the future is now", Snapshot{Current: 2, Min: 1, Max: 4, Now: t0, LowSince: t0.Add(time.Hour)}, 2, true},
 	}

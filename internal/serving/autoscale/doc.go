@@ -14,6 +14,9 @@
 //   - down: one instance at a time, and only when one fewer instance would
 //     still carry the load at or below the target, that has been so for the
 //     whole cooldown, and the last change is at least the cooldown ago;
+//   - never down to zero while a request is in flight; from zero, any load
+//     brings one instance back at once (a request held by the gateway for a
+//     service scaled to zero is in flight);
 //   - the result is always within Min..Max (a count outside is corrected at
 //     once).
 //

@@ -25,7 +25,7 @@ const (
 	CodeNoInstance      errs.Code = "ATL.GW.0031" // 503: no ready instance
 	CodeBusy            errs.Code = "ATL.GW.0032" // 503: every instance is at its concurrency limit and none freed up in time
 	CodeNotRunning      errs.Code = "ATL.GW.0033" // 503: the service is failed or being deleted
-	CodeTimeout         errs.Code = "ATL.GW.0040" // 504: no answer within the service's timeout
+	CodeTimeout         errs.Code = "ATL.GW.0040" // 504: no answer within the service's timeout (scaling from zero: no instance ready within it)
 	CodeInstanceFailed  errs.Code = "ATL.GW.0041" // 502: the instance could not be reached or broke the connection before answering (after the retry)
 	CodeAuthUnavailable errs.Code = "ATL.GW.0005" // 503: the token could not be checked (the auth store does not answer)
 )

@@ -9,8 +9,9 @@
 //
 //  1. is matched to its service (by id, or by name for v2) and turned away
 //     with a JSON error when the service is stopped (503, with the reason),
-//     has no ready instance (503), or the caller is not let in (401/403 by
-//     the service's auth mode: token, appcode or none);
+//     has no ready instance (503, but see scale from zero below), or the
+//     caller is not let in (401/403 by the service's auth mode: token,
+//     appcode or none);
 //  2. has its body read into memory up to the route's MaxBody (413 beyond,
 //     checked on Content-Length up front and counted for chunked bodies), so
 //     it can be sent again;
@@ -26,6 +27,20 @@
 //  5. is answered 504 with a JSON body when the route's timeout (default
 //     40 s, counted from the request's arrival) passes first.
 //
+// Scale from zero, as Knative's activator: when the route has
+// ScaleFromZero (autoscale min 0) and the service, not stopped, failed or
+// being deleted, has no ready instance of the model version the request
+// may go to, the request is held instead of answered 503. It counts in
+// InFlight from its arrival, Options.Demand is told at once (the
+// controller starts an instance without waiting for its next tick), and it
+// waits on the service's wait queue, which every Set and Remove wakes: at
+// the first route with a ready instance it is forwarded as any other
+// request (and waits for a free slot from then on). A route update that
+// stops, fails or deletes the service ends the wait with that 503 or 404
+// at once; the timeout ends it with a 504 saying that no instance became
+// ready. The wait counts in the request's latency; Stats counts the held
+// requests as cold_starts.
+//
 // Instances are called with the gateway's own keep-alive HTTP/1.1 client
 // (upstream.go) rather than net/http.Transport: the request is written and
 // the response read on the handler's goroutine, with no goroutine handoffs
@@ -34,6 +49,25 @@
 // arrived. A client that goes away does not free its instance slot before
 // the instance answers (or the timeout passes): the instance is still busy
 // with the request, and the slot counts that.
+//
+// The server does not serve the gateway from net/http alone: a Front
+// (front.go, fast.go) accepts the API listener's connections and answers
+// plain inference requests — HTTP/1.1, a path under /v1/infers/ or /v2/,
+// a Content-Length body of at most 1 MiB, no Expect, Upgrade or
+// Transfer-Encoding, a clean head — with its own HTTP/1.1 loop, calling
+// ServeHTTP with its own ResponseWriter. Anything else, and every later
+// request of that connection, goes to the API's net/http server with the
+// bytes already read (which serves inference too, through the same
+// ServeHTTP). The loop runs a connection inside one RawConn.Read call, so
+// it waits for readiness instead of trying reads that fail with EAGAIN, and
+// makes its reads and writes as raw non-blocking system calls, so the
+// scheduler does not hand its P to another thread when the kernel runs the
+// woken peer first; the instance side writes a request and waits for the
+// answer the same way. A request then costs a read and a write on each
+// side, as in nginx, instead of net/http's eight system calls and a
+// background read. Differences from net/http on the loop: a client that
+// goes away is noticed (and counted as 499) only for requests that took at
+// least 20 ms, and request contexts are never cancelled.
 //
 // Every response carries X-Request-Id and, when an instance answered,
 // X-Atelier-Instance and X-Atelier-Model. Per-service figures (requests,

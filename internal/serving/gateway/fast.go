@@ -86,7 +86,6 @@ func newFConn(f *Front, c *net.TCPConn) (*fconn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.SetNoDelay(true)
 	fc := &fconn{f: f, c: c, rc: rc, remote: c.RemoteAddr().String(), buf: make([]byte, 0, fastBufSize)}
 	fc.rw.fc = fc
 	fc.rw.h = make(http.Header, 8)

@@ -58,6 +58,12 @@ type Options struct {
 	// DownFor is how long an instance that refused a connection is skipped
 	// while another one is up (default 2 s).
 	DownFor time.Duration
+	// Demand is told, on the request's goroutine, each time a request
+	// starts to wait for an instance of a service scaled to zero
+	// (Route.ScaleFromZero), so that the controller starts one at once
+	// rather than at its next tick. It must not block. nil: nobody is told
+	// (the request still counts in InFlight).
+	Demand func(serviceID string)
 }
 
 // Gateway routes inference requests to service instances. Its methods are
@@ -134,6 +140,7 @@ func (g *Gateway) Set(r Route) {
 	for _, q := range svc.waits {
 		q.signalAll()
 	}
+	svc.cold.signalAll()
 }
 
 // Remove drops the route of a service and its figures.
@@ -153,6 +160,7 @@ func (g *Gateway) Remove(serviceID string) {
 	for _, q := range svc.waits {
 		q.signalAll()
 	}
+	svc.cold.signalAll()
 }
 
 // Stats are the figures of a service (zero for an unknown one).
@@ -291,23 +299,13 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt *route, t tar
 			return fail(e)
 		}
 	}
-	if e := rt.unavailable(); e != nil {
+	grp, e := rt.target(t.version)
+	if e != nil {
 		return fail(e)
 	}
-	grp := (*group)(nil)
-	if t.version != "" {
-		if grp = rt.byModel[t.version]; grp == nil {
-			if !contains(rt.versions, t.version) {
-				return fail(noVersion(rt, t.version))
-			}
-			return fail(&gwError{http.StatusServiceUnavailable, CodeNoInstance,
-				fmt.Sprintf("model version %s of service %s has no ready instance", t.version, rt.name()), waitHint(rt)})
-		}
-	} else if grp = rt.pick(); grp == nil {
-		return fail(&gwError{http.StatusServiceUnavailable, CodeNoInstance,
-			fmt.Sprintf("service %s has no ready instance of a model version with a weight above 0", rt.name()), waitHint(rt)})
+	if grp != nil {
+		res.model = grp.stats
 	}
-	res.model = grp.stats
 
 	body, buf, e := readBody(r, rt.maxBody)
 	if buf != nil {
@@ -321,14 +319,121 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt *route, t tar
 	if t.kind != pathInfer {
 		fwd = r.URL.EscapedPath()
 	}
-	return g.forward(w, r, rt, grp, res, body, fwd, rid, start, start.Add(rt.timeout))
+	deadline, queued := start.Add(rt.timeout), start
+	if grp == nil {
+		// Scaled to zero: wait for an instance to become ready.
+		if rt, grp, e = g.awaitInstance(r.Context(), rt, t.version, deadline); e != nil {
+			switch e.status {
+			case 0: // the client went away
+				res.code = 499
+				return res
+			case http.StatusGatewayTimeout:
+				rt.svc.timeouts.Add(1)
+			}
+			return fail(e)
+		}
+		queued = time.Now() // the wait for a free slot starts now
+	}
+	return g.forward(w, r, rt, grp, res, body, fwd, rid, queued, deadline)
+}
+
+// target is the model version a request goes to: the one it names, else
+// one chosen by weight. It returns neither a group nor an error when the
+// request is to wait for an instance of a service scaled to zero.
+func (rt *route) target(version string) (*group, *gwError) {
+	if e := rt.unavailable(); e != nil {
+		if e.code == CodeNoInstance && rt.scalesFromZero(version) {
+			return nil, nil
+		}
+		return nil, e
+	}
+	if version != "" {
+		if grp := rt.byModel[version]; grp != nil {
+			return grp, nil
+		}
+		if !contains(rt.versions, version) {
+			return nil, noVersion(rt, version)
+		}
+		if rt.scalesFromZero(version) {
+			return nil, nil
+		}
+		return nil, &gwError{http.StatusServiceUnavailable, CodeNoInstance,
+			fmt.Sprintf("model version %s of service %s has no ready instance", version, rt.name()), waitHint(rt)}
+	}
+	if grp := rt.pick(); grp != nil {
+		return grp, nil
+	}
+	if rt.scalesFromZero("") {
+		return nil, nil
+	}
+	return nil, &gwError{http.StatusServiceUnavailable, CodeNoInstance,
+		fmt.Sprintf("service %s has no ready instance of a model version with a weight above 0", rt.name()), waitHint(rt)}
+}
+
+// scalesFromZero reports whether a request for version ("": any) that
+// finds no ready instance waits for one: the service scales from zero, its
+// status lets traffic in, and the version takes a share of the traffic
+// (the controller starts instances of those only).
+func (rt *route) scalesFromZero(version string) bool {
+	if !rt.cfg.ScaleFromZero {
+		return false
+	}
+	switch rt.cfg.Status {
+	case api.ServiceStopped, api.ServiceStopping, api.ServiceDeleting, api.ServiceFailed:
+		return false
+	}
+	if version == "" {
+		return true
+	}
+	return contains(rt.versions, version) && (len(rt.cfg.Weights) == 0 || rt.cfg.Weights[version] > 0)
+}
+
+// awaitInstance holds a request for a service scaled to zero until a model
+// version it may go to has a ready instance, telling Options.Demand first.
+// It follows route updates: a service stopped, failed, deleted or no longer
+// scaling from zero meanwhile ends the wait with that error at once. The
+// wait ends with a 504 at deadline, and with an error of status 0 when the
+// client goes away.
+func (g *Gateway) awaitInstance(ctx context.Context, rt *route, version string, deadline time.Time) (*route, *group, *gwError) {
+	q := rt.svc.cold
+	rt.svc.coldStarts.Add(1)
+	if g.o.Demand != nil {
+		g.o.Demand(rt.cfg.ServiceID)
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		// The update channel is taken before the table is read: an update
+		// after this point closes it.
+		upd := q.updated()
+		cur := g.table.Load().byID[rt.cfg.ServiceID]
+		if cur == nil {
+			return rt, nil, &gwError{http.StatusNotFound, CodeNoService, fmt.Sprintf("service %s was deleted", rt.name()), ""}
+		}
+		rt = cur
+		if grp, e := rt.target(version); grp != nil || e != nil {
+			return rt, grp, e
+		}
+		select {
+		case <-upd:
+		case <-timer.C:
+			return rt, nil, &gwError{http.StatusGatewayTimeout, CodeTimeout,
+				fmt.Sprintf("no instance became ready within %s while the service scaled up from zero", rt.timeout),
+				fmt.Sprintf("the first request after a scale to zero waits for an instance to start: keep one running with "+
+					"`atelier service update %s --autoscale min=1,max=N`, or deploy with a longer --timeout; "+
+					"`atelier service events %s` shows the start", rt.cfg.ServiceID, rt.cfg.ServiceID)}
+		case <-ctx.Done():
+			return rt, nil, &gwError{} // the client went away
+		}
+	}
 }
 
 // forward sends the request to an instance of grp, once more to another
-// one after a connection failure, and copies the response.
+// one after a connection failure, and copies the response. The request
+// waits for a free slot for QueueTimeout from queued at most.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt *route, grp *group,
-	res result, body []byte, fwd, rid string, start, deadline time.Time) result {
-	queueUntil := start.Add(g.o.QueueTimeout)
+	res result, body []byte, fwd, rid string, queued, deadline time.Time) result {
+	queueUntil := queued.Add(g.o.QueueTimeout)
 	if queueUntil.After(deadline) {
 		queueUntil = deadline
 	}
@@ -560,8 +665,11 @@ func (rt *route) unavailable() *gwError {
 		if status == "" {
 			status = "unknown"
 		}
-		return &gwError{http.StatusServiceUnavailable, CodeNoInstance,
-			fmt.Sprintf("service %s has no ready instance (status %s)", rt.name(), status), waitHint(rt)}
+		msg := fmt.Sprintf("service %s has no ready instance (status %s)", rt.name(), status)
+		if rt.scalesFromZero("") {
+			msg += "; it scales from zero: an inference request waits for one to start"
+		}
+		return &gwError{http.StatusServiceUnavailable, CodeNoInstance, msg, waitHint(rt)}
 	}
 	return nil
 }

@@ -29,6 +29,10 @@ type Route struct {
 	Weights       map[string]int // model id → weight; empty: equal weights
 	Backends      []Backend      // ready instances only
 	StoppedReason string
+	// ScaleFromZero (autoscale min 0): a request that finds no ready
+	// instance waits for one, up to Timeout from its arrival, instead of a
+	// 503, and Options.Demand is told.
+	ScaleFromZero bool
 }
 
 // Defaults of a Route and of Options.

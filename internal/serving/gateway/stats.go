@@ -31,7 +31,13 @@ type svcState struct {
 	lat      latRing
 	hist     histogram
 
+	coldStarts atomic.Int64 // requests that waited for an instance of the service scaled to zero
+
 	none *modelStats // requests answered before a model version was chosen
+
+	// cold wakes the requests waiting for an instance of the service
+	// scaled to zero at every route update.
+	cold *waitq
 
 	// Guarded by Gateway.mu: replaced by Set, read under it.
 	models   map[string]*modelStats
@@ -43,6 +49,7 @@ func newSvcState(id string) *svcState {
 	return &svcState{
 		id:       id,
 		none:     &modelStats{},
+		cold:     newWaitq(),
 		models:   map[string]*modelStats{},
 		waits:    map[string]*waitq{},
 		backends: map[string]*backend{},
@@ -233,6 +240,8 @@ func (s *svcState) stats(mu *sync.Mutex, now time.Time) api.ServiceStats {
 		"busy":     float64(s.busy.Load()),
 		"timeouts": float64(s.timeouts.Load()),
 		"aborted":  float64(s.aborted.Load()),
+		// requests that waited for an instance of the service scaled to zero
+		"cold_starts": float64(s.coldStarts.Load()),
 	}
 	return st
 }

@@ -1,0 +1,429 @@
+package capacity
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/atelier-dev/atelier/internal/api"
+)
+
+// Kind is what holds or waits for capacity.
+type Kind string
+
+// Kinds of holders.
+const (
+	Job      Kind = "job"      // a training job's attempt: exclusive GPUs
+	Instance Kind = "instance" // a service instance: GPUs shared with other instances
+)
+
+// Capacity is what the machine hands out at once. GPU devices have the
+// indexes 0 … GPU-1.
+type Capacity struct {
+	CPU    float64
+	Memory int64 // bytes
+	GPU    int
+}
+
+// Resources is an amount of each resource.
+type Resources struct {
+	CPU    float64
+	Memory int64 // bytes
+	GPU    int
+}
+
+// Need is what a flavor holds (negative amounts count as none).
+func Need(f api.Flavor) Resources {
+	return Resources{max(f.CPU, 0), max(f.Memory, 0), max(f.GPU, 0)}
+}
+
+// Total is the whole capacity as an amount.
+func (c Capacity) Total() Resources { return Resources{c.CPU, c.Memory, c.GPU} }
+
+const cpuEpsilon = 1e-9
+
+// Minus is a less b.
+func (a Resources) Minus(b Resources) Resources {
+	return Resources{a.CPU - b.CPU, a.Memory - b.Memory, a.GPU - b.GPU}
+}
+
+// Plus is a and b.
+func (a Resources) Plus(b Resources) Resources {
+	return Resources{a.CPU + b.CPU, a.Memory + b.Memory, a.GPU + b.GPU}
+}
+
+// Fits reports whether a fits in avail; a resource not needed always fits
+// (avail may be negative when the capacity shrank under its holders).
+func (a Resources) Fits(avail Resources) bool {
+	return (a.CPU <= 0 || a.CPU <= avail.CPU+cpuEpsilon) &&
+		(a.Memory <= 0 || a.Memory <= avail.Memory) &&
+		(a.GPU <= 0 || a.GPU <= avail.GPU)
+}
+
+// UpTo is a, each resource capped at what avail has (and at least 0).
+func (a Resources) UpTo(avail Resources) Resources {
+	return Resources{
+		CPU:    max(min(a.CPU, avail.CPU), 0),
+		Memory: max(min(a.Memory, avail.Memory), 0),
+		GPU:    max(min(a.GPU, avail.GPU), 0),
+	}
+}
+
+// Holder is a job attempt or a service instance that holds its flavor's
+// resources: from its start until its runner is gone.
+type Holder struct {
+	Kind Kind
+	ID   string // job id or instance id
+	// Name is who holds it in messages: the job's name, or the name of
+	// the instance's service.
+	Name  string
+	Owner string // user id
+	Need  Resources
+	// GPUs are the device indexes it holds. Fewer than Need.GPU (a record
+	// written before indexes were kept) count as that many unknown devices.
+	GPUs []int
+}
+
+// Request is a job or an instance that wants to start.
+type Request struct {
+	Kind     Kind
+	ID       string
+	Name     string // as Holder.Name
+	Priority int    // jobs: higher first
+	Created  time.Time
+	Need     Resources
+}
+
+// Snapshot is the ledger at one moment: the capacity, its holders and the
+// service instances that wait for it (kept ahead of queued jobs).
+type Snapshot struct {
+	Capacity Capacity
+	Holders  []Holder
+	Waiting  []Request
+}
+
+// Before reports whether a is ahead of b in the queue for capacity: every
+// service instance before every job; instances in the order they were
+// wanted; jobs by higher priority, then age; then by id.
+func Before(a, b Request) bool { return compare(a, b) < 0 }
+
+func compare(a, b Request) int {
+	if a.Kind != b.Kind {
+		if a.Kind == Instance {
+			return -1
+		}
+		if b.Kind == Instance {
+			return 1
+		}
+		return strings.Compare(string(a.Kind), string(b.Kind))
+	}
+	if a.Kind == Job && a.Priority != b.Priority {
+		return cmp.Compare(b.Priority, a.Priority)
+	}
+	if c := a.Created.Compare(b.Created); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// Order sorts requests by Before, in place.
+func Order(rs []Request) { slices.SortStableFunc(rs, compare) }
+
+// Free is what a request of kind may use now: the capacity less every
+// holder's resources (an amount may be negative when the capacity shrank),
+// and the GPU devices it may be given, best first. A job may be given only
+// devices nobody holds, lowest index first. An instance may be given any
+// device no job holds, the least used by instances first (instances share
+// devices); Free's GPU amount is then how many such devices there are.
+func (s Snapshot) Free(kind Kind) (Resources, []int) {
+	free := Resources{CPU: s.Capacity.CPU, Memory: s.Capacity.Memory}
+	n := max(s.Capacity.GPU, 0)
+	byJob := make([]bool, n)
+	instUse := make([]int, n)
+	jobUnknown, instUnknown := 0, 0
+	for _, h := range s.Holders {
+		free.CPU -= max(h.Need.CPU, 0)
+		free.Memory -= max(h.Need.Memory, 0)
+		known := 0
+		for i, d := range h.GPUs {
+			if d < 0 || d >= n || slices.Contains(h.GPUs[:i], d) {
+				continue
+			}
+			known++
+			if h.Kind == Job {
+				byJob[d] = true
+			} else {
+				instUse[d]++
+			}
+		}
+		if missing := max(h.Need.GPU-known, 0); h.Kind == Job {
+			jobUnknown += missing
+		} else {
+			instUnknown += missing
+		}
+	}
+	var devs []int
+	for d := range n {
+		switch {
+		case byJob[d]:
+		case kind == Job && instUse[d] > 0:
+		default:
+			devs = append(devs, d)
+		}
+	}
+	if kind == Job {
+		free.GPU = len(devs) - jobUnknown - instUnknown
+	} else {
+		slices.SortStableFunc(devs, func(a, b int) int { return cmp.Compare(instUse[a], instUse[b]) })
+		free.GPU = len(devs) - jobUnknown
+	}
+	return free, devs
+}
+
+// Placement is what Place decided for a request.
+type Placement struct {
+	Fits bool
+	GPUs []int // the device indexes it gets, sorted (none without GPUs)
+	// Never: the request is larger than the whole capacity.
+	Never bool
+	// WaitingFor says, when it does not fit, what it waits for.
+	WaitingFor string
+}
+
+// Place decides whether req fits now, beside the holders and after the
+// waiting requests ahead of it (Before), each of which holds what is free
+// up to its need. Instances share GPU devices, so an instance waiting
+// ahead of another holds no devices from it. Place is pure.
+func Place(s Snapshot, req Request) Placement {
+	total := s.Capacity.Total()
+	if !req.Need.Fits(total) {
+		return Placement{Never: true, WaitingFor: "never: " + TooBig(req.Need, total)}
+	}
+	// A request placed again (a decision retried) does not count its own
+	// hold.
+	s.Holders = slices.DeleteFunc(slices.Clone(s.Holders), func(h Holder) bool { return h.Kind == req.Kind && h.ID == req.ID })
+	free, devs := s.Free(req.Kind)
+	ahead := slices.Clone(s.Waiting)
+	Order(ahead)
+	var held Resources
+	var holders []Request
+	for _, w := range ahead {
+		if (w.Kind == req.Kind && w.ID == req.ID) || !Before(w, req) {
+			continue
+		}
+		r := w.Need.UpTo(free)
+		if req.Kind == Instance && w.Kind == Instance {
+			r.GPU = 0
+		}
+		if r == (Resources{}) {
+			continue
+		}
+		free, held = free.Minus(r), held.Plus(r)
+		holders = append(holders, w)
+	}
+	if !req.Need.Fits(free) {
+		return Placement{WaitingFor: Short(req.Need, free, total, held, holders, s.Holders)}
+	}
+	p := Placement{Fits: true}
+	if req.Need.GPU > 0 {
+		p.GPUs = slices.Clone(devs[:req.Need.GPU])
+		slices.Sort(p.GPUs)
+	}
+	return p
+}
+
+// Short says which resources a request lacks, with what waiting requests
+// ahead of it hold and who holds the rest:
+// "cpu: needs 2, 1 free of 4 (1 held for a waiting instance of service
+// mnist); in use by job train-1".
+func Short(need, free, total, held Resources, waiting []Request, holders []Holder) string {
+	var parts []string
+	add := func(name, needs, free, total, held string, lacks, isHeld bool) {
+		if !lacks {
+			return
+		}
+		s := fmt.Sprintf("%s: needs %s, %s free of %s", name, needs, free, total)
+		if isHeld {
+			s += fmt.Sprintf(" (%s held for %s)", held, heldFor(waiting))
+		}
+		parts = append(parts, s)
+	}
+	lack := lacking(need, free)
+	add("cpu", CPUs(need.CPU), CPUs(max(free.CPU, 0)), CPUs(total.CPU), CPUs(held.CPU), lack.CPU > 0, held.CPU > cpuEpsilon)
+	add("memory", Bytes(need.Memory), Bytes(max(free.Memory, 0)), Bytes(total.Memory), Bytes(held.Memory), lack.Memory > 0, held.Memory > 0)
+	add("gpu", strconv.Itoa(need.GPU), strconv.Itoa(max(free.GPU, 0)), strconv.Itoa(total.GPU), strconv.Itoa(held.GPU), lack.GPU > 0, held.GPU > 0)
+	s := strings.Join(parts, "; ")
+	if who := Holders(holders, lack); who != "" {
+		s += "; in use by " + who
+	}
+	return s
+}
+
+// lacking marks (with 1) the resources need lacks in free.
+func lacking(need, free Resources) Resources {
+	var l Resources
+	if need.CPU > 0 && need.CPU > free.CPU+cpuEpsilon {
+		l.CPU = 1
+	}
+	if need.Memory > 0 && need.Memory > free.Memory {
+		l.Memory = 1
+	}
+	if need.GPU > 0 && need.GPU > free.GPU {
+		l.GPU = 1
+	}
+	return l
+}
+
+// Holders names who holds the resources marked in which (as lacking
+// marks them; all when which is zero): "service mnist (2 instances) and
+// job train-1", the biggest holders first, at most three named.
+func Holders(hs []Holder, which Resources) string {
+	if which == (Resources{}) {
+		which = Resources{1, 1, 1}
+	}
+	type who struct {
+		label  string
+		amount float64 // share of the capacity it holds of the first resource marked
+		n      int
+	}
+	var groups []*who
+	byKey := map[string]*who{}
+	for _, h := range hs {
+		var amount float64
+		switch {
+		case which.CPU > 0 && h.Need.CPU > 0:
+			amount = h.Need.CPU
+		case which.Memory > 0 && h.Need.Memory > 0:
+			amount = float64(h.Need.Memory)
+		case which.GPU > 0 && h.Need.GPU > 0:
+			amount = float64(h.Need.GPU)
+		default:
+			continue
+		}
+		key := string(h.Kind) + "/" + h.ID
+		if h.Kind == Instance {
+			key = string(h.Kind) + "/" + h.Name
+		}
+		g := byKey[key]
+		if g == nil {
+			g = &who{}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		g.n++
+		g.amount += amount
+		name := h.Name
+		if name == "" {
+			name = h.ID
+		}
+		if h.Kind == Instance {
+			g.label = fmt.Sprintf("service %s (%d %s)", name, g.n, plural(g.n, "instance"))
+		} else {
+			g.label = "job " + name
+		}
+	}
+	slices.SortStableFunc(groups, func(a, b *who) int {
+		if c := cmp.Compare(b.amount, a.amount); c != 0 {
+			return c
+		}
+		return strings.Compare(a.label, b.label)
+	})
+	labels := make([]string, 0, len(groups))
+	for _, g := range groups {
+		labels = append(labels, g.label)
+	}
+	switch n := len(labels); {
+	case n == 0:
+		return ""
+	case n == 1:
+		return labels[0]
+	case n <= 3:
+		return strings.Join(labels[:n-1], ", ") + " and " + labels[n-1]
+	default:
+		return strings.Join(labels[:3], ", ") + fmt.Sprintf(" and %d more", n-3)
+	}
+}
+
+// heldFor names the waiting requests that hold resources ahead of one.
+func heldFor(ws []Request) string {
+	var services []string
+	instances := 0
+	var jobs []string
+	for _, w := range ws {
+		if w.Kind == Instance {
+			instances++
+			if !slices.Contains(services, w.Name) {
+				services = append(services, w.Name)
+			}
+			continue
+		}
+		name := w.Name
+		if name == "" {
+			name = w.ID
+		}
+		jobs = append(jobs, name)
+	}
+	var parts []string
+	switch {
+	case instances == 1:
+		parts = append(parts, "a waiting instance of service "+services[0])
+	case len(services) == 1:
+		parts = append(parts, fmt.Sprintf("%d waiting instances of service %s", instances, services[0]))
+	case len(services) > 1:
+		parts = append(parts, fmt.Sprintf("%d waiting instances of services %s", instances, strings.Join(services, ", ")))
+	}
+	switch n := len(jobs); {
+	case n == 1:
+		parts = append(parts, "an earlier job ("+jobs[0]+") that is waiting for capacity")
+	case n == 2, n == 3:
+		parts = append(parts, "earlier jobs ("+strings.Join(jobs, ", ")+") that are waiting for capacity")
+	case n > 3:
+		parts = append(parts, fmt.Sprintf("%d earlier jobs (%s, …) that are waiting for capacity", n, strings.Join(jobs[:3], ", ")))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// TooBig says which resources of need exceed the whole capacity:
+// "gpu: needs 2, the capacity is 1".
+func TooBig(need, total Resources) string {
+	var parts []string
+	if need.CPU > total.CPU+cpuEpsilon {
+		parts = append(parts, fmt.Sprintf("cpu: needs %s, the capacity is %s", CPUs(need.CPU), CPUs(total.CPU)))
+	}
+	if need.Memory > total.Memory {
+		parts = append(parts, fmt.Sprintf("memory: needs %s, the capacity is %s", Bytes(need.Memory), Bytes(total.Memory)))
+	}
+	if need.GPU > total.GPU {
+		parts = append(parts, fmt.Sprintf("gpu: needs %d, the capacity is %d", need.GPU, total.GPU))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// CPUs formats a number of cores: "2", "0.5".
+func CPUs(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// Bytes formats a size in binary units: "4.0 GiB".
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v := float64(n)
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB", "PiB"} {
+		v /= unit
+		if v < unit || u == "PiB" {
+			return fmt.Sprintf("%.1f %s", v, u)
+		}
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}

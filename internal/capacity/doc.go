@@ -1,0 +1,37 @@
+// Package capacity is the machine's capacity ledger, shared by training
+// jobs (internal/job) and service instances (internal/serving): what the
+// machine has (CPU cores, memory, GPU devices), who holds what, and who
+// waits for it.
+//
+// The decisions are pure functions of a Snapshot, with table tests:
+//
+//   - Snapshot.Free is what a job or an instance may use now: the capacity
+//     less what every holder's flavor holds; for GPUs, the devices nobody
+//     holds (a job gets devices of its own) or, for an instance, the devices
+//     no job holds, least used first (instances share devices with each
+//     other, never with a job).
+//   - Place decides whether one request fits now, and with which GPU
+//     device indexes; when it does not, it says what it waits for, naming
+//     the jobs and services that hold the capacity. Waiting requests ahead
+//     of it (Before) hold what is free up to their need first.
+//   - Before is the fairness rule: a service instance that waits for
+//     capacity is ahead of every queued job (instances among themselves in
+//     the order they were wanted); queued jobs follow by priority, then
+//     age. A waiting instance holds what is free up to its need, so a job
+//     may start only in what is left: a stream of jobs can never starve a
+//     service, and an instance waits at most until enough running jobs end
+//     (nothing is pre-empted).
+//   - Short, TooBig and Holders word the reasons in the messages users
+//     see.
+//
+// Ledger is the one stateful part: the in-memory ledger both controllers
+// share. Each controller rebuilds its own kind from its records on every
+// pass (Sync: the jobs that run, the instances whose runner was started,
+// the instances that wait), so a restarted server's ledger is rebuilt from
+// what is running, and an instance that crashes, a job that is retried or
+// a record written twice can neither leak nor be counted twice (holders
+// are keyed by kind and id). Decide runs a pure decision under the
+// ledger's lock and records what it hands out, so the two controllers
+// never give the same capacity away twice; it refuses to decide until
+// every kind has been synced once after a start.
+package capacity
