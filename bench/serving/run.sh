@@ -7,8 +7,8 @@
 #
 # Every knob is an environment variable (defaults in brackets):
 #   CONCS ["1 16 64"]     concurrencies (connections of the load generator)
-#   DURATION [10s]        measured time of each run; WARMUP [2s] before it, not measured
-#   ROUNDS [3]            rounds; each runs every target once per concurrency, in rotated order
+#   DURATION [5s]        measured time of each run; WARMUP [2s] before it, not measured
+#   ROUNDS [6]            rounds; each runs every target once per concurrency, in rotated order
 #   PROXY_CPU [0] LOAD_CPU [1]   cores for proxy+backend and for the load generator
 #   TARGETS ["direct nginx gateway gateway-nolimit gateway-nethttp"]   (also: go-reverseproxy)
 #   BODY ['{"inputs":[[1.0,2.0,3.0,4.0]]}']   the POST body (JSON)
@@ -24,9 +24,9 @@ BIN=$ROOT/bench/.bin
 OUT=${OUT:-$ROOT/bench/results/serving.md}
 RAW=${OUT%.md}-raw.jsonl
 CONCS=${CONCS:-"1 16 64"}
-DURATION=${DURATION:-10s}
+DURATION=${DURATION:-5s}
 WARMUP=${WARMUP:-2s}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-6}
 PROXY_CPU=${PROXY_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 TARGETS=${TARGETS:-"direct nginx gateway gateway-nolimit gateway-nethttp"}
@@ -250,19 +250,28 @@ def ratio(t, c, k="rps"):
 def added(t, c, k):
     if t not in targets or "direct" not in targets: return float("nan")
     return med(t, c, k) - med("direct", c, k)
+def round_ratios(t, c):
+    # Each round's ratio pairs runs made minutes apart at most: the machine's
+    # drift (a shared VM) cancels out better than in a ratio of medians.
+    return [a["rps"] / b["rps"] for a, b in zip(sorted(runs(t, c), key=lambda r: r["round"]),
+                                                 sorted(runs("nginx", c), key=lambda r: r["round"])) if b.get("rps")]
 def rounds_ratio(t, c):
-    return " ".join("%.2f" % (a["rps"] / b["rps"]) for a, b in zip(sorted(runs(t, c), key=lambda r: r["round"]),
-                                                                   sorted(runs("nginx", c), key=lambda r: r["round"])) if b.get("rps"))
+    return " ".join("%.2f" % x for x in round_ratios(t, c))
+def paired(t, c):
+    v = round_ratios(t, c)
+    return statistics.median(v) if v else float("nan")
 w("The throughput target compares like with like: the gateway with nginx's settings (no per-instance concurrency limit: "
   "every request goes straight to the instance). With its default limit (8 requests at a time per instance, the rest "
   "wait in the gateway) the backend never sees more than 8 requests at once, which on a core it shares with the proxy "
   "costs the backend's batching; that column is shown beside it.\n")
+w("Ratios are the median over the rounds of each round's throughput ratio (listed); the table of runs below gives "
+  "medians of the absolute figures.\n")
 w("| concurrency | gateway/nginx, no limit (as nginx) | target ≥ 1.0× | gateway/nginx, default limit 8 | inside net/http only/nginx | proxy CPU per request: no limit, default, nginx |")
 w("|---:|---:|---|---:|---:|---:|")
 for c in concs:
-    g = ratio("gateway-nolimit", c)
+    g = paired("gateway-nolimit", c)
     w(f"| {c} | {g:.2f}× (rounds: {rounds_ratio('gateway-nolimit', c)}) | {'met' if g >= 1.0 else '**not met**'} | "
-      f"{ratio('gateway', c):.2f}× (rounds: {rounds_ratio('gateway', c)}) | {ratio('gateway-nethttp', c):.2f}× | "
+      f"{paired('gateway', c):.2f}× (rounds: {rounds_ratio('gateway', c)}) | {paired('gateway-nethttp', c):.2f}× | "
       f"{med('gateway-nolimit', c, 'proxy_cpu_us'):.1f} µs, {med('gateway', c, 'proxy_cpu_us'):.1f} µs, {med('nginx', c, 'proxy_cpu_us'):.1f} µs |")
 w("")
 w("Latency added to the direct call (medians of the rounds; at 16 and 64 connections every target runs its core flat out, "
@@ -294,7 +303,7 @@ w("Proxy and backend CPU are the processes' user+system time (from `/proc/PID/st
   out.rsplit("/", 1)[-1].replace(".md", "-raw.jsonl") + "`.\n")
 if profile.strip():
     w("## Gateway CPU profile (pprof, c=16, extra run)\n\n```\n" + profile.rstrip() + "\n```\n")
-w("## How to run\n\n```sh\nbench/serving/run.sh                      # ~10 min: 3 concurrencies × 5 targets × 3 rounds × 12 s\n"
+w("## How to run\n\n```sh\nbench/serving/run.sh                      # ~11 min: 3 concurrencies × 5 targets × 6 rounds × 7 s\n"
   "ROUNDS=1 DURATION=3s CONCS=16 bench/serving/run.sh   # a quick, rough run\nPPROF=1 bench/serving/run.sh              # adds the gateway's CPU profile\n```\n")
 open(out, "w").write("\n".join(L))
 PY
