@@ -65,6 +65,7 @@ type fconn struct {
 	short bool   // the last read returned less than it could: wait before the next
 
 	req      http.Request // the request being read or served, reused
+	vals     []string     // backing array of req's header values, reused
 	pend     bool         // req's head is parsed and its body has not all arrived
 	pendHead int
 	pendBody int
@@ -174,7 +175,7 @@ func (fc *fconn) next() (*http.Request, int, verdict) {
 	req, head, body := &fc.req, fc.pendHead, fc.pendBody
 	if !fc.pend {
 		var v verdict
-		head, body, v = parseHead(fc.buf, fc.remote, req)
+		head, body, v = parseHead(fc.buf, fc.remote, req, &fc.vals)
 		if v != takeIt {
 			return nil, 0, v
 		}
@@ -557,7 +558,9 @@ var dateCache atomic.Pointer[cachedDate]
 // Header map is reused). With takeIt it returns the head's length and the
 // body's (the Content-Length), req filled but its Body; needMore when the
 // head is not whole yet; passOn when the request is not one the loop takes.
-func parseHead(b []byte, remote string, req *http.Request) (int, int, verdict) {
+// vals, when not nil, is the connection's array for header values, reused
+// from one request to the next (emptied here).
+func parseHead(b []byte, remote string, req *http.Request, vals *[]string) (int, int, verdict) {
 	i := bytes.IndexByte(b, '\n')
 	if i < 0 {
 		if len(b) >= maxFastHead {
@@ -581,6 +584,10 @@ func parseHead(b []byte, remote string, req *http.Request) (int, int, verdict) {
 	target, proto := rest[:sp2], rest[sp2+1:]
 	if string(proto) != "HTTP/1.1" || !isToken(method) || !gatewayTarget(target) {
 		return 0, 0, passOn
+	}
+	if vals != nil {
+		clear(*vals)
+		*vals = (*vals)[:0]
 	}
 	h := req.Header
 	if h == nil {
@@ -649,23 +656,56 @@ func parseHead(b []byte, remote string, req *http.Request) (int, int, verdict) {
 				}
 			}
 		}
-		h[key] = append(h[key], string(val))
+		if prev := h[key]; prev != nil || vals == nil {
+			h[key] = append(prev, string(val))
+		} else {
+			// The first value of a field: a one-element slice of the
+			// connection's reused array rather than an allocation.
+			n := len(*vals)
+			*vals = append(*vals, string(val))
+			h[key] = (*vals)[n : n+1 : n+1]
+		}
 	}
 	if !hostSeen || cl > maxFastBody {
 		return 0, 0, passOn
 	}
 	cl = max(cl, 0)
-	u, err := url.ParseRequestURI(string(target))
-	if err != nil {
-		return 0, 0, passOn
+	uri := string(target)
+	u := simpleURI(uri)
+	if u == nil {
+		var err error
+		if u, err = url.ParseRequestURI(uri); err != nil {
+			return 0, 0, passOn
+		}
 	}
 	m, ok := methods[string(method)]
 	if !ok {
 		m = string(method)
 	}
 	*req = http.Request{Method: m, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h,
-		ContentLength: cl, Host: host, RemoteAddr: remote, RequestURI: string(target), Close: closeReq}
+		ContentLength: cl, Host: host, RemoteAddr: remote, RequestURI: uri, Close: closeReq}
 	return pos, int(cl), takeIt
+}
+
+// simpleURI is the URL of an origin-form target whose path has only
+// unreserved characters and slashes and whose query has no '#', as
+// url.ParseRequestURI would make it, without its work; nil for any other
+// target (ParseRequestURI then parses it).
+func simpleURI(uri string) *url.URL {
+	path, query, hasQuery := strings.Cut(uri, "?")
+	if hasQuery && (query == "" || strings.IndexByte(query, '#') >= 0) {
+		return nil
+	}
+	if len(path) == 0 || path[0] != '/' {
+		return nil
+	}
+	for i := 0; i < len(path); i++ {
+		c := path[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return nil
+		}
+	}
+	return &url.URL{Path: path, RawQuery: query}
 }
 
 // gatewayTarget reports whether an origin-form target is one of the

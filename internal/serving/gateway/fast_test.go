@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,9 @@ func TestParseHead(t *testing.T) {
 	}{
 		{"GET", "GET /v1/infers/s1 HTTP/1.1\r\nHost: x\r\n\r\n", takeIt, -1, 0},
 		{"POST with body", "POST /v1/infers/s1/predict?x=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", takeIt, -1, 2},
+		{"query and repeated fields", "GET /v2/models/m/ready?a=b&c=%zz HTTP/1.1\r\nHost: x\r\nA: 1\r\na: 2\r\nB: 3\r\n\r\n", takeIt, -1, 0},
+		{"escaped path", "GET /v1/infers/s/a%2Fb%20c HTTP/1.1\r\nHost: x\r\n\r\n", takeIt, -1, 0},
+		{"empty query", "GET /v1/infers/s? HTTP/1.1\r\nHost: x\r\n\r\n", takeIt, -1, 0},
 		{"v2", "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", takeIt, -1, 0},
 		{"same length twice", "POST /v1/infers/s HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nab", takeIt, -1, 2},
 		{"keep-alive and close tokens", "GET /v1/infers/s HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, close\r\n\r\n", takeIt, -1, 0},
@@ -65,7 +69,8 @@ func TestParseHead(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var req http.Request
-			head, body, v := parseHead([]byte(c.in), "127.0.0.1:9", &req)
+			var vals []string
+			head, body, v := parseHead([]byte(c.in), "127.0.0.1:9", &req, &vals)
 			if v != c.want {
 				t.Fatalf("verdict %d, want %d", v, c.want)
 			}
@@ -97,6 +102,9 @@ func sameRequest(t *testing.T, got, std *http.Request) {
 		t.Errorf("request\n got %s %s %q %q len %d close %v\nwant %s %s %q %q len %d close %v", got.Method, got.RequestURI,
 			got.URL, got.Host, got.ContentLength, got.Close, std.Method, std.RequestURI, std.URL, std.Host, std.ContentLength, std.Close)
 	}
+	if *got.URL != *std.URL {
+		t.Errorf("URL\n got %#v\nwant %#v", got.URL, std.URL)
+	}
 	if fmt.Sprint(got.Header) != fmt.Sprint(std.Header) {
 		t.Errorf("header\n got %v\nwant %v", got.Header, std.Header)
 	}
@@ -111,12 +119,15 @@ func FuzzParseHead(f *testing.F) {
 		"POST /v2/models/m/infer HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
 		"GET /v1/infers/s HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n 2\r\n\r\n",
 		"POST /v1/infers/s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"GET /v2/models/m/versions/1.0/ready?a=b&c=%zz;x HTTP/1.1\r\nHost: x\r\nA: 1\r\nA: 2\r\nB: 3\r\n\r\n",
+		"GET /v1/infers/s/x~y_z.-%2F? HTTP/1.1\r\nHost: x\r\n\r\n",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var req http.Request
-		head, body, v := parseHead(b, "127.0.0.1:9", &req)
+		var vals []string
+		head, body, v := parseHead(b, "127.0.0.1:9", &req, &vals)
 		if v != takeIt {
 			return
 		}
@@ -128,6 +139,9 @@ func FuzzParseHead(f *testing.F) {
 			t.Fatalf("net/http refuses what the loop takes: %v\n%q", err, b)
 		}
 		sameRequest(t, &req, std)
+		if u, err := url.ParseRequestURI(req.RequestURI); err != nil || *u != *req.URL {
+			t.Fatalf("URL %#v, ParseRequestURI %#v %v", req.URL, u, err)
+		}
 	})
 }
 

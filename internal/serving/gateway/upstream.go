@@ -41,7 +41,8 @@ type uconn struct {
 	pending  net.Buffers     // the request, written by the next read before it waits
 	bufs     [2][]byte       // pending's array
 	lastUsed time.Time
-	deadline time.Time // set on c
+	deadline time.Time           // set on c
+	fields   map[string][]string // the last value of each common response field (see readHead)
 }
 
 // deadlineSlack is how much later than a request's deadline the deadline
@@ -447,7 +448,24 @@ func (x *exchange) readHead(br *bufio.Reader, method string, dst http.Header) er
 		case "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Upgrade", "X-Request-Id":
 			continue // hop-by-hop, or set by the gateway
 		}
-		dst[key] = append(dst[key], string(v))
+		if prev := dst[key]; prev != nil || !ok || x.uc == nil {
+			dst[key] = append(prev, string(v))
+			continue
+		}
+		// A common field's first value: the connection keeps the last one
+		// it read (instances repeat the same Content-Type, Server, Date
+		// within a second…) and shares it when it comes again. The slice's
+		// capacity is 1, so an append elsewhere copies it.
+		if c := x.uc.fields[key]; len(c) == 1 && c[0] == string(v) {
+			dst[key] = c
+			continue
+		}
+		c := []string{string(v)}
+		if x.uc.fields == nil {
+			x.uc.fields = map[string][]string{}
+		}
+		x.uc.fields[key] = c
+		dst[key] = c
 	}
 	if x.chunked {
 		x.length = -1
