@@ -208,16 +208,7 @@ func (s *Store) UpdateJob(ctx context.Context, r *meta.JobRecord) error {
 		if err != nil || n > 0 {
 			return err
 		}
-		var version int64
-		err = s.queryRow(ctx, tx, `SELECT version FROM jobs WHERE id = ?`, r.ID).Scan(&version)
-		if errors.Is(err, sql.ErrNoRows) {
-			return jobNotFound(op, r.ID)
-		}
-		if err != nil {
-			return err
-		}
-		return errs.E(op, errs.Conflict, errs.Hint("Read the job again and retry."),
-			fmt.Sprintf("job %q was changed concurrently: version %d is stale, the current version is %d", r.ID, r.Version, version))
+		return s.staleOrMissing(ctx, tx, op, "jobs", "job", r.ID, r.Version, jobNotFound)
 	})
 	if err != nil {
 		return s.wrap(op, err)
@@ -236,28 +227,8 @@ func (s *Store) DeleteJob(ctx context.Context, id string) error {
 	if err := validText(op, "job id", id); err != nil {
 		return err
 	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var one int
-		err := s.queryRow(ctx, tx, `SELECT 1 FROM jobs WHERE id = ?`+s.d.ForUpdate, id).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return jobNotFound(op, id)
-		}
-		if err != nil {
-			return err
-		}
-		for _, q := range []string{
-			`DELETE FROM job_logs WHERE job_id = ?`,
-			`DELETE FROM job_metrics WHERE job_id = ?`,
-			`DELETE FROM job_events WHERE job_id = ?`,
-			`DELETE FROM jobs WHERE id = ?`,
-		} {
-			if _, err := s.exec(ctx, tx, q, id); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return s.wrap(op, err)
+	return s.deleteWithChildren(ctx, op, "jobs", id, jobNotFound,
+		`DELETE FROM job_logs WHERE job_id = ?`, `DELETE FROM job_metrics WHERE job_id = ?`, `DELETE FROM job_events WHERE job_id = ?`)
 }
 
 // validJobID checks the job id of a log, metric or event call.

@@ -166,16 +166,7 @@ func (s *Store) UpdateService(ctx context.Context, r *meta.ServiceRecord) error 
 		if err != nil || n > 0 {
 			return err
 		}
-		var version int64
-		err = s.queryRow(ctx, tx, `SELECT version FROM services WHERE id = ?`, r.ID).Scan(&version)
-		if errors.Is(err, sql.ErrNoRows) {
-			return serviceNotFound(op, r.ID)
-		}
-		if err != nil {
-			return err
-		}
-		return errs.E(op, errs.Conflict, errs.Hint("Read the service again and retry."),
-			fmt.Sprintf("service %q was changed concurrently: version %d is stale, the current version is %d", r.ID, r.Version, version))
+		return s.staleOrMissing(ctx, tx, op, "services", "service", r.ID, r.Version, serviceNotFound)
 	})
 	if err != nil {
 		return s.wrap(op, err)
@@ -193,27 +184,8 @@ func (s *Store) DeleteService(ctx context.Context, id string) error {
 	if err := validText(op, "service id", id); err != nil {
 		return err
 	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var one int
-		err := s.queryRow(ctx, tx, `SELECT 1 FROM services WHERE id = ?`+s.d.ForUpdate, id).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return serviceNotFound(op, id)
-		}
-		if err != nil {
-			return err
-		}
-		for _, q := range []string{
-			`DELETE FROM service_logs WHERE service_id = ?`,
-			`DELETE FROM service_events WHERE service_id = ?`,
-			`DELETE FROM services WHERE id = ?`,
-		} {
-			if _, err := s.exec(ctx, tx, q, id); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return s.wrap(op, err)
+	return s.deleteWithChildren(ctx, op, "services", id, serviceNotFound,
+		`DELETE FROM service_logs WHERE service_id = ?`, `DELETE FROM service_events WHERE service_id = ?`)
 }
 
 // validServiceID checks the service id of a log or event call.
