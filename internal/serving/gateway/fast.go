@@ -281,14 +281,12 @@ type fastRW struct {
 	out        []byte
 	closeAfter bool
 	err        error
-	start      time.Time
 }
 
 func (w *fastRW) reset(req *http.Request) {
 	clear(w.h)
 	w.status, w.wrote, w.sent, w.chunked, w.written, w.err = 0, false, false, false, 0, nil
 	w.isHead, w.closeAfter, w.clen = req.Method == http.MethodHead, req.Close, -1
-	w.start = time.Now()
 	if cap(w.body) > 4*fastHoldMax {
 		w.body = nil
 	}
@@ -303,11 +301,11 @@ func (w *fastRW) Header() http.Header { return w.h }
 const clientCheckAfter = 20 * time.Millisecond
 
 // ClientGone reports whether the client closed or reset its connection
-// while the request was served (net/http's request context tells the
-// same through a read it keeps pending; the loop has none). Requests
-// shorter than clientCheckAfter are not checked.
-func (w *fastRW) ClientGone() bool {
-	if time.Since(w.start) < clientCheckAfter {
+// while a request that took took was served (net/http's request context
+// tells the same through a read it keeps pending; the loop has none).
+// Requests shorter than clientCheckAfter are not checked.
+func (w *fastRW) ClientGone(took time.Duration) bool {
+	if took < clientCheckAfter {
 		return false
 	}
 	gone := false
@@ -320,9 +318,9 @@ func (w *fastRW) ClientGone() bool {
 }
 
 // clientGone asks w whether the client went away, when it can tell.
-func clientGone(w http.ResponseWriter) bool {
-	cg, ok := w.(interface{ ClientGone() bool })
-	return ok && cg.ClientGone()
+func clientGone(w http.ResponseWriter, took time.Duration) bool {
+	cg, ok := w.(interface{ ClientGone(time.Duration) bool })
+	return ok && cg.ClientGone(took)
 }
 
 func (w *fastRW) WriteHeader(code int) {

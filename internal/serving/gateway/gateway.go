@@ -222,7 +222,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if g.o.Now != nil {
 		now = g.now()
 	}
-	svc.record(res.model, res.code, res.failed, time.Since(start), now)
+	took := time.Since(start)
+	if res.code != 499 && clientGone(w, took) {
+		res.code = 499 // the client went away before the answer (the Front tells only now)
+	}
+	svc.record(res.model, res.code, res.failed, took, now)
 	if res.abort {
 		// The instance broke the connection or the timeout passed after the
 		// status was sent: cut the client's connection so it cannot take a
@@ -542,11 +546,11 @@ func (g *Gateway) respond(w http.ResponseWriter, r *http.Request, x *exchange, b
 	reusable, werr, err := x.copyBody(w, flusher, buf)
 	if err == nil {
 		if reusable {
-			b.pool.put(x.uc, time.Now())
+			b.pool.put(x.uc, x.at)
 		} else {
 			x.uc.c.Close()
 		}
-		if r.Context().Err() != nil || clientGone(w) {
+		if r.Context().Err() != nil {
 			res.code = 499 // the client went away before the answer
 		}
 		return res
@@ -571,7 +575,7 @@ func (g *Gateway) respond(w http.ResponseWriter, r *http.Request, x *exchange, b
 // version count, and a version that lost its instances is re-picked.
 func (g *Gateway) acquire(ctx context.Context, rtp **route, grpp **group, exclude *backend, queueUntil, deadline time.Time) (*backend, *gwError) {
 	rt, grp := *rtp, *grpp
-	if b := grp.tryAcquire(g.limit, exclude, time.Now().UnixNano()); b != nil {
+	if b := grp.tryAcquire(g.limit, exclude, 0); b != nil {
 		return b, nil
 	}
 	q := grp.wq
@@ -607,7 +611,7 @@ func (g *Gateway) acquire(ctx context.Context, rtp **route, grpp **group, exclud
 				continue
 			}
 		}
-		if b := grp.tryAcquire(g.limit, exclude, time.Now().UnixNano()); b != nil {
+		if b := grp.tryAcquire(g.limit, exclude, 0); b != nil {
 			return b, nil
 		}
 		select {

@@ -229,7 +229,7 @@ func newTable(routes map[string]*route) *table {
 // requests below limit (limit ≤ 0: no limit), skipping exclude and, while
 // another one is up, instances that recently refused connections. It
 // returns nil when every candidate is at the limit.
-func (g *group) tryAcquire(limit int32, exclude *backend, now int64) *backend {
+func (g *group) tryAcquire(limit int32, exclude *backend, now int64) *backend { // now: unix ns, 0: the clock
 	n := len(g.backends)
 	if n == 0 {
 		return nil
@@ -251,8 +251,13 @@ func (g *group) tryAcquire(limit int32, exclude *backend, now int64) *backend {
 				if b == exclude {
 					continue
 				}
-				if pass == 0 && b.downUntil.Load() > now {
-					continue
+				if d := b.downUntil.Load(); pass == 0 && d != 0 {
+					if now == 0 {
+						now = time.Now().UnixNano() // read only when an instance was marked down
+					}
+					if d > now {
+						continue
+					}
 				}
 				up = true
 				if o := b.out.Load(); o < bestOut {

@@ -225,8 +225,9 @@ func (p *pool) close() {
 // exchange is one attempt of a request on an instance.
 type exchange struct {
 	uc      *uconn
-	reused  bool // on a kept-alive connection
-	gotByte bool // a byte of the response arrived
+	at      time.Time // when the connection was taken; also its last use when put back (a clock read saved)
+	reused  bool      // on a kept-alive connection
+	gotByte bool      // a byte of the response arrived
 	dialErr bool
 	status  int
 	keep    bool  // the connection may be reused after the body
@@ -255,7 +256,8 @@ func (e *errAttempt) Unwrap() error { return e.err }
 // of a response had arrived.
 func (g *Gateway) send(ctx context.Context, x *exchange, r *http.Request, b *backend, body []byte, fwd, rid string,
 	deadline time.Time, dst http.Header, keep []string) error {
-	uc, reused, err := b.pool.get(ctx, b.addr, time.Now())
+	x.at = time.Now()
+	uc, reused, err := b.pool.get(ctx, b.addr, x.at)
 	if err != nil {
 		x.dialErr = true
 		return &errAttempt{"connecting", err}
