@@ -65,7 +65,7 @@ type fconn struct {
 	short bool   // the last read returned less than it could: wait before the next
 
 	req      http.Request // the request being read or served, reused
-	vals     []string     // backing array of req's header values, reused
+	hc       headCache    // what parseHead reuses from one request to the next
 	pend     bool         // req's head is parsed and its body has not all arrived
 	pendHead int
 	pendBody int
@@ -175,7 +175,7 @@ func (fc *fconn) next() (*http.Request, int, verdict) {
 	req, head, body := &fc.req, fc.pendHead, fc.pendBody
 	if !fc.pend {
 		var v verdict
-		head, body, v = parseHead(fc.buf, fc.remote, req, &fc.vals)
+		head, body, v = parseHead(fc.buf, fc.remote, req, &fc.hc)
 		if v != takeIt {
 			return nil, 0, v
 		}
@@ -199,7 +199,12 @@ func (fc *fconn) next() (*http.Request, int, verdict) {
 // touched on every request), the header timeout from a request's first
 // byte, the idle timeout again while its body arrives.
 func (fc *fconn) wait() {
-	now := time.Now()
+	now := fc.rw.end // right after a request the gateway has read the clock
+	if now.IsZero() {
+		now = time.Now()
+	} else {
+		fc.rw.end = time.Time{}
+	}
 	var d time.Time
 	switch {
 	case len(fc.buf) == 0:
@@ -281,11 +286,13 @@ type fastRW struct {
 	out        []byte
 	closeAfter bool
 	err        error
+	end        time.Time // when the gateway finished the request (zero: it did not tell)
+	rid        [1]string // the array of the X-Request-Id value, reused
 }
 
 func (w *fastRW) reset(req *http.Request) {
 	clear(w.h)
-	w.status, w.wrote, w.sent, w.chunked, w.written, w.err = 0, false, false, false, 0, nil
+	w.status, w.wrote, w.sent, w.chunked, w.written, w.err, w.end = 0, false, false, false, 0, nil, time.Time{}
 	w.isHead, w.closeAfter, w.clen = req.Method == http.MethodHead, req.Close, -1
 	if cap(w.body) > 4*fastHoldMax {
 		w.body = nil
@@ -552,13 +559,31 @@ type cachedDate struct {
 
 var dateCache atomic.Pointer[cachedDate]
 
+// headCache is what a connection's parseHead calls reuse from one request
+// to the next: a client on a kept-alive connection sends the same header
+// values, Host and target again and again, and a value equal to the one in
+// the same place last time is the same string, not a new one.
+type headCache struct {
+	vals []string // backing array of the header values, in the order read
+	host string
+	uri  string
+	url  url.URL // req.URL (req is reused too)
+}
+
+// intern returns b as a string: prev when it holds the same bytes.
+func intern(prev string, b []byte) string {
+	if prev == string(b) { // compared without an allocation
+		return prev
+	}
+	return string(b)
+}
+
 // parseHead parses the request head at the start of b into req (its
 // Header map is reused). With takeIt it returns the head's length and the
 // body's (the Content-Length), req filled but its Body; needMore when the
 // head is not whole yet; passOn when the request is not one the loop takes.
-// vals, when not nil, is the connection's array for header values, reused
-// from one request to the next (emptied here).
-func parseHead(b []byte, remote string, req *http.Request, vals *[]string) (int, int, verdict) {
+// hc, when not nil, is the connection's headCache.
+func parseHead(b []byte, remote string, req *http.Request, hc *headCache) (int, int, verdict) {
 	i := bytes.IndexByte(b, '\n')
 	if i < 0 {
 		if len(b) >= maxFastHead {
@@ -583,10 +608,11 @@ func parseHead(b []byte, remote string, req *http.Request, vals *[]string) (int,
 	if string(proto) != "HTTP/1.1" || !isToken(method) || !gatewayTarget(target) {
 		return 0, 0, passOn
 	}
-	if vals != nil {
-		clear(*vals)
-		*vals = (*vals)[:0]
+	var vals []string // the previous request's values, overwritten in place
+	if hc != nil {
+		vals = hc.vals[:cap(hc.vals)]
 	}
+	nvals := 0
 	h := req.Header
 	if h == nil {
 		h = make(http.Header, 8)
@@ -631,7 +657,13 @@ func parseHead(b []byte, remote string, req *http.Request, vals *[]string) (int,
 			if hostSeen || !httpguts.ValidHostHeader(string(val)) {
 				return 0, 0, passOn
 			}
-			host, hostSeen = string(val), true
+			hostSeen = true
+			if hc != nil {
+				host = intern(hc.host, val)
+				hc.host = host
+			} else {
+				host = string(val)
+			}
 			continue // net/http moves it to Request.Host
 		case "Content-Length":
 			n, ok := parseLength(val)
@@ -654,27 +686,44 @@ func parseHead(b []byte, remote string, req *http.Request, vals *[]string) (int,
 				}
 			}
 		}
-		if prev := h[key]; prev != nil || vals == nil {
+		if prev := h[key]; prev != nil || hc == nil {
 			h[key] = append(prev, string(val))
 		} else {
 			// The first value of a field: a one-element slice of the
-			// connection's reused array rather than an allocation.
-			n := len(*vals)
-			*vals = append(*vals, string(val))
-			h[key] = (*vals)[n : n+1 : n+1]
+			// connection's reused array rather than an allocation, and the
+			// string of last time when the value is the same.
+			if nvals < len(vals) {
+				vals[nvals] = intern(vals[nvals], val)
+			} else {
+				vals = append(vals, string(val))
+				vals = vals[:cap(vals)]
+			}
+			h[key] = vals[nvals : nvals+1 : nvals+1]
+			nvals++
 		}
+	}
+	if hc != nil {
+		hc.vals = vals[:nvals]
 	}
 	if !hostSeen || cl > maxFastBody {
 		return 0, 0, passOn
 	}
 	cl = max(cl, 0)
-	uri := string(target)
-	u := simpleURI(uri)
-	if u == nil {
-		var err error
-		if u, err = url.ParseRequestURI(uri); err != nil {
+	var uri string
+	var u *url.URL
+	if hc != nil {
+		uri = intern(hc.uri, target)
+		hc.uri = uri
+		u = &hc.url
+	} else {
+		uri, u = string(target), new(url.URL)
+	}
+	if !simpleURI(uri, u) {
+		pu, err := url.ParseRequestURI(uri)
+		if err != nil {
 			return 0, 0, passOn
 		}
+		*u = *pu
 	}
 	m, ok := methods[string(method)]
 	if !ok {
@@ -685,25 +734,26 @@ func parseHead(b []byte, remote string, req *http.Request, vals *[]string) (int,
 	return pos, int(cl), takeIt
 }
 
-// simpleURI is the URL of an origin-form target whose path has only
-// unreserved characters and slashes and whose query has no '#', as
-// url.ParseRequestURI would make it, without its work; nil for any other
+// simpleURI sets *u to the URL of an origin-form target whose path has
+// only unreserved characters and slashes and whose query has no '#', as
+// url.ParseRequestURI would make it, without its work; false for any other
 // target (ParseRequestURI then parses it).
-func simpleURI(uri string) *url.URL {
+func simpleURI(uri string, u *url.URL) bool {
 	path, query, hasQuery := strings.Cut(uri, "?")
 	if hasQuery && (query == "" || strings.IndexByte(query, '#') >= 0) {
-		return nil
+		return false
 	}
 	if len(path) == 0 || path[0] != '/' {
-		return nil
+		return false
 	}
 	for i := 0; i < len(path); i++ {
 		c := path[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
-			return nil
+			return false
 		}
 	}
-	return &url.URL{Path: path, RawQuery: query}
+	*u = url.URL{Path: path, RawQuery: query}
+	return true
 }
 
 // gatewayTarget reports whether an origin-form target is one of the

@@ -69,8 +69,8 @@ func TestParseHead(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var req http.Request
-			var vals []string
-			head, body, v := parseHead([]byte(c.in), "127.0.0.1:9", &req, &vals)
+			var hc headCache
+			head, body, v := parseHead([]byte(c.in), "127.0.0.1:9", &req, &hc)
 			if v != c.want {
 				t.Fatalf("verdict %d, want %d", v, c.want)
 			}
@@ -126,11 +126,23 @@ func FuzzParseHead(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var req http.Request
-		var vals []string
-		head, body, v := parseHead(b, "127.0.0.1:9", &req, &vals)
+		var hc headCache
+		// The connection's cache holds what an earlier request left: the
+		// request parsed after it is the same as one parsed afresh.
+		prev := "POST /v1/infers/s1?q=1 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\nX-A: 1\r\nX-A: 2\r\nContent-Length: 2\r\n\r\n{}"
+		if _, _, v := parseHead([]byte(prev), "127.0.0.1:9", &req, &hc); v != takeIt {
+			t.Fatalf("the earlier request is not taken: %d", v)
+		}
+		head, body, v := parseHead(b, "127.0.0.1:9", &req, &hc)
+		var fresh http.Request
+		fh, fb, fv := parseHead(b, "127.0.0.1:9", &fresh, nil)
+		if fh != head || fb != body || fv != v {
+			t.Fatalf("with the cache: %d %d %d, without: %d %d %d", head, body, v, fh, fb, fv)
+		}
 		if v != takeIt {
 			return
 		}
+		sameRequest(t, &req, &fresh)
 		if head > len(b) || body < 0 || body > maxFastBody {
 			t.Fatalf("head %d body %d of %d bytes", head, body, len(b))
 		}

@@ -186,7 +186,7 @@ func (g *Gateway) InFlight(serviceID string) int {
 // ServeHTTP answers a request under /v1/infers/ or /v2/.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rid := requestID(w, r)
+	rid := requestID(w, r, start)
 	t := parsePath(r.URL.EscapedPath())
 	switch t.kind {
 	case pathNone:
@@ -222,7 +222,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if g.o.Now != nil {
 		now = g.now()
 	}
-	took := time.Since(start)
+	end := time.Now()
+	took := end.Sub(start)
+	if fw, ok := w.(*fastRW); ok {
+		fw.end = end // the Front's next deadline reads no clock of its own
+	}
 	if res.code != 499 && clientGone(w, took) {
 		res.code = 499 // the client went away before the answer (the Front tells only now)
 	}
@@ -324,6 +328,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt *route, t tar
 		fwd = r.URL.EscapedPath()
 	}
 	deadline, queued := start.Add(rt.timeout), start
+	if _, whole := w.(*fastRW); !whole {
+		queued = time.Now() // net/http: the body may have taken a while to arrive (the Front has it whole before the handler runs)
+	}
 	if grp == nil {
 		// Scaled to zero: wait for an instance to become ready.
 		if rt, grp, e = g.awaitInstance(r.Context(), rt, t.version, deadline); e != nil {
@@ -455,7 +462,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt *route, grp
 		if prev != nil && grp.others(prev) {
 			exclude = prev
 		}
-		b, e := g.acquire(r.Context(), &rt, &grp, exclude, queueUntil, deadline)
+		b, waited, e := g.acquire(r.Context(), &rt, &grp, exclude, queueUntil, deadline)
 		if e != nil {
 			switch {
 			case e.status == 0: // the client went away
@@ -476,6 +483,12 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt *route, grp
 		}
 		tried++
 		var x exchange
+		// The connection is taken now: queued is still now on the first
+		// attempt when no slot was waited for (a clock read saved).
+		x.at = queued
+		if attempt > 0 || waited {
+			x.at = time.Now()
+		}
 		err := g.send(r.Context(), &x, r, b, body, fwd, rid, deadline, h, keep)
 		if err == nil {
 			res = g.respond(w, r, &x, b, rt, res, rid, deadline)
@@ -573,10 +586,10 @@ func (g *Gateway) respond(w http.ResponseWriter, r *http.Request, x *exchange, b
 // acquire takes a slot on an instance of *grp, waiting for one until
 // queueUntil. While it waits it follows route updates: new instances of the
 // version count, and a version that lost its instances is re-picked.
-func (g *Gateway) acquire(ctx context.Context, rtp **route, grpp **group, exclude *backend, queueUntil, deadline time.Time) (*backend, *gwError) {
+func (g *Gateway) acquire(ctx context.Context, rtp **route, grpp **group, exclude *backend, queueUntil, deadline time.Time) (*backend, bool, *gwError) {
 	rt, grp := *rtp, *grpp
 	if b := grp.tryAcquire(g.limit, exclude, 0); b != nil {
-		return b, nil
+		return b, false, nil
 	}
 	q := grp.wq
 	q.waiters.Add(1)
@@ -590,15 +603,15 @@ func (g *Gateway) acquire(ctx context.Context, rtp **route, grpp **group, exclud
 		upd := q.updated()
 		if cur := g.table.Load().byID[rt.cfg.ServiceID]; cur != rt {
 			if cur == nil {
-				return nil, &gwError{http.StatusNotFound, CodeNoService, fmt.Sprintf("service %s was deleted", rt.name()), ""}
+				return nil, true, &gwError{http.StatusNotFound, CodeNoService, fmt.Sprintf("service %s was deleted", rt.name()), ""}
 			}
 			if e := cur.unavailable(); e != nil {
-				return nil, e
+				return nil, true, e
 			}
 			next := cur.byModel[grp.model]
 			if next == nil {
 				if next = cur.pick(); next == nil {
-					return nil, &gwError{http.StatusServiceUnavailable, CodeNoInstance,
+					return nil, true, &gwError{http.StatusServiceUnavailable, CodeNoInstance,
 						fmt.Sprintf("service %s has no ready instance of a model version with a weight above 0", cur.name()), waitHint(cur)}
 				}
 			}
@@ -612,21 +625,21 @@ func (g *Gateway) acquire(ctx context.Context, rtp **route, grpp **group, exclud
 			}
 		}
 		if b := grp.tryAcquire(g.limit, exclude, 0); b != nil {
-			return b, nil
+			return b, true, nil
 		}
 		select {
 		case <-q.ch:
 		case <-upd:
 		case <-timer.C:
 			if !queueUntil.Before(deadline) {
-				return nil, timeoutError(rt, " (every instance was busy)")
+				return nil, true, timeoutError(rt, " (every instance was busy)")
 			}
-			return nil, &gwError{http.StatusServiceUnavailable, CodeBusy,
+			return nil, true, &gwError{http.StatusServiceUnavailable, CodeBusy,
 				fmt.Sprintf("all %d instance(s) of model version %s of service %s are busy (%d requests each) and none freed up within %s",
 					len(grp.backends), grp.model, rt.name(), g.limit, g.o.QueueTimeout),
 				fmt.Sprintf("add instances (`atelier service update %s --instances N`, or --autoscale) or retry later", rt.cfg.ServiceID)}
 		case <-ctx.Done():
-			return nil, &gwError{} // the client went away
+			return nil, true, &gwError{} // the client went away
 		}
 	}
 }
@@ -842,16 +855,24 @@ func readBody(r *http.Request, limit int64) ([]byte, *bytes.Buffer, *gwError) {
 // requestID is the request id already set on the response (by the API
 // server's middleware), else the client's X-Request-Id when it is sane,
 // else a new one; it is set on the response.
-func requestID(w http.ResponseWriter, r *http.Request) string {
+func requestID(w http.ResponseWriter, r *http.Request, now time.Time) string {
 	h := w.Header()
 	if v := h["X-Request-Id"]; len(v) > 0 && v[0] != "" {
 		return v[0]
 	}
-	id := r.Header.Get("X-Request-Id")
-	if !saneID(id) {
-		id = newRequestID()
+	var id string
+	if v := r.Header["X-Request-Id"]; len(v) > 0 { // the parsers store canonical keys
+		id = v[0]
 	}
-	h["X-Request-Id"] = []string{id}
+	if !saneID(id) {
+		id = newRequestID(now)
+	}
+	if fw, ok := w.(*fastRW); ok {
+		fw.rid[0] = id
+		h["X-Request-Id"] = fw.rid[:1:1]
+	} else {
+		h["X-Request-Id"] = []string{id}
+	}
 	return id
 }
 
@@ -863,9 +884,9 @@ var (
 // newRequestID is a UUIDv7 like the API server's request ids, made without
 // a lock or a random read per request: the millisecond time, a counter and
 // a per-process random value mixed with the counter.
-func newRequestID() string {
+func newRequestID(now time.Time) string {
 	var u [16]byte
-	ms := uint64(time.Now().UnixMilli())
+	ms := uint64(now.UnixMilli())
 	n := ridCounter.Add(1)
 	binary.BigEndian.PutUint64(u[:8], ms<<16)
 	u[6] = 0x70 | byte(n>>8)&0x0f

@@ -3,6 +3,7 @@ package gateway
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParsePath(t *testing.T) {
@@ -86,7 +87,7 @@ func FuzzParsePath(f *testing.F) {
 func TestNewRequestID(t *testing.T) {
 	seen := map[string]bool{}
 	for range 10000 {
-		id := newRequestID()
+		id := newRequestID(time.Now())
 		if len(id) != 36 || id[14] != '7' || !strings.ContainsRune("89ab", rune(id[19])) || !saneID(id) {
 			t.Fatalf("request id %q is not a UUIDv7", id)
 		}

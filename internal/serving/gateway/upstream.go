@@ -43,6 +43,14 @@ type uconn struct {
 	lastUsed time.Time
 	deadline time.Time           // set on c
 	fields   map[string][]string // the last value of each common response field (see readHead)
+
+	// The state of upReader's RawConn.Read callback (step), kept here so
+	// that the callback, made once per connection, allocates nothing.
+	stepFn  func(uintptr) bool
+	stepP   []byte
+	stepN   int
+	stepErr error
+	sent    bool
 }
 
 // deadlineSlack is how much later than a request's deadline the deadline
@@ -52,10 +60,14 @@ type uconn struct {
 // arrives within it after the deadline is still delivered.
 const deadlineSlack = 20 * time.Millisecond
 
-// setDeadline makes c's deadline d, or keeps it when it is at most
-// deadlineSlack later.
+// setDeadline makes c's deadline at least d and at most deadlineSlack
+// later. A deadline it moves is set deadlineSlack after d, so the requests
+// that follow within deadlineSlack (whose deadlines are later than d by
+// as much as they come later) keep it: a busy connection's timer is moved
+// about once per deadlineSlack rather than once per request.
 func (uc *uconn) setDeadline(d time.Time) {
 	if uc.deadline.Before(d) || uc.deadline.Sub(d) > deadlineSlack {
+		d = d.Add(deadlineSlack)
 		uc.c.SetDeadline(d)
 		uc.deadline = d
 	}
@@ -124,39 +136,42 @@ func (u upReader) Read(p []byte) (int, error) {
 		}
 		return uc.c.Read(p)
 	}
-	var n int
-	var err error
-	sent := false
-	rerr := uc.rc.Read(func(fd uintptr) bool {
-		if !sent {
-			sent = true
-			if werr := uc.writePending(int(fd)); werr != nil {
-				err = &errWrite{werr}
-				return true
-			}
-			return false // wait for the answer
-		}
-		for {
-			m, e := rawRead(int(fd), p)
-			switch {
-			case e == syscall.EINTR:
-				continue
-			case e == syscall.EAGAIN:
-				return false
-			case e != 0:
-				err = os.NewSyscallError("read", e)
-			case m == 0:
-				err = io.EOF
-			}
-			n = m
-			return true
-		}
-	})
-	uc.pending = nil
+	uc.stepP, uc.stepN, uc.stepErr, uc.sent = p, 0, nil, false
+	rerr := uc.rc.Read(uc.stepFn)
+	n, err := uc.stepN, uc.stepErr
+	uc.stepP, uc.stepErr, uc.pending = nil, nil, nil
 	if rerr != nil {
 		return 0, rerr
 	}
 	return n, err
+}
+
+// step is upReader's RawConn.Read callback: the first call writes the
+// pending request and waits for the answer; the next reads it.
+func (uc *uconn) step(fd uintptr) bool {
+	if !uc.sent {
+		uc.sent = true
+		if werr := uc.writePending(int(fd)); werr != nil {
+			uc.stepErr = &errWrite{werr}
+			return true
+		}
+		return false // wait for the answer
+	}
+	for {
+		m, e := rawRead(int(fd), uc.stepP)
+		switch {
+		case e == syscall.EINTR:
+			continue
+		case e == syscall.EAGAIN:
+			return false
+		case e != 0:
+			uc.stepErr = os.NewSyscallError("read", e)
+		case m == 0:
+			uc.stepErr = io.EOF
+		}
+		uc.stepN = m
+		return true
+	}
 }
 
 // pool holds an instance's idle connections, most recently used last.
@@ -193,6 +208,7 @@ func (p *pool) get(ctx context.Context, addr string, now time.Time) (uc *uconn, 
 	if sc, ok := c.(syscall.Conn); ok {
 		uc.rc, _ = sc.SyscallConn()
 	}
+	uc.stepFn = uc.step
 	uc.br = bufio.NewReaderSize(upReader{uc}, 16<<10)
 	return uc, false, nil
 }
@@ -252,11 +268,10 @@ func (e *errAttempt) Error() string {
 func (e *errAttempt) Unwrap() error { return e.err }
 
 // send writes the request to b and reads the response status and headers
-// into dst (the client's response header). On error, x says whether a byte
+// into dst (the client's response header); x.at is the time now. On error, x says whether a byte
 // of a response had arrived.
 func (g *Gateway) send(ctx context.Context, x *exchange, r *http.Request, b *backend, body []byte, fwd, rid string,
 	deadline time.Time, dst http.Header, keep []string) error {
-	x.at = time.Now()
 	uc, reused, err := b.pool.get(ctx, b.addr, x.at)
 	if err != nil {
 		x.dialErr = true
