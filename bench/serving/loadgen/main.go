@@ -11,6 +11,11 @@
 //	loadgen -url http://127.0.0.1:8080/v1/infers/ID -c 16 -d 10s -method POST \
 //	    -body '{"x":1}' -header 'Content-Type: application/json' [-format json]
 //	loadgen -url … -body @image.jpg -header 'Content-Type: image/jpeg'
+//
+// With -url given more than once it loads the targets in turn, a -slice
+// at a time (see interleave.go), and reports them side by side:
+//
+//	loadgen -url http://A/… -url http://B/… -label a,b -c 16 -d 30s -slice 250ms -format json
 package main
 
 import (
@@ -68,8 +73,8 @@ type worker struct {
 }
 
 func main() {
-	var hdrs headers
-	rawURL := flag.String("url", "", "URL to load (http only)")
+	var hdrs, urls headers
+	flag.Var(&urls, "url", "URL to load (http only); more than once: the URLs are loaded in turn, a -slice at a time")
 	conc := flag.Int("c", 16, "concurrency: workers, each with one connection")
 	dur := flag.Duration("d", 10*time.Second, "measured duration")
 	warmup := flag.Duration("warmup", time.Second, "unmeasured warm-up before the measured duration")
@@ -78,26 +83,44 @@ func main() {
 	flag.Var(&hdrs, "header", "request header \"Name: value\" (repeatable)")
 	timeout := flag.Duration("timeout", 30*time.Second, "per-request timeout")
 	format := flag.String("format", "text", "text or json")
-	label := flag.String("label", "", "label copied into the JSON")
+	label := flag.String("label", "", "label copied into the JSON (with several -url: comma-separated, one per URL)")
+	slice := flag.Duration("slice", 250*time.Millisecond, "with several -url: how long each is loaded at a time")
 	flag.Parse()
-	if err := run(*rawURL, *conc, *dur, *warmup, *method, *body, hdrs, *timeout, *format, *label); err != nil {
+	var err error
+	switch len(urls) {
+	case 0:
+		err = errors.New("-url is required")
+	case 1:
+		err = run(urls[0], *conc, *dur, *warmup, *method, *body, hdrs, *timeout, *format, *label)
+	default:
+		err = runMany(urls, strings.Split(*label, ","), *conc, *dur, *warmup, *slice, *method, *body, hdrs, *timeout, *format)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(rawURL string, conc int, dur, warmup time.Duration, method, body string, hdrs []string, timeout time.Duration, format, label string) error {
+// parseTarget checks a -url and returns it with its host:port.
+func parseTarget(rawURL string) (*url.URL, string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return fmt.Errorf("-url must be an http:// URL, not %q", rawURL)
+		return nil, "", fmt.Errorf("-url must be an http:// URL, not %q", rawURL)
 	}
-	if conc < 1 {
-		return errors.New("-c must be at least 1")
+	addr := u.Host
+	if u.Port() == "" {
+		addr += ":80"
 	}
+	return u, addr, nil
+}
+
+// requestBody reads -body (@FILE: the file) and settles the method.
+func requestBody(method, body string) (string, []byte, error) {
 	var payload []byte
 	if strings.HasPrefix(body, "@") {
+		var err error
 		if payload, err = os.ReadFile(body[1:]); err != nil {
-			return err
+			return "", nil, err
 		}
 	} else {
 		payload = []byte(body)
@@ -108,11 +131,48 @@ func run(rawURL string, conc int, dur, warmup time.Duration, method, body string
 			method = "POST"
 		}
 	}
-	req := buildRequest(method, u, payload, hdrs)
-	addr := u.Host
-	if u.Port() == "" {
-		addr += ":80"
+	return method, payload, nil
+}
+
+func runMany(urls, labels []string, conc int, dur, warmup, slice time.Duration, method, body string, hdrs []string, timeout time.Duration, format string) error {
+	if conc < 1 {
+		return errors.New("-c must be at least 1")
 	}
+	method, payload, err := requestBody(method, body)
+	if err != nil {
+		return err
+	}
+	res, err := runInterleaved(urls, labels, conc, dur, warmup, slice, method, payload, hdrs, timeout)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		return json.NewEncoder(os.Stdout).Encode(res)
+	}
+	fmt.Printf("interleaved, %d targets, c=%d, slices of %.0fms, %d cycles measured\n", len(urls), conc, res.SliceMs, len(res.Cycles))
+	for _, t := range res.Targets {
+		fmt.Printf("  %s %s: requests %d  req/s %.0f  errors %d  non-2xx %d  p50 %.3f  p99 %.3f ms\n",
+			t.Label, t.URL, t.Requests, t.RPS, t.Errors, t.Non2xx, t.P50Ms, t.P99Ms)
+	}
+	if len(res.Ratios) > 0 {
+		fmt.Printf("  median per-cycle ratio first/second: %.3f\n", median(slices.Clone(res.Ratios)))
+	}
+	return nil
+}
+
+func run(rawURL string, conc int, dur, warmup time.Duration, method, body string, hdrs []string, timeout time.Duration, format, label string) error {
+	u, addr, err := parseTarget(rawURL)
+	if err != nil {
+		return err
+	}
+	if conc < 1 {
+		return errors.New("-c must be at least 1")
+	}
+	method, payload, err := requestBody(method, body)
+	if err != nil {
+		return err
+	}
+	req := buildRequest(method, u, payload, hdrs)
 	head := method == "HEAD"
 
 	start := time.Now()
@@ -145,6 +205,22 @@ func run(rawURL string, conc int, dur, warmup time.Duration, method, body string
 	}
 	res.Requests = int64(len(all))
 	res.RPS = float64(res.Requests) / dur.Seconds()
+	fillLatency(&res, all)
+	if format == "json" {
+		return json.NewEncoder(os.Stdout).Encode(res)
+	}
+	fmt.Printf("%s %s  c=%d  %.0fs\n", method, rawURL, conc, dur.Seconds())
+	fmt.Printf("  requests %d  req/s %.0f  errors %d  non-2xx %d  reconnects %d\n", res.Requests, res.RPS, res.Errors, res.Non2xx, res.Reconnects)
+	fmt.Printf("  latency ms: mean %.3f  p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n",
+		res.MeanMs, res.P50Ms, res.P90Ms, res.P99Ms, res.P999Ms, res.MaxMs)
+	if res.FirstError != "" {
+		fmt.Printf("  first error: %s\n", res.FirstError)
+	}
+	return nil
+}
+
+// fillLatency sets res's latency figures from all (which it sorts).
+func fillLatency(res *Result, all []time.Duration) {
 	if len(all) > 0 {
 		slices.Sort(all)
 		var sum time.Duration
@@ -160,17 +236,6 @@ func run(rawURL string, conc int, dur, warmup time.Duration, method, body string
 		res.P50Ms, res.P90Ms, res.P99Ms, res.P999Ms = pct(0.5), pct(0.9), pct(0.99), pct(0.999)
 		res.MaxMs = ms(all[len(all)-1])
 	}
-	if format == "json" {
-		return json.NewEncoder(os.Stdout).Encode(res)
-	}
-	fmt.Printf("%s %s  c=%d  %.0fs\n", method, rawURL, conc, dur.Seconds())
-	fmt.Printf("  requests %d  req/s %.0f  errors %d  non-2xx %d  reconnects %d\n", res.Requests, res.RPS, res.Errors, res.Non2xx, res.Reconnects)
-	fmt.Printf("  latency ms: mean %.3f  p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n",
-		res.MeanMs, res.P50Ms, res.P90Ms, res.P99Ms, res.P999Ms, res.MaxMs)
-	if res.FirstError != "" {
-		fmt.Printf("  first error: %s\n", res.FirstError)
-	}
-	return nil
 }
 
 func buildRequest(method string, u *url.URL, body []byte, hdrs []string) []byte {
@@ -196,55 +261,74 @@ func (w *worker) fail(err error) {
 }
 
 func (w *worker) run(addr string, req []byte, head bool, timeout time.Duration, measure, end time.Time) {
-	var conn net.Conn
-	var br *bufio.Reader
-	defer func() {
-		if conn != nil {
-			conn.Close()
-		}
-	}()
+	c := &conn{}
+	defer c.close()
 	for {
 		t0 := time.Now()
 		if !t0.Before(end) {
 			return
 		}
-		if conn == nil {
-			c, err := net.DialTimeout("tcp", addr, timeout)
-			if err != nil {
+		status, reopen, err := c.do(addr, req, head, timeout, t0)
+		t1 := time.Now()
+		if reopen {
+			w.reconnects++
+		}
+		if err != nil {
+			if c.dialFailed {
 				if !t0.Before(measure) {
 					w.fail(err)
 				}
 				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			conn = c
-			if br == nil {
-				br = bufio.NewReaderSize(c, 64<<10)
-			} else {
-				br.Reset(c)
-			}
-		}
-		conn.SetDeadline(t0.Add(timeout))
-		status, keep, err := roundTrip(conn, br, req, head)
-		t1 := time.Now()
-		if err != nil {
-			if !t0.Before(measure) && t1.Before(end) {
+			} else if !t0.Before(measure) && t1.Before(end) {
 				w.fail(err)
 			}
-			conn.Close()
-			conn = nil
-			w.reconnects++
 			continue
 		}
 		if !t0.Before(measure) && !t1.After(end) {
 			w.lat = append(w.lat, t1.Sub(t0))
 			w.status[status]++
 		}
-		if !keep {
-			conn.Close()
-			conn = nil
-			w.reconnects++
+	}
+}
+
+// conn is a worker's keep-alive connection, dialled when needed.
+type conn struct {
+	c          net.Conn
+	br         *bufio.Reader
+	dialFailed bool // the last do failed to connect
+}
+
+// do sends req and reads the response. reopen reports that the connection
+// was closed after it (an error, or the server's wish), so the next do
+// dials again.
+func (c *conn) do(addr string, req []byte, head bool, timeout time.Duration, t0 time.Time) (status int, reopen bool, err error) {
+	c.dialFailed = false
+	if c.c == nil {
+		nc, err := net.DialTimeout("tcp", addr, timeout)
+		if err != nil {
+			c.dialFailed = true
+			return 0, false, err
 		}
+		c.c = nc
+		if c.br == nil {
+			c.br = bufio.NewReaderSize(nc, 64<<10)
+		} else {
+			c.br.Reset(nc)
+		}
+	}
+	c.c.SetDeadline(t0.Add(timeout))
+	status, keep, err := roundTrip(c.c, c.br, req, head)
+	if err != nil || !keep {
+		c.close()
+		return status, true, err
+	}
+	return status, false, nil
+}
+
+func (c *conn) close() {
+	if c.c != nil {
+		c.c.Close()
+		c.c = nil
 	}
 }
 
