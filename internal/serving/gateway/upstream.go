@@ -300,13 +300,20 @@ func (g *Gateway) send(ctx context.Context, x *exchange, r *http.Request, b *bac
 	}
 }
 
-// skipRequestHeader are the client's headers not passed on: hop-by-hop
-// ones, the gateway's credentials, and those the gateway writes itself.
-var skipRequestHeader = map[string]bool{
-	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Proxy-Authenticate": true,
-	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-	"X-Auth-Token": true, "X-Apig-Appcode": true, "Expect": true, "Content-Length": true, "Host": true,
-	"X-Request-Id": true, "X-Forwarded-For": true,
+// skipRequestHeader reports the client's headers not passed on: hop-by-hop
+// ones, the gateway's credentials, those the gateway writes itself, and
+// X-Forwarded-For. The instance's runtime reads no client address (a
+// handler sees the request's data, not its headers), so the gateway sends
+// none: an address the instance would parse on every request for nothing
+// (a client's own X-Forwarded-For, which it could forge, is dropped too).
+func skipRequestHeader(k string) bool {
+	switch k {
+	case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te",
+		"Trailer", "Transfer-Encoding", "Upgrade", "X-Auth-Token", "X-Apig-Appcode", "Expect", "Content-Length",
+		"Host", "X-Request-Id", "X-Forwarded-For":
+		return true
+	}
+	return false
 }
 
 // appendRequestHead appends the request line and headers of the request
@@ -330,7 +337,7 @@ func appendRequestHead(b []byte, r *http.Request, fwd, rid string, bodyLen int) 
 		connTokens = connectionTokens(c)
 	}
 	for k, vs := range r.Header {
-		if skipRequestHeader[k] || len(connTokens) > 0 && contains(connTokens, k) {
+		if skipRequestHeader(k) || len(connTokens) > 0 && contains(connTokens, k) {
 			continue
 		}
 		for _, v := range vs {
@@ -342,12 +349,6 @@ func appendRequestHead(b []byte, r *http.Request, fwd, rid string, bodyLen int) 
 	}
 	b = append(b, "X-Request-Id: "...)
 	b = append(b, rid...)
-	b = append(b, "\r\nX-Forwarded-For: "...)
-	for _, v := range r.Header["X-Forwarded-For"] {
-		b = append(b, v...)
-		b = append(b, ", "...)
-	}
-	b = append(b, clientIP(r.RemoteAddr)...)
 	b = append(b, "\r\n"...)
 	if bodyLen > 0 || r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
 		b = append(b, "Content-Length: "...)
@@ -367,25 +368,6 @@ func connectionTokens(vs []string) []string {
 		}
 	}
 	return out
-}
-
-func clientIP(remote string) string {
-	if i := lastIndexByte(remote, ':'); i >= 0 {
-		remote = remote[:i]
-	}
-	if len(remote) > 1 && remote[0] == '[' && remote[len(remote)-1] == ']' {
-		remote = remote[1 : len(remote)-1]
-	}
-	return remote
-}
-
-func lastIndexByte(s string, c byte) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == c {
-			return i
-		}
-	}
-	return -1
 }
 
 // commonHeaders maps header names as instances send them to their
