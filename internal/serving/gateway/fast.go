@@ -288,11 +288,20 @@ type fastRW struct {
 	err        error
 	end        time.Time // when the gateway finished the request (zero: it did not tell)
 	rid        [1]string // the array of the X-Request-Id value, reused
+	// Header lines written after h's: the gateway puts an instance's
+	// response headers here, already checked and in canonical form (see
+	// exchange.readHead), and sets clen from its Content-Length.
+	raw     []byte
+	rawDate bool // raw has a Date
 }
 
 func (w *fastRW) reset(req *http.Request) {
 	clear(w.h)
 	w.status, w.wrote, w.sent, w.chunked, w.written, w.err, w.end = 0, false, false, false, 0, nil, time.Time{}
+	w.raw, w.rawDate = w.raw[:0], false
+	if cap(w.raw) > fastHoldMax {
+		w.raw = nil
+	}
 	w.isHead, w.closeAfter, w.clen = req.Method == http.MethodHead, req.Close, -1
 	if cap(w.body) > 4*fastHoldMax {
 		w.body = nil
@@ -437,7 +446,8 @@ func (w *fastRW) sendHead(final bool) {
 	}
 	out := appendStatusLine(w.out[:0], w.status)
 	out = appendHeaderFields(out, w.h)
-	if _, ok := w.h["Date"]; !ok {
+	out = append(out, w.raw...)
+	if _, ok := w.h["Date"]; !ok && !w.rawDate {
 		out = append(out, "Date: "...)
 		out = append(out, httpDate()...)
 		out = append(out, "\r\n"...)

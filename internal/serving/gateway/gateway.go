@@ -451,8 +451,13 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt *route, grp
 	h := w.Header()
 	var kept [4]string // headers set before the instance's (the request id): kept when an attempt fails
 	keep := kept[:0]
-	for k := range h {
-		keep = append(keep, k)
+	var raw *[]byte // the Front's writer takes the instance's headers as lines (see readHead)
+	if fw, ok := w.(*fastRW); ok {
+		raw = &fw.raw
+	} else {
+		for k := range h {
+			keep = append(keep, k)
+		}
 	}
 	var prev *backend
 	var lastErr error
@@ -489,7 +494,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt *route, grp
 		if attempt > 0 || waited {
 			x.at = time.Now()
 		}
-		err := g.send(r.Context(), &x, r, b, body, fwd, rid, deadline, h, keep)
+		err := g.send(r.Context(), &x, r, b, body, fwd, rid, deadline, h, keep, raw)
 		if err == nil {
 			res = g.respond(w, r, &x, b, rt, res, rid, deadline)
 			b.release()
@@ -499,7 +504,11 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt *route, grp
 			x.uc.c.Close()
 		}
 		b.release()
-		dropHeaders(h, keep)
+		if raw != nil {
+			*raw = (*raw)[:0]
+		} else {
+			dropHeaders(h, keep)
+		}
 		lastErr = err
 		if x.dialErr && r.Context().Err() == nil {
 			b.downUntil.Store(time.Now().Add(g.o.DownFor).UnixNano())
@@ -543,9 +552,22 @@ var copyBufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return 
 // respond sends the instance's response (its headers are in w already) and
 // gives the connection back when the body was read whole.
 func (g *Gateway) respond(w http.ResponseWriter, r *http.Request, x *exchange, b *backend, rt *route, res result, rid string, deadline time.Time) result {
-	h := w.Header()
-	h["X-Atelier-Instance"] = b.hdrID
-	h["X-Atelier-Model"] = b.hdrModel
+	if fw, ok := w.(*fastRW); ok {
+		// The instance's headers are lines in fw.raw already.
+		fw.raw = append(fw.raw, "X-Atelier-Instance: "...)
+		fw.raw = append(fw.raw, b.hdrID[0]...)
+		fw.raw = append(fw.raw, "\r\nX-Atelier-Model: "...)
+		fw.raw = append(fw.raw, b.hdrModel[0]...)
+		fw.raw = append(fw.raw, "\r\n"...)
+		fw.rawDate = x.sawDate
+		if x.declared >= 0 {
+			fw.clen = x.declared
+		}
+	} else {
+		h := w.Header()
+		h["X-Atelier-Instance"] = b.hdrID
+		h["X-Atelier-Model"] = b.hdrModel
+	}
 	w.WriteHeader(x.status)
 	res.code = x.status
 	var flusher http.Flusher

@@ -144,6 +144,21 @@ func newGW(t testing.TB, o Options) *testGW {
 	return &testGW{Gateway: g, srv: srv, reg: reg, front: front}
 }
 
+// newPlainGW serves the gateway as a plain net/http handler, without the
+// Front: its responses go through net/http's writer.
+func newPlainGW(t testing.TB, o Options) *testGW {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	o.Registry = reg
+	g := New(o)
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
+	return &testGW{Gateway: g, srv: srv, reg: reg}
+}
+
 type reply struct {
 	status int
 	header http.Header

@@ -250,6 +250,10 @@ type exchange struct {
 	length  int64 // of the body; -1: chunked or until close
 	chunked bool
 	noBody  bool
+	// With raw header lines (readHead's raw): the Content-Length the
+	// instance declared (-1: none, or chunked) and whether it sent a Date.
+	declared int64
+	sawDate  bool
 }
 
 // errAttempt wraps a failure of an attempt before the response was taken.
@@ -268,10 +272,11 @@ func (e *errAttempt) Error() string {
 func (e *errAttempt) Unwrap() error { return e.err }
 
 // send writes the request to b and reads the response status and headers
-// into dst (the client's response header); x.at is the time now. On error, x says whether a byte
+// into dst (the client's response header), or, when raw is not nil, as
+// header lines onto *raw (see readHead); x.at is the time now. On error, x says whether a byte
 // of a response had arrived.
 func (g *Gateway) send(ctx context.Context, x *exchange, r *http.Request, b *backend, body []byte, fwd, rid string,
-	deadline time.Time, dst http.Header, keep []string) error {
+	deadline time.Time, dst http.Header, keep []string, raw *[]byte) error {
 	uc, reused, err := b.pool.get(ctx, b.addr, x.at)
 	if err != nil {
 		x.dialErr = true
@@ -290,13 +295,18 @@ func (g *Gateway) send(ctx context.Context, x *exchange, r *http.Request, b *bac
 	}
 	x.gotByte = true
 	for {
-		if err := x.readHead(uc.br, r.Method, dst); err != nil {
+		if raw != nil {
+			*raw = (*raw)[:0]
+		}
+		if err := x.readHead(uc.br, r.Method, dst, raw); err != nil {
 			return &errAttempt{"reading the response", err}
 		}
 		if x.status >= 200 || x.status == http.StatusSwitchingProtocols {
 			return nil
 		}
-		dropHeaders(dst, keep) // 1xx informational: the real response follows
+		if raw == nil {
+			dropHeaders(dst, keep) // 1xx informational: the real response follows (raw is emptied above)
+		}
 	}
 }
 
@@ -387,11 +397,67 @@ var commonHeaders = func() map[string]string {
 	return m
 }()
 
+// appendCanonicalKey appends the canonical form of the header name k (a
+// token), as textproto.CanonicalMIMEHeaderKey makes it.
+func appendCanonicalKey(b, k []byte) []byte {
+	upper := true
+	for _, c := range k {
+		switch {
+		case upper && 'a' <= c && c <= 'z':
+			c -= 'a' - 'A'
+		case !upper && 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+		upper = c == '-'
+	}
+	return b
+}
+
+// handledKey is the name readHead's switch handles that canon (a canonical
+// name) is, or "".
+func handledKey(canon []byte) string {
+	switch string(canon) {
+	case "Content-Length":
+		return "Content-Length"
+	case "Transfer-Encoding":
+		return "Transfer-Encoding"
+	case "Connection":
+		return "Connection"
+	case "Keep-Alive":
+		return "Keep-Alive"
+	case "Proxy-Connection":
+		return "Proxy-Connection"
+	case "Te":
+		return "Te"
+	case "Trailer":
+		return "Trailer"
+	case "Upgrade":
+		return "Upgrade"
+	case "X-Request-Id":
+		return "X-Request-Id"
+	case "X-Atelier-Instance":
+		return "X-Atelier-Instance"
+	case "X-Atelier-Model":
+		return "X-Atelier-Model"
+	case "Date":
+		return "Date"
+	}
+	return ""
+}
+
 var errMalformed = errors.New("malformed HTTP response from the instance")
 
 // readHead reads a status line and headers. Hop-by-hop headers set the
-// framing and are not copied to dst.
-func (x *exchange) readHead(br *bufio.Reader, method string, dst http.Header) error {
+// framing and are not copied to dst, nor those the gateway sets.
+//
+// With raw not nil (the Front's responses, see fastRW.raw) the headers go
+// onto *raw as the lines the client gets, instead of into dst: names in
+// canonical form, values trimmed and a CR in them made a space, a field
+// with an invalid name dropped, as writing them from dst would do, without
+// a map insert on the way in and an iteration on the way out. The
+// Content-Length stays out (x.declared has it).
+func (x *exchange) readHead(br *bufio.Reader, method string, dst http.Header, raw *[]byte) error {
 	line, err := readLine(br)
 	if err != nil {
 		return err
@@ -405,8 +471,9 @@ func (x *exchange) readHead(br *bufio.Reader, method string, dst http.Header) er
 	if err != nil || code < 100 || code > 999 || len(line) > 12 && line[12] != ' ' {
 		return fmt.Errorf("%w: status line %q", errMalformed, truncate(line))
 	}
-	x.status, x.keep, x.length, x.chunked = code, minor == '1', -1, false
+	x.status, x.keep, x.length, x.chunked, x.declared, x.sawDate = code, minor == '1', -1, false, -1, false
 	hasLength := false
+	var kb [64]byte
 	for {
 		line, err := readLine(br)
 		if err != nil {
@@ -421,8 +488,17 @@ func (x *exchange) readHead(br *bufio.Reader, method string, dst http.Header) er
 		}
 		k, v := line[:i], bytes.TrimSpace(line[i+1:])
 		key, ok := commonHeaders[string(k)]
+		var canon []byte // raw: the canonical name of an uncommon field
 		if !ok {
-			key = textproto.CanonicalMIMEHeaderKey(string(k))
+			if raw == nil {
+				key = textproto.CanonicalMIMEHeaderKey(string(k))
+			} else {
+				if !isToken(k) {
+					continue // dropped, as appendHeaderFields drops it
+				}
+				canon = appendCanonicalKey(kb[:0], k)
+				key = handledKey(canon)
+			}
 		}
 		switch key {
 		case "Content-Length":
@@ -430,7 +506,10 @@ func (x *exchange) readHead(br *bufio.Reader, method string, dst http.Header) er
 			if err != nil || n < 0 || hasLength && n != x.length {
 				return fmt.Errorf("%w: Content-Length %q", errMalformed, v)
 			}
-			x.length, hasLength = n, true
+			x.length, x.declared, hasLength = n, n, true
+			if raw != nil {
+				continue
+			}
 		case "Transfer-Encoding":
 			if !bytes.EqualFold(v, []byte("chunked")) {
 				return fmt.Errorf("%w: Transfer-Encoding %q", errMalformed, v)
@@ -444,8 +523,27 @@ func (x *exchange) readHead(br *bufio.Reader, method string, dst http.Header) er
 				x.keep = true
 			}
 			continue
-		case "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Upgrade", "X-Request-Id":
+		case "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Upgrade", "X-Request-Id", "X-Atelier-Instance", "X-Atelier-Model":
 			continue // hop-by-hop, or set by the gateway
+		case "Date":
+			x.sawDate = true
+		}
+		if raw != nil {
+			out := *raw
+			if canon != nil {
+				out = append(out, canon...)
+			} else {
+				out = append(out, key...)
+			}
+			out = append(out, ": "...)
+			for _, c := range v {
+				if c == '\r' {
+					c = ' '
+				}
+				out = append(out, c)
+			}
+			*raw = append(out, "\r\n"...)
+			continue
 		}
 		if prev := dst[key]; prev != nil || !ok || x.uc == nil {
 			dst[key] = append(prev, string(v))
@@ -467,7 +565,7 @@ func (x *exchange) readHead(br *bufio.Reader, method string, dst http.Header) er
 		dst[key] = c
 	}
 	if x.chunked {
-		x.length = -1
+		x.length, x.declared = -1, -1
 		delete(dst, "Content-Length")
 	}
 	if code == http.StatusSwitchingProtocols {

@@ -7,6 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,15 +19,7 @@ import (
 // checks what the client gets and that the connection is reused only when
 // the response was delimited.
 func TestResponseFraming(t *testing.T) {
-	tests := []struct {
-		name     string
-		response string
-		method   string
-		status   int
-		body     string
-		header   map[string]string
-		reuse    bool
-	}{
+	tests := []framingCase{
 		{"content-length", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{\"a\":1}",
 			"POST", 200, `{"a":1}`, map[string]string{"Content-Type": "application/json"}, true},
 		{"lower-case headers", "HTTP/1.1 201 Created\r\ncontent-type: text/plain\r\ncontent-length: 2\r\nx-custom: v\r\n\r\nok",
@@ -41,54 +36,78 @@ func TestResponseFraming(t *testing.T) {
 		{"HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n", "HEAD", 200, "", map[string]string{"Content-Length": "99"}, true},
 		{"multiple values", "HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nContent-Length: 0\r\n\r\n", "POST", 200, "", nil, true},
 		{"no reason phrase", "HTTP/1.1 500\r\nContent-Length: 1\r\n\r\nx", "POST", 500, "x", nil, true},
+		{"the gateway's own headers", "HTTP/1.1 200 OK\r\nX-Atelier-Instance: forged\r\nx-atelier-model: forged\r\nX-Request-Id: forged\r\nContent-Length: 2\r\n\r\nok",
+			"POST", 200, "ok", map[string]string{"X-Atelier-Instance": "i1", "X-Atelier-Model": "m1"}, true},
+		{"invalid field name, CR in a value", "HTTP/1.1 200 OK\r\nBad Name: x\r\nX-V: a\rb\r\nX-Long-NAME-here: 1\r\nDATE: Tue, 01 Dec 2026 10:00:00 GMT\r\nContent-Length: 2\r\n\r\nok",
+			"POST", 200, "ok", map[string]string{"Bad Name": "", "X-V": "a b", "X-Long-Name-Here": "1", "Date": "Tue, 01 Dec 2026 10:00:00 GMT"}, true},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			conns := make(chan int, 10)
-			addr := rawBackend(t, func(c net.Conn, n int) {
-				defer c.Close()
-				conns <- n
-				br := bufio.NewReader(c)
-				for readRequest(br) == nil {
-					io.WriteString(c, tt.response)
-					if !tt.reuse {
-						return
-					}
-				}
-			})
-			g := newGW(t, Options{})
-			g.Set(openRoute("s1", Backend{"i1", "m1", addr}))
-			for i := range 2 {
-				r := g.call(t, tt.method, "/v1/infers/s1", "{}")
-				if r.err != nil || r.status != tt.status || string(r.body) != tt.body {
-					t.Fatalf("request %d: %v %d %q, want %d %q", i, r.err, r.status, r.body, tt.status, tt.body)
-				}
-				for k, v := range tt.header {
-					if got := r.header.Get(k); v != "" && got != v || v == "" && got != "" {
-						t.Errorf("header %s = %q, want %q", k, got, v)
-					}
-				}
-				if tt.name == "multiple values" && len(r.header.Values("Set-Cookie")) != 2 {
-					t.Errorf("Set-Cookie %v", r.header.Values("Set-Cookie"))
-				}
-				if r.header.Get("X-Request-Id") == "" || r.header.Get("X-Atelier-Instance") != "i1" {
-					t.Errorf("gateway headers missing: %v", r.header)
-				}
-				if r.header.Get("Transfer-Encoding") != "" || r.header.Get("Connection") == "close" && tt.reuse {
-					t.Errorf("hop-by-hop header passed on: %v", r.header)
-				}
-			}
-			want := 1
+	// The Front's writer takes the instance's headers as lines, net/http's
+	// through the Header map: both give the client the same.
+	for _, mode := range []string{"front", "net/http"} {
+		for _, tt := range tests {
+			t.Run(mode+"/"+tt.name, func(t *testing.T) { testResponseFraming(t, mode, tt) })
+		}
+	}
+}
+
+type framingCase struct {
+	name     string
+	response string
+	method   string
+	status   int
+	body     string
+	header   map[string]string
+	reuse    bool
+}
+
+func testResponseFraming(t *testing.T, mode string, tt framingCase) {
+	conns := make(chan int, 10)
+	addr := rawBackend(t, func(c net.Conn, n int) {
+		defer c.Close()
+		conns <- n
+		br := bufio.NewReader(c)
+		for readRequest(br) == nil {
+			io.WriteString(c, tt.response)
 			if !tt.reuse {
-				want = 2
+				return
 			}
-			if len(conns) != want {
-				t.Errorf("%d connections for 2 requests, want %d", len(conns), want)
+		}
+	})
+	g := newGW(t, Options{})
+	if mode == "net/http" {
+		g = newPlainGW(t, Options{})
+	}
+	g.Set(openRoute("s1", Backend{"i1", "m1", addr}))
+	for i := range 2 {
+		r := g.call(t, tt.method, "/v1/infers/s1", "{}")
+		if r.err != nil || r.status != tt.status || string(r.body) != tt.body {
+			t.Fatalf("request %d: %v %d %q, want %d %q", i, r.err, r.status, r.body, tt.status, tt.body)
+		}
+		for k, v := range tt.header {
+			if got := r.header.Get(k); v != "" && got != v || v == "" && got != "" {
+				t.Errorf("header %s = %q, want %q", k, got, v)
 			}
-			if st := g.Stats("s1"); st.Extra["retries"] != 0 || st.Errors != 0 && tt.status < 400 {
-				t.Errorf("stats %+v", st)
-			}
-		})
+		}
+		if tt.name == "multiple values" && len(r.header.Values("Set-Cookie")) != 2 {
+			t.Errorf("Set-Cookie %v", r.header.Values("Set-Cookie"))
+		}
+		if rid := r.header.Values("X-Request-Id"); len(rid) != 1 || rid[0] == "" || rid[0] == "forged" ||
+			len(r.header.Values("X-Atelier-Instance")) != 1 || r.header.Get("X-Atelier-Instance") != "i1" {
+			t.Errorf("gateway headers missing: %v", r.header)
+		}
+		if r.header.Get("Transfer-Encoding") != "" || r.header.Get("Connection") == "close" && tt.reuse {
+			t.Errorf("hop-by-hop header passed on: %v", r.header)
+		}
+	}
+	want := 1
+	if !tt.reuse {
+		want = 2
+	}
+	if len(conns) != want {
+		t.Errorf("%d connections for 2 requests, want %d", len(conns), want)
+	}
+	if st := g.Stats("s1"); st.Extra["retries"] != 0 || st.Errors != 0 && tt.status < 400 {
+		t.Errorf("stats %+v", st)
 	}
 }
 
@@ -179,4 +198,61 @@ func TestStreaming(t *testing.T) {
 		}
 		next <- struct{}{}
 	}
+}
+
+// FuzzReadHead: an instance's response head read into a Header map (as
+// net/http's writer gets it) and read as raw lines (as the Front's writer
+// gets it) give the client the same header lines and the same framing.
+func FuzzReadHead(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n",
+		"HTTP/1.1 201 Created\r\ncontent-type: text/plain\r\nx-custom: v\r\nX-CUSTOM: w\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+		"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\nDate: x\r\n\r\n",
+		"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nBad Name: x\r\nX-V: a\rb\r\nX-Request-Id: f\r\nx-atelier-model: f\r\n\r\n",
+	} {
+		f.Add([]byte(s), false)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, head bool) {
+		method := "POST"
+		if head {
+			method = "HEAD"
+		}
+		var xm, xr exchange
+		dst := http.Header{}
+		errM := xm.readHead(bufio.NewReader(bytes.NewReader(b)), method, dst, nil)
+		var raw []byte
+		errR := xr.readHead(bufio.NewReader(bytes.NewReader(b)), method, nil, &raw)
+		if (errM == nil) != (errR == nil) {
+			t.Fatalf("map: %v, raw: %v", errM, errR)
+		}
+		if errM != nil {
+			return
+		}
+		if xm.status != xr.status || xm.keep != xr.keep || xm.length != xr.length || xm.chunked != xr.chunked || xm.noBody != xr.noBody {
+			t.Fatalf("framing: map %+v, raw %+v", xm, xr)
+		}
+		wantDecl := int64(-1)
+		if v := dst["Content-Length"]; len(v) > 0 {
+			wantDecl, _ = strconv.ParseInt(v[0], 10, 64)
+		}
+		if xr.declared != wantDecl {
+			t.Fatalf("declared length %d, the map has %v", xr.declared, dst["Content-Length"])
+		}
+		_, date := dst["Date"]
+		if xr.sawDate != date {
+			t.Fatalf("sawDate %v, the map has Date: %v", xr.sawDate, date)
+		}
+		split := func(b []byte) []string {
+			lines := strings.Split(string(b), "\r\n")
+			lines = slices.DeleteFunc(lines, func(s string) bool { return s == "" })
+			sort.Strings(lines)
+			return lines
+		}
+		m, r := split(appendHeaderFields(nil, dst)), split(raw)
+		if !slices.Equal(m, r) {
+			t.Fatalf("header lines\n map %q\n raw %q", m, r)
+		}
+	})
 }
