@@ -311,6 +311,18 @@ func (w *fastRW) reset(req *http.Request) {
 
 func (w *fastRW) Header() http.Header { return w.h }
 
+// requestLines are the request's header lines for an instance (see
+// headCache.fwd), or nil when they are to be made from the Header map.
+func (w *fastRW) requestLines() []byte {
+	if hc := &w.fc.hc; hc.fwdOK {
+		if hc.fwd == nil {
+			return []byte{}
+		}
+		return hc.fwd
+	}
+	return nil
+}
+
 // clientCheckAfter is how long a request must have taken before
 // ClientGone asks the kernel: the check costs a system call, which a fast
 // request should not pay (a client rarely gives up within it).
@@ -447,7 +459,8 @@ func (w *fastRW) sendHead(final bool) {
 	out := appendStatusLine(w.out[:0], w.status)
 	out = appendHeaderFields(out, w.h)
 	out = append(out, w.raw...)
-	if _, ok := w.h["Date"]; !ok && !w.rawDate {
+	if w.rawDate {
+	} else if _, ok := w.h["Date"]; !ok {
 		out = append(out, "Date: "...)
 		out = append(out, httpDate()...)
 		out = append(out, "\r\n"...)
@@ -578,6 +591,13 @@ type headCache struct {
 	host string
 	uri  string
 	url  url.URL // req.URL (req is reused too)
+
+	// The request's header lines as an instance gets them (see
+	// appendRequestHead): those skipRequestHeader lets through, in the
+	// client's order. fwdOK is false when a Connection header names other
+	// fields to drop: the lines are then made from the Header map.
+	fwd   []byte
+	fwdOK bool
 }
 
 // intern returns b as a string: prev when it holds the same bytes.
@@ -623,6 +643,9 @@ func parseHead(b []byte, remote string, req *http.Request, hc *headCache) (int, 
 		vals = hc.vals[:cap(hc.vals)]
 	}
 	nvals := 0
+	if hc != nil {
+		hc.fwd, hc.fwdOK = hc.fwd[:0], true
+	}
 	h := req.Header
 	if h == nil {
 		h = make(http.Header, 8)
@@ -693,8 +716,16 @@ func parseHead(b []byte, remote string, req *http.Request, hc *headCache) (int, 
 					closeReq = true
 				} else if bytes.EqualFold(tok, []byte("upgrade")) {
 					return 0, 0, passOn
+				} else if hc != nil && len(tok) > 0 && !bytes.EqualFold(tok, []byte("keep-alive")) {
+					hc.fwdOK = false // names a field to drop
 				}
 			}
+		}
+		if hc != nil && !skipRequestHeader(key) {
+			hc.fwd = append(hc.fwd, key...)
+			hc.fwd = append(hc.fwd, ": "...)
+			hc.fwd = append(hc.fwd, val...)
+			hc.fwd = append(hc.fwd, "\r\n"...)
 		}
 		if prev := h[key]; prev != nil || hc == nil {
 			h[key] = append(prev, string(val))

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -143,6 +145,21 @@ func FuzzParseHead(f *testing.F) {
 			return
 		}
 		sameRequest(t, &req, &fresh)
+		// The lines an instance gets, made while parsing, are the ones the
+		// Header map gives.
+		lines := func(b []byte) []string {
+			l := strings.Split(string(b), "\r\n")
+			l = slices.DeleteFunc(l, func(s string) bool { return s == "" })
+			sort.Strings(l)
+			return l
+		}
+		if hc.fwdOK {
+			if got, want := lines(hc.fwd), lines(appendHeaderLines(nil, fresh.Header)); !slices.Equal(got, want) {
+				t.Fatalf("lines for the instance\n got %q\nwant %q", got, want)
+			}
+		} else if len(connectionTokens(fresh.Header["Connection"])) == 0 {
+			t.Fatalf("lines made from the map, but Connection %q names nothing", fresh.Header["Connection"])
+		}
 		if head > len(b) || body < 0 || body > maxFastBody {
 			t.Fatalf("head %d body %d of %d bytes", head, body, len(b))
 		}

@@ -222,8 +222,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if g.o.Now != nil {
 		now = g.now()
 	}
-	end := time.Now()
-	took := end.Sub(start)
+	took := time.Since(start) // the monotonic clock only
+	end := start.Add(took)
 	if fw, ok := w.(*fastRW); ok {
 		fw.end = end // the Front's next deadline reads no clock of its own
 	}
@@ -451,10 +451,8 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt *route, grp
 	h := w.Header()
 	var kept [4]string // headers set before the instance's (the request id): kept when an attempt fails
 	keep := kept[:0]
-	var raw *[]byte // the Front's writer takes the instance's headers as lines (see readHead)
-	if fw, ok := w.(*fastRW); ok {
-		raw = &fw.raw
-	} else {
+	fw, _ := w.(*fastRW) // the Front's writer takes the instance's headers as lines (see readHead)
+	if fw == nil {
 		for k := range h {
 			keep = append(keep, k)
 		}
@@ -494,7 +492,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt *route, grp
 		if attempt > 0 || waited {
 			x.at = time.Now()
 		}
-		err := g.send(r.Context(), &x, r, b, body, fwd, rid, deadline, h, keep, raw)
+		err := g.send(r.Context(), &x, r, b, body, fwd, rid, deadline, h, keep, fw)
 		if err == nil {
 			res = g.respond(w, r, &x, b, rt, res, rid, deadline)
 			b.release()
@@ -504,8 +502,8 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt *route, grp
 			x.uc.c.Close()
 		}
 		b.release()
-		if raw != nil {
-			*raw = (*raw)[:0]
+		if fw != nil {
+			fw.raw = fw.raw[:0]
 		} else {
 			dropHeaders(h, keep)
 		}

@@ -272,11 +272,17 @@ func (e *errAttempt) Error() string {
 func (e *errAttempt) Unwrap() error { return e.err }
 
 // send writes the request to b and reads the response status and headers
-// into dst (the client's response header), or, when raw is not nil, as
-// header lines onto *raw (see readHead); x.at is the time now. On error, x says whether a byte
+// into dst (the client's response header); x.at is the time now. With the
+// Front's writer fw, the request's header lines come from it and the
+// response's go onto fw.raw (see readHead). On error, x says whether a byte
 // of a response had arrived.
 func (g *Gateway) send(ctx context.Context, x *exchange, r *http.Request, b *backend, body []byte, fwd, rid string,
-	deadline time.Time, dst http.Header, keep []string, raw *[]byte) error {
+	deadline time.Time, dst http.Header, keep []string, fw *fastRW) error {
+	var raw *[]byte
+	var lines []byte
+	if fw != nil {
+		raw, lines = &fw.raw, fw.requestLines()
+	}
 	uc, reused, err := b.pool.get(ctx, b.addr, x.at)
 	if err != nil {
 		x.dialErr = true
@@ -284,7 +290,7 @@ func (g *Gateway) send(ctx context.Context, x *exchange, r *http.Request, b *bac
 	}
 	x.uc, x.reused = uc, reused
 	uc.setDeadline(deadline)
-	uc.head = appendRequestHead(uc.head[:0], r, fwd, rid, len(body))
+	uc.head = appendRequestHead(uc.head[:0], r, fwd, rid, len(body), lines)
 	uc.pending = append(uc.bufs[:0], uc.head, body)
 	if _, err := uc.br.Peek(1); err != nil { // writes the request, then waits for the answer
 		var we *errWrite
@@ -328,8 +334,10 @@ func skipRequestHeader(k string) bool {
 
 // appendRequestHead appends the request line and headers of the request
 // to an instance to b. Header names and values come from net/http's parser
-// or the Front's (fast.go), which refuse CR and LF.
-func appendRequestHead(b []byte, r *http.Request, fwd, rid string, bodyLen int) []byte {
+// or the Front's (fast.go), which refuse CR and LF. lines, when not nil,
+// are the header lines to pass on, made by the Front's parser (the same
+// the Header map would give, in the client's order).
+func appendRequestHead(b []byte, r *http.Request, fwd, rid string, bodyLen int, lines []byte) []byte {
 	b = append(b, r.Method...)
 	b = append(b, ' ')
 	b = append(b, fwd...)
@@ -342,20 +350,10 @@ func appendRequestHead(b []byte, r *http.Request, fwd, rid string, bodyLen int) 
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, r.Host...)
 	b = append(b, "\r\n"...)
-	var connTokens []string
-	if c := r.Header["Connection"]; len(c) > 0 {
-		connTokens = connectionTokens(c)
-	}
-	for k, vs := range r.Header {
-		if skipRequestHeader(k) || len(connTokens) > 0 && contains(connTokens, k) {
-			continue
-		}
-		for _, v := range vs {
-			b = append(b, k...)
-			b = append(b, ": "...)
-			b = append(b, v...)
-			b = append(b, "\r\n"...)
-		}
+	if lines != nil {
+		b = append(b, lines...)
+	} else {
+		b = appendHeaderLines(b, r.Header)
 	}
 	b = append(b, "X-Request-Id: "...)
 	b = append(b, rid...)
@@ -366,6 +364,27 @@ func appendRequestHead(b []byte, r *http.Request, fwd, rid string, bodyLen int) 
 		b = append(b, "\r\n"...)
 	}
 	return append(b, "\r\n"...)
+}
+
+// appendHeaderLines appends the fields of h an instance gets: those
+// skipRequestHeader lets through and the Connection header does not name.
+func appendHeaderLines(b []byte, h http.Header) []byte {
+	var connTokens []string
+	if c := h["Connection"]; len(c) > 0 {
+		connTokens = connectionTokens(c)
+	}
+	for k, vs := range h {
+		if skipRequestHeader(k) || len(connTokens) > 0 && contains(connTokens, k) {
+			continue
+		}
+		for _, v := range vs {
+			b = append(b, k...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, "\r\n"...)
+		}
+	}
+	return b
 }
 
 func connectionTokens(vs []string) []string {
