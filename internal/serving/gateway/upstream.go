@@ -60,6 +60,10 @@ type uconn struct {
 // arrives within it after the deadline is still delivered.
 const deadlineSlack = 20 * time.Millisecond
 
+// inlineBody is the largest request body copied after the head rather
+// than written beside it.
+const inlineBody = 4 << 10
+
 // setDeadline makes c's deadline at least d and at most deadlineSlack
 // later. A deadline it moves is set deadlineSlack after d, so the requests
 // that follow within deadlineSlack (whose deadlines are later than d by
@@ -291,7 +295,13 @@ func (g *Gateway) send(ctx context.Context, x *exchange, r *http.Request, b *bac
 	x.uc, x.reused = uc, reused
 	uc.setDeadline(deadline)
 	uc.head = appendRequestHead(uc.head[:0], r, fwd, rid, len(body), lines)
-	uc.pending = append(uc.bufs[:0], uc.head, body)
+	if len(body) <= inlineBody {
+		// A small body goes in the head's buffer: one write(2), not writev.
+		uc.head = append(uc.head, body...)
+		uc.pending = append(uc.bufs[:0], uc.head)
+	} else {
+		uc.pending = append(uc.bufs[:0], uc.head, body)
+	}
 	if _, err := uc.br.Peek(1); err != nil { // writes the request, then waits for the answer
 		var we *errWrite
 		if errors.As(err, &we) {
