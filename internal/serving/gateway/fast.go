@@ -311,18 +311,6 @@ func (w *fastRW) reset(req *http.Request) {
 
 func (w *fastRW) Header() http.Header { return w.h }
 
-// requestLines are the request's header lines for an instance (see
-// headCache.fwd), or nil when they are to be made from the Header map.
-func (w *fastRW) requestLines() []byte {
-	if hc := &w.fc.hc; hc.fwdOK {
-		if hc.fwd == nil {
-			return []byte{}
-		}
-		return hc.fwd
-	}
-	return nil
-}
-
 // clientCheckAfter is how long a request must have taken before
 // ClientGone asks the kernel: the check costs a system call, which a fast
 // request should not pay (a client rarely gives up within it).
@@ -459,11 +447,12 @@ func (w *fastRW) sendHead(final bool) {
 	out := appendStatusLine(w.out[:0], w.status)
 	out = appendHeaderFields(out, w.h)
 	out = append(out, w.raw...)
-	if w.rawDate {
-	} else if _, ok := w.h["Date"]; !ok {
-		out = append(out, "Date: "...)
-		out = append(out, httpDate()...)
-		out = append(out, "\r\n"...)
+	if !w.rawDate { // the instance's Date is in w.raw
+		if _, ok := w.h["Date"]; !ok {
+			out = append(out, "Date: "...)
+			out = append(out, httpDate()...)
+			out = append(out, "\r\n"...)
+		}
 	}
 	switch {
 	case w.chunked:

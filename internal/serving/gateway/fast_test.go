@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -150,7 +149,7 @@ func FuzzParseHead(f *testing.F) {
 		lines := func(b []byte) []string {
 			l := strings.Split(string(b), "\r\n")
 			l = slices.DeleteFunc(l, func(s string) bool { return s == "" })
-			sort.Strings(l)
+			slices.Sort(l)
 			return l
 		}
 		if hc.fwdOK {

@@ -283,9 +283,9 @@ func (e *errAttempt) Unwrap() error { return e.err }
 func (g *Gateway) send(ctx context.Context, x *exchange, r *http.Request, b *backend, body []byte, fwd, rid string,
 	deadline time.Time, dst http.Header, keep []string, fw *fastRW) error {
 	var raw *[]byte
-	var lines []byte
+	var hc *headCache
 	if fw != nil {
-		raw, lines = &fw.raw, fw.requestLines()
+		raw, hc = &fw.raw, &fw.fc.hc
 	}
 	uc, reused, err := b.pool.get(ctx, b.addr, x.at)
 	if err != nil {
@@ -294,7 +294,7 @@ func (g *Gateway) send(ctx context.Context, x *exchange, r *http.Request, b *bac
 	}
 	x.uc, x.reused = uc, reused
 	uc.setDeadline(deadline)
-	uc.head = appendRequestHead(uc.head[:0], r, fwd, rid, len(body), lines)
+	uc.head = appendRequestHead(uc.head[:0], r, fwd, rid, len(body), hc)
 	if len(body) <= inlineBody {
 		// A small body goes in the head's buffer: one write(2), not writev.
 		uc.head = append(uc.head, body...)
@@ -344,10 +344,11 @@ func skipRequestHeader(k string) bool {
 
 // appendRequestHead appends the request line and headers of the request
 // to an instance to b. Header names and values come from net/http's parser
-// or the Front's (fast.go), which refuse CR and LF. lines, when not nil,
-// are the header lines to pass on, made by the Front's parser (the same
-// the Header map would give, in the client's order).
-func appendRequestHead(b []byte, r *http.Request, fwd, rid string, bodyLen int, lines []byte) []byte {
+// or the Front's (fast.go), which refuse CR and LF. With hc, the Front's
+// parser state for r, the header lines it made while parsing are used when
+// they are usable (hc.fwdOK): the same the Header map would give, in the
+// client's order.
+func appendRequestHead(b []byte, r *http.Request, fwd, rid string, bodyLen int, hc *headCache) []byte {
 	b = append(b, r.Method...)
 	b = append(b, ' ')
 	b = append(b, fwd...)
@@ -360,8 +361,8 @@ func appendRequestHead(b []byte, r *http.Request, fwd, rid string, bodyLen int, 
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, r.Host...)
 	b = append(b, "\r\n"...)
-	if lines != nil {
-		b = append(b, lines...)
+	if hc != nil && hc.fwdOK {
+		b = append(b, hc.fwd...)
 	} else {
 		b = appendHeaderLines(b, r.Header)
 	}
