@@ -287,7 +287,11 @@ type fastRW struct {
 	closeAfter bool
 	err        error
 	end        time.Time // when the gateway finished the request (zero: it did not tell)
-	rid        [1]string // the array of the X-Request-Id value, reused
+	// The request id the response carries (set by requestID): written as
+	// a header line after h's fields unless h has an X-Request-Id of its
+	// own, so the map stays empty on the proxy path (no insert, clear or
+	// iteration per request).
+	rid string
 	// Header lines written after h's: the gateway puts an instance's
 	// response headers here, already checked and in canonical form (see
 	// exchange.readHead), and sets clen from its Content-Length.
@@ -297,7 +301,7 @@ type fastRW struct {
 
 func (w *fastRW) reset(req *http.Request) {
 	clear(w.h)
-	w.status, w.wrote, w.sent, w.chunked, w.written, w.err, w.end = 0, false, false, false, 0, nil, time.Time{}
+	w.status, w.wrote, w.sent, w.chunked, w.written, w.err, w.end, w.rid = 0, false, false, false, 0, nil, time.Time{}, ""
 	w.raw, w.rawDate = w.raw[:0], false
 	if cap(w.raw) > fastHoldMax {
 		w.raw = nil
@@ -350,6 +354,7 @@ func (w *fastRW) WriteHeader(code int) {
 		// Informational: out at once; the real response follows.
 		out := appendStatusLine(w.out[:0], code)
 		out = appendHeaderFields(out, w.h)
+		out = w.appendRID(out)
 		w.out = append(out, "\r\n"...)
 		w.write(w.out)
 		return
@@ -446,6 +451,7 @@ func (w *fastRW) sendHead(final bool) {
 	}
 	out := appendStatusLine(w.out[:0], w.status)
 	out = appendHeaderFields(out, w.h)
+	out = w.appendRID(out)
 	out = append(out, w.raw...)
 	if !w.rawDate { // the instance's Date is in w.raw
 		if _, ok := w.h["Date"]; !ok {
@@ -485,6 +491,20 @@ func (w *fastRW) sendHead(final bool) {
 	if cap(w.out) > 4*fastHoldMax {
 		w.out = nil
 	}
+}
+
+// appendRID appends the X-Request-Id line of w.rid, unless the handler
+// set the field in the map (appendHeaderFields wrote that one).
+func (w *fastRW) appendRID(b []byte) []byte {
+	if w.rid == "" {
+		return b
+	}
+	if _, set := w.h["X-Request-Id"]; set {
+		return b
+	}
+	b = append(b, "X-Request-Id: "...)
+	b = append(b, w.rid...)
+	return append(b, "\r\n"...)
 }
 
 // write sends b to the client: a raw write, then, when the socket's
@@ -587,6 +607,62 @@ type headCache struct {
 	// fields to drop: the lines are then made from the Header map.
 	fwd   []byte
 	fwdOK bool
+
+	// The header section of the last request taken (the bytes after its
+	// request line, through the empty line) and what it gave besides the
+	// above: a request whose section is the same, but perhaps for the
+	// digits of its Content-Length, has the same fields, which repeat
+	// takes without parsing them again. blockOK is false while the Header
+	// map is not that section's (a parse in progress, or none taken yet).
+	block    []byte
+	blockOK  bool
+	clAt     int // the Content-Length value's offset in block; -1: no Content-Length
+	clLen    int
+	clIdx    int // its index in vals
+	closeReq bool
+}
+
+// repeat matches sec, the bytes after a request line, against the last
+// request's header section: when it is the same but perhaps for the
+// Content-Length digits, it returns the section's length and the length
+// of the body, with the Header map and vals updated (only the
+// Content-Length value can differ). Anything else is left to the parser.
+func (hc *headCache) repeat(sec []byte, h http.Header) (int, int64, bool) {
+	blk := hc.block
+	if hc.clAt < 0 {
+		if len(sec) < len(blk) || !bytes.Equal(sec[:len(blk)], blk) {
+			return 0, 0, false
+		}
+		return len(blk), 0, true
+	}
+	pre, post := blk[:hc.clAt], blk[hc.clAt+hc.clLen:]
+	if len(sec) < len(pre)+len(post) || !bytes.Equal(sec[:len(pre)], pre) {
+		return 0, 0, false
+	}
+	end := len(pre)
+	for end < len(sec) && end-len(pre) <= 15 && '0' <= sec[end] && sec[end] <= '9' {
+		end++
+	}
+	digits := sec[len(pre):end]
+	n, ok := parseLength(digits)
+	if !ok || len(sec)-end < len(post) || !bytes.Equal(sec[end:end+len(post)], post) {
+		return 0, 0, false
+	}
+	if string(digits) != hc.vals[hc.clIdx] {
+		// Another length: the new value goes in the map, and in the block,
+		// which the next request of this length then matches whole.
+		hc.vals[hc.clIdx] = string(digits)
+		h["Content-Length"] = hc.vals[hc.clIdx : hc.clIdx+1 : hc.clIdx+1]
+		if len(digits) == hc.clLen {
+			copy(hc.block[hc.clAt:], digits)
+		} else {
+			// post is part of the old block: the new one is a new array.
+			nb := make([]byte, 0, len(pre)+len(digits)+len(post))
+			hc.block = append(append(append(nb, pre...), digits...), post...)
+			hc.clLen = len(digits)
+		}
+	}
+	return end + len(post), n, true
 }
 
 // intern returns b as a string: prev when it holds the same bytes.
@@ -627,15 +703,26 @@ func parseHead(b []byte, remote string, req *http.Request, hc *headCache) (int, 
 	if string(proto) != "HTTP/1.1" || !isToken(method) || !gatewayTarget(target) {
 		return 0, 0, passOn
 	}
+	h := req.Header
+	if hc != nil && hc.blockOK && h != nil && i+1+len(hc.block) <= maxFastHead-16 {
+		// The same fields as last time (Request.Header is not the
+		// handler's to change, so the map is still theirs)?
+		if n, cl, ok := hc.repeat(b[i+1:], h); ok {
+			if cl > maxFastBody {
+				return 0, 0, passOn
+			}
+			return finishHead(method, target, remote, req, hc, h, hc.host, cl, hc.closeReq, i+1+n)
+		}
+	}
 	var vals []string // the previous request's values, overwritten in place
 	if hc != nil {
 		vals = hc.vals[:cap(hc.vals)]
 	}
 	nvals := 0
+	clAt, clLen, clIdx, clCount := -1, 0, 0, 0
 	if hc != nil {
-		hc.fwd, hc.fwdOK = hc.fwd[:0], true
+		hc.fwd, hc.fwdOK, hc.blockOK = hc.fwd[:0], true, false
 	}
-	h := req.Header
 	if h == nil {
 		h = make(http.Header, 8)
 	}
@@ -692,10 +779,13 @@ func parseHead(b []byte, remote string, req *http.Request, hc *headCache) (int, 
 			if !ok || cl >= 0 && n != cl {
 				return 0, 0, passOn
 			}
+			clCount++
 			if cl >= 0 {
 				continue // the same length again: net/http keeps one
 			}
 			cl = n
+			// val is a slice of b: its offset in b is what b has beyond it.
+			clAt, clLen, clIdx = cap(b)-cap(val), len(val), nvals
 		case "Transfer-Encoding", "Expect", "Upgrade":
 			return 0, 0, passOn
 		case "Connection":
@@ -738,7 +828,21 @@ func parseHead(b []byte, remote string, req *http.Request, hc *headCache) (int, 
 	if !hostSeen || cl > maxFastBody {
 		return 0, 0, passOn
 	}
-	cl = max(cl, 0)
+	if hc != nil && clCount <= 1 {
+		// The section, for repeat: the Header map is its own now.
+		hc.block = append(hc.block[:0], b[i+1:pos]...)
+		hc.blockOK, hc.clAt, hc.clIdx, hc.closeReq = true, -1, clIdx, closeReq
+		if clAt >= 0 {
+			hc.clAt, hc.clLen = clAt-(i+1), clLen
+		}
+	}
+	return finishHead(method, target, remote, req, hc, h, host, max(cl, 0), closeReq, pos)
+}
+
+// finishHead fills req from a parsed head of pos bytes: the target, the
+// method and the fields parseHead found.
+func finishHead(method, target []byte, remote string, req *http.Request, hc *headCache, h http.Header,
+	host string, cl int64, closeReq bool, pos int) (int, int, verdict) {
 	var uri string
 	var u *url.URL
 	if hc != nil {

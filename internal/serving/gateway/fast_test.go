@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,7 +116,7 @@ func sameRequest(t *testing.T, got, std *http.Request) {
 // FuzzParseHead: whatever the loop takes, net/http reads as the same
 // request; the loop never panics.
 func FuzzParseHead(f *testing.F) {
-	for _, s := range []string{
+	heads := []string{
 		"GET /v1/infers/s1 HTTP/1.1\r\nHost: x\r\n\r\n",
 		"POST /v1/infers/s1/a%20b?q=1 HTTP/1.1\r\nHost: x:80\r\nContent-Length: 2\r\nX-Auth-Token: t\r\n\r\n{}",
 		"POST /v2/models/m/infer HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
@@ -122,55 +124,86 @@ func FuzzParseHead(f *testing.F) {
 		"POST /v1/infers/s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
 		"GET /v2/models/m/versions/1.0/ready?a=b&c=%zz;x HTTP/1.1\r\nHost: x\r\nA: 1\r\nA: 2\r\nB: 3\r\n\r\n",
 		"GET /v1/infers/s/x~y_z.-%2F? HTTP/1.1\r\nHost: x\r\n\r\n",
-	} {
-		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
+	for _, s := range heads {
+		f.Add([]byte(s), []byte(s))
+	}
+	// Pairs on one connection: the second's fields are the first's but
+	// for the Content-Length (other digits, other count, OWS, twice, gone,
+	// too large), or one more field, or cut short.
+	first := "POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\nContent-Length: 2\r\nX-B: 1\r\n\r\n{}"
+	for _, second := range []string{
+		"POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\nContent-Length: 3\r\nX-B: 1\r\n\r\n{} ",
+		"POST /v1/infers/s2?x=1 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\nContent-Length: 12\r\nX-B: 1\r\n\r\n{\"a\":[1,2,3]}",
+		"PUT /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\nContent-Length: 2 \r\nX-B: 1\r\n\r\n{}",
+		"POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\nContent-Length: 2\r\nContent-Length: 2\r\nX-B: 1\r\n\r\n{}",
+		"POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\nContent-Length: 9999999\r\nX-B: 1\r\n\r\n",
+		"POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\nContent-Length: 1234567890123456\r\nX-B: 1\r\n\r\n",
+		"POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\nContent-Length: 0x2\r\nX-B: 1\r\n\r\n{}",
+		"POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\nContent-Length: \r\nX-B: 1\r\n\r\n",
+		"POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\nX-B: 1\r\n\r\n",
+		"POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\nContent-Length: 2\r\nX-B: 1\r\nX-C: 2\r\n\r\n{}",
+		"POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\nContent-Length: 2\r\nX-B: 1\r\n",
+		"POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\nContent-Length: 2\r\nX-B: 1\r\n\r\n{}",
+	} {
+		f.Add([]byte(first), []byte(second))
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
 		var req http.Request
 		var hc headCache
-		// The connection's cache holds what an earlier request left: the
-		// request parsed after it is the same as one parsed afresh.
+		// The connection's cache holds what the earlier requests left: a
+		// request parsed after them is the same as one parsed afresh.
 		prev := "POST /v1/infers/s1?q=1 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\nX-A: 1\r\nX-A: 2\r\nContent-Length: 2\r\n\r\n{}"
 		if _, _, v := parseHead([]byte(prev), "127.0.0.1:9", &req, &hc); v != takeIt {
 			t.Fatalf("the earlier request is not taken: %d", v)
 		}
-		head, body, v := parseHead(b, "127.0.0.1:9", &req, &hc)
-		var fresh http.Request
-		fh, fb, fv := parseHead(b, "127.0.0.1:9", &fresh, nil)
-		if fh != head || fb != body || fv != v {
-			t.Fatalf("with the cache: %d %d %d, without: %d %d %d", head, body, v, fh, fb, fv)
-		}
-		if v != takeIt {
-			return
-		}
-		sameRequest(t, &req, &fresh)
-		// The lines an instance gets, made while parsing, are the ones the
-		// Header map gives.
-		lines := func(b []byte) []string {
-			l := strings.Split(string(b), "\r\n")
-			l = slices.DeleteFunc(l, func(s string) bool { return s == "" })
-			slices.Sort(l)
-			return l
-		}
-		if hc.fwdOK {
-			if got, want := lines(hc.fwd), lines(appendHeaderLines(nil, fresh.Header)); !slices.Equal(got, want) {
-				t.Fatalf("lines for the instance\n got %q\nwant %q", got, want)
-			}
-		} else if len(connectionTokens(fresh.Header["Connection"])) == 0 {
-			t.Fatalf("lines made from the map, but Connection %q names nothing", fresh.Header["Connection"])
-		}
-		if head > len(b) || body < 0 || body > maxFastBody {
-			t.Fatalf("head %d body %d of %d bytes", head, body, len(b))
-		}
-		std, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(b)))
-		if err != nil {
-			t.Fatalf("net/http refuses what the loop takes: %v\n%q", err, b)
-		}
-		sameRequest(t, &req, std)
-		if u, err := url.ParseRequestURI(req.RequestURI); err != nil || *u != *req.URL {
-			t.Fatalf("URL %#v, ParseRequestURI %#v %v", req.URL, u, err)
+		for _, in := range [][]byte{a, b, b} {
+			// The parse may write into req's Header only: in stays as it is.
+			checkHead(t, slices.Clone(in), &req, &hc)
 		}
 	})
+}
+
+// checkHead parses b with the connection's req and cache, as the loop
+// does, and checks the result against a fresh parse and net/http's.
+func checkHead(t *testing.T, b []byte, req *http.Request, hc *headCache) {
+	t.Helper()
+	head, body, v := parseHead(b, "127.0.0.1:9", req, hc)
+	var fresh http.Request
+	fh, fb, fv := parseHead(b, "127.0.0.1:9", &fresh, nil)
+	if fh != head || fb != body || fv != v {
+		t.Fatalf("with the cache: %d %d %d, without: %d %d %d\n%q", head, body, v, fh, fb, fv, b)
+	}
+	if v != takeIt {
+		return
+	}
+	sameRequest(t, req, &fresh)
+	// The lines an instance gets, made while parsing, are the ones the
+	// Header map gives.
+	lines := func(b []byte) []string {
+		l := strings.Split(string(b), "\r\n")
+		l = slices.DeleteFunc(l, func(s string) bool { return s == "" })
+		slices.Sort(l)
+		return l
+	}
+	if hc.fwdOK {
+		if got, want := lines(hc.fwd), lines(appendHeaderLines(nil, fresh.Header)); !slices.Equal(got, want) {
+			t.Fatalf("lines for the instance\n got %q\nwant %q", got, want)
+		}
+	} else if len(connectionTokens(fresh.Header["Connection"])) == 0 {
+		t.Fatalf("lines made from the map, but Connection %q names nothing", fresh.Header["Connection"])
+	}
+	if head > len(b) || body < 0 || body > maxFastBody {
+		t.Fatalf("head %d body %d of %d bytes", head, body, len(b))
+	}
+	std, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(b)))
+	if err != nil {
+		t.Fatalf("net/http refuses what the loop takes: %v\n%q", err, b)
+	}
+	sameRequest(t, req, std)
+	if u, err := url.ParseRequestURI(req.RequestURI); err != nil || *u != *req.URL {
+		t.Fatalf("URL %#v, ParseRequestURI %#v %v", req.URL, u, err)
+	}
 }
 
 // rawConn talks HTTP by hand to the gateway's listener.
@@ -228,6 +261,46 @@ func TestFrontPipelinedAndSplitRequests(t *testing.T) {
 	}
 	if n := g.front.passed.Load(); n != 0 {
 		t.Errorf("%d connections handed over, want 0", n)
+	}
+}
+
+// Requests on one connection with the same fields but their bodies'
+// lengths (the parser's repeat path) reach the instance whole and as sent;
+// every answer carries one request id, the client's when it sent one.
+func TestFrontRepeatedFields(t *testing.T) {
+	b := newBackend(t, nil)
+	g := newGW(t, Options{})
+	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	c, br := rawDial(t, g)
+	head := func(n int, rid string) string {
+		h := "POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+		if rid != "" {
+			h += "X-Request-Id: " + rid + "\r\n"
+		}
+		return h + "Content-Length: " + strconv.Itoa(n) + "\r\nX-Tag: t\r\n\r\n"
+	}
+	seen := map[string]bool{}
+	for i, body := range []string{"{}", "[1]", "[22]", "[333]", "[4444]", "[1]", `{"a":"` + strings.Repeat("x", 120) + `"}`, "{}"} {
+		rid := ""
+		if i == 3 || i == 4 {
+			rid = "client-id-" + strconv.Itoa(i)
+		}
+		io.WriteString(c, head(len(body), rid)+body)
+		resp, out := readResp(t, br, "POST")
+		var e echo
+		if err := json.Unmarshal([]byte(out), &e); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("request %d: %d %q %v", i, resp.StatusCode, out, err)
+		}
+		if e.Body != body || e.Header["Content-Length"][0] != strconv.Itoa(len(body)) ||
+			e.Header["Content-Type"][0] != "application/json" || e.Header["X-Tag"][0] != "t" {
+			t.Errorf("request %d: the instance got %q with %v", i, e.Body, e.Header)
+		}
+		ids := resp.Header.Values("X-Request-Id")
+		if len(ids) != 1 || len(e.Header["X-Request-Id"]) != 1 || e.Header["X-Request-Id"][0] != ids[0] ||
+			rid != "" && ids[0] != rid || rid == "" && seen[ids[0]] {
+			t.Errorf("request %d: ids %v to the client, %v to the instance (sent %q)", i, ids, e.Header["X-Request-Id"], rid)
+		}
+		seen[ids[0]] = true
 	}
 }
 
@@ -437,5 +510,53 @@ func TestFrontUpstreamCutAfterHeaders(t *testing.T) {
 	}
 	if r := g.call(t, "GET", "/v1/infers/s1/ok", nil); r.err != nil || r.status != 200 || string(r.body) != "ok" {
 		t.Fatalf("next request: %v %d", r.err, r.status)
+	}
+}
+
+// TestParseHeadRepeat: which requests after a first one on the same
+// connection take its fields without a parse (headCache.repeat), and that
+// they then read as parsed afresh.
+func TestParseHeadRepeat(t *testing.T) {
+	first := "POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\nContent-Length: 2\r\nX-B: 1\r\n\r\n{}"
+	fields := func(cl string) string {
+		return "Host: x\r\nContent-Type: a/b\r\n" + cl + "X-B: 1\r\n\r\n"
+	}
+	for _, tc := range []struct {
+		name, second string
+		repeat       bool
+		cl           int64
+	}{
+		{"the same", "POST /v1/infers/s1 HTTP/1.1\r\n" + fields("Content-Length: 2\r\n") + "{}", true, 2},
+		{"another target and length", "PUT /v2/models/m/infer?a=1 HTTP/1.1\r\n" + fields("Content-Length: 7\r\n") + "1234567", true, 7},
+		{"more digits", "POST /v1/infers/s1 HTTP/1.1\r\n" + fields("Content-Length: 12\r\n") + "123456789012", true, 12},
+		{"too large", "POST /v1/infers/s1 HTTP/1.1\r\n" + fields("Content-Length: 99999999\r\n"), true, 99999999},
+		{"OWS after the length", "POST /v1/infers/s1 HTTP/1.1\r\n" + fields("Content-Length: 2 \r\n") + "{}", false, 2},
+		{"no length", "POST /v1/infers/s1 HTTP/1.1\r\n" + fields(""), false, 0},
+		{"twice", "POST /v1/infers/s1 HTTP/1.1\r\n" + fields("Content-Length: 2\r\nContent-Length: 2\r\n") + "{}", false, 2},
+		{"not digits", "POST /v1/infers/s1 HTTP/1.1\r\n" + fields("Content-Length: 2a\r\n") + "{}", false, 0},
+		{"another value", "POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Type: a/c\r\nContent-Length: 2\r\nX-B: 1\r\n\r\n{}", false, 2},
+		{"cut short", "POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\nContent-Length: 2\r\nX-B: 1\r\n", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var req http.Request
+			var hc headCache
+			if _, _, v := parseHead([]byte(first), "r", &req, &hc); v != takeIt || !hc.blockOK {
+				t.Fatalf("first: %d, block kept %v", v, hc.blockOK)
+			}
+			b := []byte(tc.second)
+			sec := b[bytes.IndexByte(b, '\n')+1:]
+			_, cl, ok := hc.repeat(slices.Clone(sec), req.Header.Clone())
+			if ok != tc.repeat || ok && cl != tc.cl {
+				t.Fatalf("repeat: %v, %d; want %v, %d", ok, cl, tc.repeat, tc.cl)
+			}
+			// And through parseHead, twice (the second time against the
+			// block the first left).
+			hc2 := headCache{}
+			var req2 http.Request
+			parseHead([]byte(first), "r", &req2, &hc2)
+			checkHead(t, b, &req2, &hc2)
+			checkHead(t, b, &req2, &hc2)
+			checkHead(t, []byte(first), &req2, &hc2)
+		})
 	}
 }

@@ -876,7 +876,11 @@ func readBody(r *http.Request, limit int64) ([]byte, *bytes.Buffer, *gwError) {
 // server's middleware), else the client's X-Request-Id when it is sane,
 // else a new one; it is set on the response.
 func requestID(w http.ResponseWriter, r *http.Request, now time.Time) string {
+	fw, fast := w.(*fastRW)
 	h := w.Header()
+	if fast && fw.rid != "" {
+		return fw.rid
+	}
 	if v := h["X-Request-Id"]; len(v) > 0 && v[0] != "" {
 		return v[0]
 	}
@@ -887,9 +891,8 @@ func requestID(w http.ResponseWriter, r *http.Request, now time.Time) string {
 	if !saneID(id) {
 		id = newRequestID(now)
 	}
-	if fw, ok := w.(*fastRW); ok {
-		fw.rid[0] = id
-		h["X-Request-Id"] = fw.rid[:1:1]
+	if fast {
+		fw.rid = id // written by the writer, not through the map (see fastRW.rid)
 	} else {
 		h["X-Request-Id"] = []string{id}
 	}

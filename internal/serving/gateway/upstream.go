@@ -621,7 +621,13 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 		}
 		return nil, err
 	}
-	return bytes.TrimRight(line, "\r\n"), nil
+	// The CRs and LFs at the end go, as bytes.TrimRight(line, "\r\n") would
+	// drop them, without its cutset set-up per line.
+	n := len(line)
+	for n > 0 && (line[n-1] == '\n' || line[n-1] == '\r') {
+		n--
+	}
+	return line[:n], nil
 }
 
 func truncate(b []byte) []byte {
