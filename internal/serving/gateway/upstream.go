@@ -43,6 +43,7 @@ type uconn struct {
 	lastUsed time.Time
 	deadline time.Time           // set on c
 	fields   map[string][]string // the last value of each common response field (see readHead)
+	last     headMemo            // the last response head, for the Front's raw path (see readHead)
 
 	// The state of upReader's RawConn.Read callback (step), kept here so
 	// that the callback, made once per connection, allocates nothing.
@@ -488,6 +489,25 @@ var errMalformed = errors.New("malformed HTTP response from the instance")
 // a map insert on the way in and an iteration on the way out. The
 // Content-Length stays out (x.declared has it).
 func (x *exchange) readHead(br *bufio.Reader, method string, dst http.Header, raw *[]byte) error {
+	var memo *headMemo // with raw: the connection's memo of its last head
+	var peek []byte    // with memo: what br holds of the head (no read fills it while the head is in it)
+	if raw != nil && x.uc != nil {
+		memo = &x.uc.last
+		peek, _ = br.Peek(br.Buffered())
+		if memo.ok {
+			if n, ok := memo.repeat(peek, x, raw); ok {
+				br.Discard(n)
+				x.finishHead(method, x.declared >= 0)
+				return nil
+			}
+		}
+		memo.ok = false
+		if !bytes.Contains(peek, []byte("\r\n\r\n")) {
+			// Not all in the buffer: reading it fills the buffer, which
+			// moves what peek shows. No memo of this one.
+			memo = nil
+		}
+	}
 	line, err := readLine(br)
 	if err != nil {
 		return err
@@ -504,6 +524,11 @@ func (x *exchange) readHead(br *bufio.Reader, method string, dst http.Header, ra
 	x.status, x.keep, x.length, x.chunked, x.declared, x.sawDate = code, minor == '1', -1, false, -1, false
 	hasLength := false
 	var kb [64]byte
+	rawStart := 0
+	clAt, clLen, clCount, dateAt, dateLen, dateOut, dates := -1, 0, 0, -1, 0, -1, 0
+	if raw != nil {
+		rawStart = len(*raw)
+	}
 	for {
 		line, err := readLine(br)
 		if err != nil {
@@ -537,6 +562,12 @@ func (x *exchange) readHead(br *bufio.Reader, method string, dst http.Header, ra
 				return fmt.Errorf("%w: Content-Length %q", errMalformed, v)
 			}
 			x.length, x.declared, hasLength = n, n, true
+			if memo != nil {
+				// v is a slice of br's buffer, as peek: its offset in peek is
+				// what peek has beyond it.
+				clAt, clLen = cap(peek)-cap(v), len(v)
+				clCount++
+			}
 			if raw != nil {
 				continue
 			}
@@ -557,6 +588,10 @@ func (x *exchange) readHead(br *bufio.Reader, method string, dst http.Header, ra
 			continue // hop-by-hop, or set by the gateway
 		case "Date":
 			x.sawDate = true
+			if memo != nil {
+				dateAt, dateLen = cap(peek)-cap(v), len(v)
+				dates++
+			}
 		}
 		if raw != nil {
 			out := *raw
@@ -566,6 +601,9 @@ func (x *exchange) readHead(br *bufio.Reader, method string, dst http.Header, ra
 				out = append(out, key...)
 			}
 			out = append(out, ": "...)
+			if key == "Date" {
+				dateOut = len(out) - rawStart
+			}
 			for _, c := range v {
 				if c == '\r' {
 					c = ' '
@@ -594,20 +632,146 @@ func (x *exchange) readHead(br *bufio.Reader, method string, dst http.Header, ra
 		x.uc.fields[key] = c
 		dst[key] = c
 	}
+	if memo != nil && code >= 200 && code != http.StatusSwitchingProtocols && clCount <= 1 && dates <= 1 {
+		// Remember the head when it was in br's buffer whole, for repeat.
+		if used := len(peek) - br.Buffered(); bytes.HasSuffix(peek[:used], []byte("\r\n\r\n")) {
+			memo.record(peek[:used], (*raw)[rawStart:], x, clAt, clLen, dateAt, dateLen, dateOut)
+		}
+	}
 	if x.chunked {
 		x.length, x.declared = -1, -1
 		delete(dst, "Content-Length")
 	}
-	if code == http.StatusSwitchingProtocols {
+	x.finishHead(method, hasLength)
+	return nil
+}
+
+// finishHead sets the framing that follows from the head's fields: no body
+// for HEAD, 204, 304 and 1xx; a body without a length runs until the
+// instance closes the connection.
+func (x *exchange) finishHead(method string, hasLength bool) {
+	if x.status == http.StatusSwitchingProtocols {
 		x.keep = false
 	}
-	x.noBody = method == http.MethodHead || code == http.StatusNoContent || code == http.StatusNotModified || code < 200
+	x.noBody = method == http.MethodHead || x.status == http.StatusNoContent || x.status == http.StatusNotModified || x.status < 200
 	if x.noBody {
 		x.length = 0
 	} else if !x.chunked && !hasLength {
 		x.keep = false // the body runs until the instance closes the connection
 	}
-	return nil
+}
+
+// headMemo is a connection's memo of the last final response head its
+// instance sent, for readHead's raw path: an instance answers with the same
+// status line and fields again and again but for the Date and the
+// Content-Length values, so a head that is the last one but for those
+// takes the lines made from it last time, with the new values, without
+// parsing it again.
+type headMemo struct {
+	ok      bool
+	block   []byte // the head as read: its status line through the empty line
+	clAt    int    // the Content-Length value's offset in block (-1: none) and length
+	clLen   int
+	dateAt  int // the Date value's offset in block (-1: none) and length
+	dateLen int
+	out     []byte // the lines readHead appended to raw
+	dateOut int    // where the Date value is in out
+	// The framing the fields set (before finishHead).
+	status                 int
+	keep, chunked, sawDate bool
+}
+
+func (m *headMemo) record(block, out []byte, x *exchange, clAt, clLen, dateAt, dateLen, dateOut int) {
+	m.block = append(m.block[:0], block...)
+	m.out = append(m.out[:0], out...)
+	m.clAt, m.clLen, m.dateAt, m.dateLen, m.dateOut = clAt, clLen, -1, 0, dateOut
+	if x.chunked {
+		m.clAt = -1 // the length is not used
+	}
+	if dateAt >= 0 && dateOut >= 0 && dateLen > 0 {
+		m.dateAt, m.dateLen = dateAt, dateLen
+	}
+	m.status, m.keep, m.chunked, m.sawDate = x.status, x.keep, x.chunked, x.sawDate
+	m.ok = true
+}
+
+// repeat matches b, the buffered bytes of a response, against the memo's
+// head: the same bytes but for the Content-Length digits (any number of
+// them) and the Date value (as long as before, printable, no space at its
+// ends: what the parser would copy as it is). On a match it appends the
+// lines to *raw, sets x's framing as the parser would and returns the
+// head's length.
+func (m *headMemo) repeat(b []byte, x *exchange, raw *[]byte) (int, bool) {
+	blk := m.block
+	if len(b) < len(blk)-m.clLen {
+		return 0, false
+	}
+	// The fixed stretches between the variable values, in order.
+	type span struct{ at, n int }
+	var vs [2]span
+	nv := 0
+	if m.clAt >= 0 {
+		vs[nv] = span{m.clAt, m.clLen}
+		nv++
+	}
+	if m.dateAt >= 0 {
+		vs[nv] = span{m.dateAt, m.dateLen}
+		if nv == 1 && vs[0].at > m.dateAt {
+			vs[0], vs[1] = vs[1], vs[0]
+		}
+		nv++
+	}
+	var date []byte
+	length := int64(-1)
+	bi, ki := 0, 0 // positions in b and in blk
+	for _, v := range vs[:nv] {
+		fixed := blk[ki:v.at]
+		if len(b)-bi < len(fixed) || !bytes.Equal(b[bi:bi+len(fixed)], fixed) {
+			return 0, false
+		}
+		bi += len(fixed)
+		ki = v.at + v.n
+		if v.at == m.clAt {
+			end := bi
+			for end < len(b) && end-bi <= 18 && '0' <= b[end] && b[end] <= '9' {
+				end++
+			}
+			n, err := strconv.ParseInt(string(b[bi:end]), 10, 64)
+			if end == bi || err != nil {
+				return 0, false
+			}
+			length, bi = n, end
+			continue
+		}
+		if len(b)-bi < v.n {
+			return 0, false
+		}
+		date = b[bi : bi+v.n]
+		for _, c := range date {
+			if c < ' ' || c > '~' {
+				return 0, false
+			}
+		}
+		if date[0] == ' ' || date[len(date)-1] == ' ' {
+			return 0, false
+		}
+		bi += v.n
+	}
+	rest := blk[ki:]
+	if len(b)-bi < len(rest) || !bytes.Equal(b[bi:bi+len(rest)], rest) {
+		return 0, false
+	}
+	base := len(*raw)
+	*raw = append(*raw, m.out...)
+	if date != nil {
+		copy((*raw)[base+m.dateOut:], date)
+	}
+	x.status, x.keep, x.chunked, x.sawDate = m.status, m.keep, m.chunked, m.sawDate
+	x.length, x.declared = length, length
+	if m.chunked {
+		x.length, x.declared = -1, -1
+	}
+	return bi + len(rest), true
 }
 
 func readLine(br *bufio.Reader) ([]byte, error) {

@@ -212,47 +212,148 @@ func FuzzReadHead(f *testing.F) {
 		"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nBad Name: x\r\nX-V: a\rb\r\nX-Request-Id: f\r\nx-atelier-model: f\r\n\r\n",
 	} {
-		f.Add([]byte(s), false)
+		f.Add([]byte(s), []byte(s), false, false)
 	}
-	f.Fuzz(func(t *testing.T, b []byte, head bool) {
+	// Pairs on one connection: the second head is the first but for its
+	// Date or Content-Length (other values, other lengths, not a value the
+	// parser would copy as it is), or a field more, or cut short.
+	first := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Thu, 03 Dec 2026 11:26:37 GMT\r\nContent-Length: 66\r\n\r\n{}"
+	for _, second := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Thu, 03 Dec 2026 11:26:38 GMT\r\nContent-Length: 7\r\n\r\nabcdefg",
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Thu, 03 Dec 2026 11:26:38 GMT\r\nContent-Length: 1234567\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Thu, 03 Dec 2026 11:2\n:38 GMT\r\nContent-Length: 7\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Thu, 03 Dec 2026 11:26:3\r GMT\r\nContent-Length: 7\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate:  hu, 03 Dec 2026 11:26:38 GMT\r\nContent-Length: 7\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Thu, 03 Dec 2026 11:26:38 GM \r\nContent-Length: 7\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Thu, 03 Dec 2026 11:26:38 GMT\r\nContent-Length: +7\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Thu, 03 Dec 2026 11:26:38 GMT\r\nContent-Length: 99999999999999999999\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Thu, 03 Dec 2026 11:26:38 GMT\r\nContent-Length: 7 \r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Thu, 03 Dec 2026 11:26:38 GMT\r\nContent-Length: 7\r\nX: y\r\n\r\n",
+		"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nDate: Thu, 03 Dec 2026 11:26:38 GMT\r\nContent-Length: 7\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Thu, 03 Dec 2026 11:26:38 GMT\r\nContent-Length: 7\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Thu, 03 Dec 2026 11:26:38 GMT\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Thu, 03 Dec 2026 11:26:38 GMT\r\nContent-Length: 66\r\n\r\n",
+	} {
+		f.Add([]byte(first), []byte(second), false, false)
+		f.Add([]byte(first), []byte(second), true, true)
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte, head, small bool) {
 		method := "POST"
 		if head {
 			method = "HEAD"
 		}
-		var xm, xr exchange
-		dst := http.Header{}
-		errM := xm.readHead(bufio.NewReader(bytes.NewReader(b)), method, dst, nil)
-		var raw []byte
-		errR := xr.readHead(bufio.NewReader(bytes.NewReader(b)), method, nil, &raw)
-		if (errM == nil) != (errR == nil) {
-			t.Fatalf("map: %v, raw: %v", errM, errR)
+		size := 4096
+		if small {
+			size = 16 // heads that are not all in the buffer
 		}
-		if errM != nil {
-			return
-		}
-		if xm.status != xr.status || xm.keep != xr.keep || xm.length != xr.length || xm.chunked != xr.chunked || xm.noBody != xr.noBody {
-			t.Fatalf("framing: map %+v, raw %+v", xm, xr)
-		}
-		wantDecl := int64(-1)
-		if v := dst["Content-Length"]; len(v) > 0 {
-			wantDecl, _ = strconv.ParseInt(v[0], 10, 64)
-		}
-		if xr.declared != wantDecl {
-			t.Fatalf("declared length %d, the map has %v", xr.declared, dst["Content-Length"])
-		}
-		_, date := dst["Date"]
-		if xr.sawDate != date {
-			t.Fatalf("sawDate %v, the map has Date: %v", xr.sawDate, date)
-		}
-		split := func(b []byte) []string {
-			lines := strings.Split(string(b), "\r\n")
-			lines = slices.DeleteFunc(lines, func(s string) bool { return s == "" })
-			sort.Strings(lines)
-			return lines
-		}
-		m, r := split(appendHeaderFields(nil, dst)), split(raw)
-		if !slices.Equal(m, r) {
-			t.Fatalf("header lines\n map %q\n raw %q", m, r)
+		// One connection reads a, then b twice: each as read afresh.
+		uc := &uconn{}
+		for _, in := range [][]byte{a, b, b} {
+			checkReadHead(t, in, method, size, uc)
 		}
 	})
+}
+
+// checkReadHead reads the head in b with the connection uc's memo, and
+// checks it against a fresh read, into the map and as lines.
+func checkReadHead(t *testing.T, b []byte, method string, size int, uc *uconn) {
+	t.Helper()
+	read := func(x *exchange, dst http.Header, raw *[]byte) (error, string) {
+		br := bufio.NewReaderSize(bytes.NewReader(b), size)
+		br.Peek(1) // as send does: the first read has come
+		err := x.readHead(br, method, dst, raw)
+		rest, _ := io.ReadAll(br)
+		return err, string(rest)
+	}
+	var xm, xr, xc exchange
+	xc.uc = uc
+	dst := http.Header{}
+	errM, restM := read(&xm, dst, nil)
+	var raw, rawC []byte
+	errR, restR := read(&xr, nil, &raw)
+	errC, restC := read(&xc, nil, &rawC)
+	if (errM == nil) != (errR == nil) || (errR == nil) != (errC == nil) {
+		t.Fatalf("map: %v, raw: %v, raw with the memo: %v", errM, errR, errC)
+	}
+	if errM != nil {
+		return
+	}
+	if restR != restM || restC != restM {
+		t.Fatalf("after the head: map %q, raw %q, with the memo %q", restM, restR, restC)
+	}
+	xc.uc = nil
+	if xc != xr || string(rawC) != string(raw) {
+		t.Fatalf("with the memo %+v %q\nafresh %+v %q", xc, rawC, xr, raw)
+	}
+	if xm.status != xr.status || xm.keep != xr.keep || xm.length != xr.length || xm.chunked != xr.chunked || xm.noBody != xr.noBody {
+		t.Fatalf("framing: map %+v, raw %+v", xm, xr)
+	}
+	wantDecl := int64(-1)
+	if v := dst["Content-Length"]; len(v) > 0 {
+		wantDecl, _ = strconv.ParseInt(v[0], 10, 64)
+	}
+	if xr.declared != wantDecl {
+		t.Fatalf("declared length %d, the map has %v", xr.declared, dst["Content-Length"])
+	}
+	_, date := dst["Date"]
+	if xr.sawDate != date {
+		t.Fatalf("sawDate %v, the map has Date: %v", xr.sawDate, date)
+	}
+	split := func(b []byte) []string {
+		lines := strings.Split(string(b), "\r\n")
+		lines = slices.DeleteFunc(lines, func(s string) bool { return s == "" })
+		sort.Strings(lines)
+		return lines
+	}
+	m, r := split(appendHeaderFields(nil, dst)), split(raw)
+	if !slices.Equal(m, r) {
+		t.Fatalf("header lines\n map %q\n raw %q", m, r)
+	}
+}
+
+// TestReadHeadRepeat: which heads after a first one on the same connection
+// take the lines made from it (headMemo.repeat), with their framing.
+func TestReadHeadRepeat(t *testing.T) {
+	first := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Thu, 03 Dec 2026 11:26:37 GMT\r\nContent-Length: 66\r\n\r\n"
+	head := func(status, date, cl string) string {
+		return "HTTP/1.1 " + status + "\r\nContent-Type: application/json\r\nDate: " + date + "\r\n" + cl + "\r\n"
+	}
+	const d2 = "Thu, 03 Dec 2026 11:26:38 GMT"
+	for _, tc := range []struct {
+		name, second string
+		repeat       bool
+		length       int64
+	}{
+		{"the same", first, true, 66},
+		{"another date and length", head("200 OK", d2, "Content-Length: 7\r\n"), true, 7},
+		{"more digits", head("200 OK", d2, "Content-Length: 123456\r\n"), true, 123456},
+		{"no digits", head("200 OK", d2, "Content-Length: \r\n"), false, 0},
+		{"a sign", head("200 OK", d2, "Content-Length: +7\r\n"), false, 0},
+		{"a shorter date", head("200 OK", "Thu, 3 Dec 2026 11:26:38 GMT", "Content-Length: 7\r\n"), false, 0},
+		{"a space at the date's start", head("200 OK", " "+d2[1:], "Content-Length: 7\r\n"), false, 0},
+		{"a line feed in the date", head("200 OK", d2[:10]+"\n"+d2[11:], "Content-Length: 7\r\n"), false, 0},
+		{"another status", head("201 Created", d2, "Content-Length: 7\r\n"), false, 0},
+		{"another field", head("200 OK", d2, "Content-Length: 7\r\nX-A: 1\r\n"), false, 0},
+		{"chunked", head("200 OK", d2, "Transfer-Encoding: chunked\r\n"), false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			uc := &uconn{}
+			x := exchange{uc: uc}
+			var raw []byte
+			br := bufio.NewReader(strings.NewReader(first))
+			br.Peek(1)
+			if err := x.readHead(br, "POST", nil, &raw); err != nil || !uc.last.ok {
+				t.Fatalf("first: %v, memo kept %v", err, uc.last.ok)
+			}
+			var y exchange
+			var raw2 []byte
+			n, ok := uc.last.repeat([]byte(tc.second), &y, &raw2)
+			if ok != tc.repeat || ok && (n != len(tc.second) || y.length != tc.length || y.status != 200 || !y.sawDate ||
+				!strings.Contains(string(raw2), "Date: "+d2+"\r\n") && tc.second != first) {
+				t.Fatalf("repeat: %v %d %+v %q; want %v, length %d", ok, n, y, raw2, tc.repeat, tc.length)
+			}
+			checkReadHead(t, []byte(tc.second), "POST", 4096, uc)
+			checkReadHead(t, []byte(tc.second), "POST", 4096, uc)
+		})
+	}
 }
