@@ -65,7 +65,13 @@
 // woken peer first; the instance side writes a request and waits for the
 // answer the same way. A request then costs a read and a write on each
 // side, as in nginx, instead of net/http's eight system calls and a
-// background read. Differences from net/http on the loop: a client that
+// background read. Clients and instances on kept-alive connections repeat
+// their heads: a request whose header section is its connection's last
+// one but for the Content-Length digits takes the fields parsed last time
+// (headCache.repeat), and an instance's response head that is its
+// connection's last one but for the Date and Content-Length values takes
+// the header lines made from it last time (headMemo.repeat); the fuzz
+// tests check both against a fresh parse. Differences from net/http on the loop: a client that
 // goes away is noticed (and counted as 499) only for requests that took at
 // least 20 ms, and request contexts are never cancelled.
 //

@@ -300,7 +300,9 @@ type fastRW struct {
 }
 
 func (w *fastRW) reset(req *http.Request) {
-	clear(w.h)
+	if len(w.h) > 0 { // empty on the proxy path: no clear to call
+		clear(w.h)
+	}
 	w.status, w.wrote, w.sent, w.chunked, w.written, w.err, w.end, w.rid = 0, false, false, false, 0, nil, time.Time{}, ""
 	w.raw, w.rawDate = w.raw[:0], false
 	if cap(w.raw) > fastHoldMax {
