@@ -8,7 +8,7 @@
 # Every knob is an environment variable (defaults in brackets):
 #   CONCS ["1 16 64"]     concurrencies (connections of the load generator)
 #   DURATION [5s]        measured time of each run; WARMUP [2s] before it, not measured
-#   ILEAVE [60s]          measured time of the interleaved run of each concurrency (the
+#   ILEAVE [90s]          measured time of the interleaved run of each concurrency (the
 #                         throughput ratios): ILEAVE_TARGETS loaded in turn, SLICE [250ms] each
 #   ILEAVE_TARGETS ["gateway-nolimit nginx gateway nginx-rid"]   the first two are the headline pair
 #   ROUNDS [3]            rounds of the sequential runs (absolute figures, latency, CPU per
@@ -33,7 +33,7 @@ CONCS=${CONCS:-"1 16 64"}
 DURATION=${DURATION:-5s}
 WARMUP=${WARMUP:-2s}
 ROUNDS=${ROUNDS:-3}
-ILEAVE=${ILEAVE:-60s}
+ILEAVE=${ILEAVE:-90s}
 SLICE=${SLICE:-250ms}
 ILEAVE_TARGETS=${ILEAVE_TARGETS:-"gateway-nolimit nginx gateway nginx-rid"}
 PROXY_CPU=${PROXY_CPU:-0}
@@ -418,7 +418,7 @@ w("Proxy and backend CPU are the processes' user+system time (from `/proc/PID/st
   "every cycle's figures: `bench/results/" + out.rsplit("/", 1)[-1].replace(".md", "-interleaved.jsonl") + "`.\n")
 if profile.strip():
     w("## Gateway CPU profile (pprof, c=16, extra run)\n\n```\n" + profile.rstrip() + "\n```\n")
-w("## How to run\n\n```sh\nbench/serving/run.sh                      # ~9 min: 3 × 62 s interleaved, then 3 concurrencies × 5 targets × 3 rounds × 7 s\n"
+w("## How to run\n\n```sh\nbench/serving/run.sh                      # ~11 min: 3 × 92 s interleaved, then 3 concurrencies × 5 targets × 3 rounds × 7 s\n"
   "ILEAVE=20s ROUNDS=0 CONCS=16 bench/serving/run.sh   # the headline ratio only, quickly\nPPROF=1 bench/serving/run.sh              # adds the gateway's CPU profile\n```\n")
 open(out, "w").write("\n".join(L))
 PY
