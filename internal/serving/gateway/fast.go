@@ -613,58 +613,42 @@ type headCache struct {
 	// The header section of the last request taken (the bytes after its
 	// request line, through the empty line) and what it gave besides the
 	// above: a request whose section is the same, but perhaps for the
-	// digits of its Content-Length, has the same fields, which repeat
-	// takes without parsing them again. blockOK is false while the Header
-	// map is not that section's (a parse in progress, or none taken yet).
+	// digits of its Content-Length (spans, when it has one), has the same
+	// fields, which repeat takes without parsing them again. blockOK is
+	// false while the Header map is not that section's (a parse in
+	// progress, or none taken yet).
 	block    []byte
 	blockOK  bool
-	clAt     int // the Content-Length value's offset in block; -1: no Content-Length
-	clLen    int
-	clIdx    int // its index in vals
+	spans    []varSpan
+	clIdx    int // the Content-Length value's index in vals
 	closeReq bool
 }
 
 // repeat matches sec, the bytes after a request line, against the last
-// request's header section: when it is the same but perhaps for the
-// Content-Length digits, it returns the section's length and the length
-// of the body, with the Header map and vals updated (only the
-// Content-Length value can differ). Anything else is left to the parser.
+// request's header section (see matchHead): when it is the same but
+// perhaps for the Content-Length digits, it returns the section's length
+// and the length of the body, with the Header map and vals updated (only
+// the Content-Length value can differ). Anything else is left to the
+// parser.
 func (hc *headCache) repeat(sec []byte, h http.Header) (int, int64, bool) {
-	blk := hc.block
-	if hc.clAt < 0 {
-		if len(sec) < len(blk) || !bytes.Equal(sec[:len(blk)], blk) {
-			return 0, 0, false
-		}
-		return len(blk), 0, true
-	}
-	pre, post := blk[:hc.clAt], blk[hc.clAt+hc.clLen:]
-	if len(sec) < len(pre)+len(post) || !bytes.Equal(sec[:len(pre)], pre) {
+	var got [1][]byte
+	n, ok := matchHead(sec, hc.block, hc.spans, got[:])
+	if !ok {
 		return 0, 0, false
 	}
-	end := len(pre)
-	for end < len(sec) && end-len(pre) <= 15 && '0' <= sec[end] && sec[end] <= '9' {
-		end++
+	if len(hc.spans) == 0 {
+		return n, 0, true
 	}
-	digits := sec[len(pre):end]
-	n, ok := parseLength(digits)
-	if !ok || len(sec)-end < len(post) || !bytes.Equal(sec[end:end+len(post)], post) {
+	digits := got[0]
+	cl, ok := parseLength(digits)
+	if !ok {
 		return 0, 0, false
 	}
 	if string(digits) != hc.vals[hc.clIdx] {
-		// Another length: the new value goes in the map, and in the block,
-		// which the next request of this length then matches whole.
 		hc.vals[hc.clIdx] = string(digits)
 		h["Content-Length"] = hc.vals[hc.clIdx : hc.clIdx+1 : hc.clIdx+1]
-		if len(digits) == hc.clLen {
-			copy(hc.block[hc.clAt:], digits)
-		} else {
-			// post is part of the old block: the new one is a new array.
-			nb := make([]byte, 0, len(pre)+len(digits)+len(post))
-			hc.block = append(append(append(nb, pre...), digits...), post...)
-			hc.clLen = len(digits)
-		}
 	}
-	return end + len(post), n, true
+	return n, cl, true
 }
 
 // intern returns b as a string: prev when it holds the same bytes.
@@ -833,9 +817,9 @@ func parseHead(b []byte, remote string, req *http.Request, hc *headCache) (int, 
 	if hc != nil && clCount <= 1 {
 		// The section, for repeat: the Header map is its own now.
 		hc.block = append(hc.block[:0], b[i+1:pos]...)
-		hc.blockOK, hc.clAt, hc.clIdx, hc.closeReq = true, -1, clIdx, closeReq
+		hc.blockOK, hc.spans, hc.clIdx, hc.closeReq = true, hc.spans[:0], clIdx, closeReq
 		if clAt >= 0 {
-			hc.clAt, hc.clLen = clAt-(i+1), clLen
+			hc.spans = append(hc.spans, varSpan{clAt - (i + 1), clLen, spanDigits})
 		}
 	}
 	return finishHead(method, target, remote, req, hc, h, host, max(cl, 0), closeReq, pos)

@@ -878,9 +878,6 @@ func readBody(r *http.Request, limit int64) ([]byte, *bytes.Buffer, *gwError) {
 func requestID(w http.ResponseWriter, r *http.Request, now time.Time) string {
 	fw, fast := w.(*fastRW)
 	h := w.Header()
-	if fast && fw.rid != "" {
-		return fw.rid
-	}
 	if v := h["X-Request-Id"]; len(v) > 0 && v[0] != "" {
 		return v[0]
 	}

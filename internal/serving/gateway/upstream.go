@@ -669,11 +669,10 @@ func (x *exchange) finishHead(method string, hasLength bool) {
 // parsing it again.
 type headMemo struct {
 	ok      bool
-	block   []byte // the head as read: its status line through the empty line
-	clAt    int    // the Content-Length value's offset in block (-1: none) and length
-	clLen   int
-	dateAt  int // the Date value's offset in block (-1: none) and length
-	dateLen int
+	block   []byte    // the head as read: its status line through the empty line
+	spans   []varSpan // its Content-Length and Date values, in order (see matchHead)
+	cl      int       // the index in spans of the Content-Length value (-1: none, or chunked) and the Date's
+	date    int
 	out     []byte // the lines readHead appended to raw
 	dateOut int    // where the Date value is in out
 	// The framing the fields set (before finishHead).
@@ -684,94 +683,59 @@ type headMemo struct {
 func (m *headMemo) record(block, out []byte, x *exchange, clAt, clLen, dateAt, dateLen, dateOut int) {
 	m.block = append(m.block[:0], block...)
 	m.out = append(m.out[:0], out...)
-	m.clAt, m.clLen, m.dateAt, m.dateLen, m.dateOut = clAt, clLen, -1, 0, dateOut
+	m.spans, m.cl, m.date, m.dateOut = m.spans[:0], -1, -1, dateOut
 	if x.chunked {
-		m.clAt = -1 // the length is not used
+		clAt = -1 // the length is not used: its digits are fixed bytes
 	}
-	if dateAt >= 0 && dateOut >= 0 && dateLen > 0 {
-		m.dateAt, m.dateLen = dateAt, dateLen
+	if dateLen == 0 || dateOut < 0 {
+		dateAt = -1 // an empty Date is fixed bytes too
+	}
+	if clAt >= 0 {
+		m.spans = append(m.spans, varSpan{clAt, clLen, spanDigits})
+	}
+	if dateAt >= 0 {
+		m.spans = append(m.spans, varSpan{dateAt, dateLen, spanValue})
+	}
+	if len(m.spans) == 2 && m.spans[0].at > m.spans[1].at {
+		m.spans[0], m.spans[1] = m.spans[1], m.spans[0]
+	}
+	for i, s := range m.spans {
+		if s.kind == spanDigits {
+			m.cl = i
+		} else {
+			m.date = i
+		}
 	}
 	m.status, m.keep, m.chunked, m.sawDate = x.status, x.keep, x.chunked, x.sawDate
 	m.ok = true
 }
 
 // repeat matches b, the buffered bytes of a response, against the memo's
-// head: the same bytes but for the Content-Length digits (any number of
-// them) and the Date value (as long as before, printable, no space at its
-// ends: what the parser would copy as it is). On a match it appends the
-// lines to *raw, sets x's framing as the parser would and returns the
-// head's length.
+// head (see matchHead): the same bytes but for the Content-Length digits
+// and the Date value. On a match it appends the lines to *raw, sets x's
+// framing as the parser would and returns the head's length.
 func (m *headMemo) repeat(b []byte, x *exchange, raw *[]byte) (int, bool) {
-	blk := m.block
-	if len(b) < len(blk)-m.clLen {
+	var got [2][]byte
+	n, ok := matchHead(b, m.block, m.spans, got[:])
+	if !ok {
 		return 0, false
 	}
-	// The fixed stretches between the variable values, in order.
-	type span struct{ at, n int }
-	var vs [2]span
-	nv := 0
-	if m.clAt >= 0 {
-		vs[nv] = span{m.clAt, m.clLen}
-		nv++
-	}
-	if m.dateAt >= 0 {
-		vs[nv] = span{m.dateAt, m.dateLen}
-		if nv == 1 && vs[0].at > m.dateAt {
-			vs[0], vs[1] = vs[1], vs[0]
-		}
-		nv++
-	}
-	var date []byte
 	length := int64(-1)
-	bi, ki := 0, 0 // positions in b and in blk
-	for _, v := range vs[:nv] {
-		fixed := blk[ki:v.at]
-		if len(b)-bi < len(fixed) || !bytes.Equal(b[bi:bi+len(fixed)], fixed) {
+	if m.cl >= 0 {
+		l, err := strconv.ParseInt(string(got[m.cl]), 10, 64)
+		if err != nil {
 			return 0, false
 		}
-		bi += len(fixed)
-		ki = v.at + v.n
-		if v.at == m.clAt {
-			end := bi
-			for end < len(b) && end-bi <= 18 && '0' <= b[end] && b[end] <= '9' {
-				end++
-			}
-			n, err := strconv.ParseInt(string(b[bi:end]), 10, 64)
-			if end == bi || err != nil {
-				return 0, false
-			}
-			length, bi = n, end
-			continue
-		}
-		if len(b)-bi < v.n {
-			return 0, false
-		}
-		date = b[bi : bi+v.n]
-		for _, c := range date {
-			if c < ' ' || c > '~' {
-				return 0, false
-			}
-		}
-		if date[0] == ' ' || date[len(date)-1] == ' ' {
-			return 0, false
-		}
-		bi += v.n
-	}
-	rest := blk[ki:]
-	if len(b)-bi < len(rest) || !bytes.Equal(b[bi:bi+len(rest)], rest) {
-		return 0, false
+		length = l
 	}
 	base := len(*raw)
 	*raw = append(*raw, m.out...)
-	if date != nil {
-		copy((*raw)[base+m.dateOut:], date)
+	if m.date >= 0 {
+		copy((*raw)[base+m.dateOut:], got[m.date])
 	}
 	x.status, x.keep, x.chunked, x.sawDate = m.status, m.keep, m.chunked, m.sawDate
 	x.length, x.declared = length, length
-	if m.chunked {
-		x.length, x.declared = -1, -1
-	}
-	return bi + len(rest), true
+	return n, true
 }
 
 func readLine(br *bufio.Reader) ([]byte, error) {
