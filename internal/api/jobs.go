@@ -255,6 +255,12 @@ type Engine struct {
 	Python  string   `json:"python"`
 	Version string   `json:"engine_version,omitempty"`
 	PipArgs []string `json:"pip_args,omitempty"`
+	// Network is "full" when the engine's workloads may reach public
+	// addresses through the egress proxy; "" or "none": loopback only.
+	Network string `json:"network,omitempty"`
+	// Prefixes are the interpreter's installation dirs outside /usr that
+	// every sandbox of the engine sees read-only (found at server start).
+	Prefixes []string `json:"prefixes,omitempty"`
 }
 
 // Flavor is a configured resource size. Memory and Disk in bytes.
@@ -265,6 +271,8 @@ type Flavor struct {
 	GPU          int     `json:"gpu"`
 	Disk         int64   `json:"disk,omitempty"`
 	PricePerHour float64 `json:"price_per_hour,omitempty"`
+	// Network overrides the engine's network mode ("none" or "full").
+	Network string `json:"network,omitempty"`
 }
 
 // ---- runner protocol ----
@@ -335,6 +343,11 @@ type RunnerJob struct {
 	Credentials RunnerCredentials `json:"credentials"`
 	// Sandbox is "bubblewrap" or "none".
 	Sandbox string `json:"sandbox"`
+	// SandboxUser is the host account a root runner runs user code as.
+	SandboxUser string `json:"sandbox_user,omitempty"`
+	// Owner is the job owner's user id (dependency environments are
+	// cached per owner).
+	Owner string `json:"owner,omitempty"`
 	// GPUs are the device indexes for CUDA_VISIBLE_DEVICES.
 	GPUs []int `json:"gpus,omitempty"`
 	// Deadline is when the job's max running time ends (ms since epoch; 0 =

@@ -222,18 +222,31 @@ type Usage struct {
 
 // RunnerInstance is what the runner of a service instance needs.
 type RunnerInstance struct {
-	InstanceID       string            `json:"instance_id"`
-	ServiceID        string            `json:"service_id"`
-	ServiceName      string            `json:"service_name"`
-	Model            Model             `json:"model"`
-	Engine           Engine            `json:"engine"`
-	Flavor           Flavor            `json:"flavor"`
-	Credentials      RunnerCredentials `json:"credentials"`
-	Sandbox          string            `json:"sandbox"`
+	InstanceID  string            `json:"instance_id"`
+	ServiceID   string            `json:"service_id"`
+	ServiceName string            `json:"service_name"`
+	Model       Model             `json:"model"`
+	Engine      Engine            `json:"engine"`
+	Flavor      Flavor            `json:"flavor"`
+	Credentials RunnerCredentials `json:"credentials"`
+	Sandbox     string            `json:"sandbox"`
+	SandboxUser string            `json:"sandbox_user,omitempty"`
+	Owner       string            `json:"owner,omitempty"`
+	// Secret is what every request to the instance carries (header
+	// InstanceSecretHeader); the model server refuses requests without it.
+	Secret           string            `json:"secret,omitempty"`
 	GPUs             []int             `json:"gpus,omitempty"`
 	Envs             map[string]string `json:"envs,omitempty"`
 	HeartbeatSeconds int               `json:"heartbeat_seconds"`
 }
+
+// InstanceSecretHeader carries an instance's secret from the gateway to
+// its model server.
+const InstanceSecretHeader = "X-Atelier-Instance-Secret"
+
+// InstanceSocket is the name of an instance's Unix socket in its instance
+// dir: the runner listens there and the gateway connects.
+const InstanceSocket = "http.sock"
 
 // InstanceReport is the runner's status of an instance (also its heartbeat).
 type InstanceReport struct {

@@ -52,12 +52,13 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if err := prepareDataDir(cfg.DataDir); err != nil {
+	if err := prepareDataDir(cfg.DataDir, log); err != nil {
 		return err
 	}
 	if cfg.Sandbox == config.SandboxNone {
 		log.Warn("sandbox: none — jobs and services will run without isolation from each other and from the server's files")
 	}
+	iso := newIsolation(ctx, cfg, log)
 	store, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
@@ -104,17 +105,17 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Jobs and service instances share the machine through one ledger.
 	ledger := newLedger(cfg)
-	jobs, err := newJobService(ctx, cfg, store, iam, objects, ledger, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
+	jobs, err := newJobService(ctx, cfg, iso, store, iam, objects, ledger, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
 	if err != nil {
 		return err
 	}
-	models := newModelService(ctx, cfg, store, iam, objects, jobs, log)
+	models := newModelService(ctx, cfg, iso, store, iam, objects, jobs, log)
 	// The gateway tells the controller of requests waiting for a service
 	// scaled to zero; services is set before the servers start.
 	var services *serving.Service
 	gw := gateway.New(gateway.Options{Authenticator: iam, Logger: log, Registry: reg,
 		Demand: func(serviceID string) { services.Demand(serviceID) }})
-	services, err = newServingService(ctx, cfg, store, iam, jobs, ledger, models, gw, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
+	services, err = newServingService(ctx, cfg, iso, store, iam, jobs, ledger, models, gw, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
 	if err != nil {
 		return err
 	}
@@ -218,11 +219,15 @@ func gcLoop(ctx context.Context, iam *auth.Service, log *slog.Logger) {
 	}
 }
 
-// prepareDataDir creates the data dir (0700) and proves it is writable.
-func prepareDataDir(dir string) error {
+// prepareDataDir creates the data dir and proves it is writable. Its mode
+// is 0711 — the sandbox's user must pass it on the way to work_dir, nobody
+// may list it — and what it holds is the server's alone: the metadata
+// database, the master key and admin.yaml 0600, objects/ 0700. Looser
+// modes of an existing data dir are tightened with a log line.
+func prepareDataDir(dir string, log *slog.Logger) error {
 	const op errs.Op = "app.prepareDataDir"
 	hint := errs.Hint("choose a writable directory with --data-dir")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return errs.E(op, errs.IO, CodeDataDir, fmt.Sprintf("cannot create data dir %s: %v", dir, unwrapPathErr(err)), hint)
 	}
 	f, err := os.CreateTemp(dir, ".write-test-*")
@@ -232,7 +237,50 @@ func prepareDataDir(dir string) error {
 	name := f.Name()
 	f.Close()
 	os.Remove(name)
-	return nil
+	return tighten(dir, log)
+}
+
+// privateFiles are the data dir's files only the server may read.
+var privateFiles = []string{"meta.db", "meta.db-wal", "meta.db-shm", auth.MasterKeyFile, AdminConfigFile}
+
+// tighten sets the data dir's modes (see prepareDataDir).
+func tighten(dir string, log *slog.Logger) error {
+	const op errs.Op = "app.tighten"
+	set := func(p string, want os.FileMode, exact bool) error {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return errs.E(op, errs.IO, CodeDataDir, fmt.Sprintf("cannot inspect %s: %v", p, unwrapPathErr(err)))
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return errs.E(op, errs.Invalid, CodeDataDir, fmt.Sprintf("%s is a symbolic link; the data dir's files must be real files", p),
+				errs.Hint("replace the link by the file it points to"))
+		}
+		got := fi.Mode().Perm()
+		next := got & want
+		if exact {
+			next = want
+		}
+		if got == next {
+			return nil
+		}
+		if err := os.Chmod(p, next); err != nil {
+			return errs.E(op, errs.IO, CodeDataDir, fmt.Sprintf("cannot set the mode of %s: %v", p, unwrapPathErr(err)))
+		}
+		log.Info("tightened the mode of a data dir entry", "path", p, "was", fmt.Sprintf("%04o", got), "now", fmt.Sprintf("%04o", next))
+		return nil
+	}
+	if err := set(dir, 0o711, true); err != nil {
+		return err
+	}
+	for _, f := range privateFiles {
+		if err := set(filepath.Join(dir, f), 0o600, false); err != nil {
+			return err
+		}
+	}
+	return set(filepath.Join(dir, "objects"), 0o700, true)
 }
 
 func unwrapPathErr(err error) error {

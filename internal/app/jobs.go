@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/atelier-dev/atelier/internal/api"
@@ -23,7 +22,7 @@ import (
 // newJobService wires training jobs: the local executor, the sandbox check,
 // the capacity ledger shared with service instances, and the platform
 // bucket.
-func newJobService(ctx context.Context, cfg *config.Server, store meta.Store, iam *auth.Service, objects *obs.Service,
+func newJobService(ctx context.Context, cfg *config.Server, iso *isolation, store meta.Store, iam *auth.Service, objects *obs.Service,
 	ledger *capacity.Ledger, apiAddr, s3URL string, log *slog.Logger) (*job.Service, error) {
 	const op errs.Op = "app.newJobService"
 	admin, err := store.GetUserByName(ctx, auth.AdminName)
@@ -31,21 +30,17 @@ func newJobService(ctx context.Context, cfg *config.Server, store meta.Store, ia
 		return nil, errs.E(op, err)
 	}
 	system := &auth.Principal{User: admin, Method: "system", Subject: auth.Subject{Name: admin.Name, Admin: true}}
-	self, err := os.Executable()
+	self, err := iso.runnerBinary()
 	if err != nil {
 		return nil, errs.E(op, errs.Internal, "cannot find the atelier binary for the runner", err)
 	}
-	if self, err = filepath.EvalSymlinks(self); err != nil {
-		return nil, errs.E(op, errs.Internal, "cannot resolve the atelier binary", err)
-	}
-	if err := os.MkdirAll(cfg.WorkDir, 0o700); err != nil {
+	if err := os.MkdirAll(cfg.WorkDir, 0o711); err != nil {
 		return nil, errs.E(op, errs.IO, CodeDataDir, fmt.Sprintf("cannot create work_dir %s: %v", cfg.WorkDir, unwrapPathErr(err)),
 			errs.Hint("set work_dir in the server config to a writable directory"))
 	}
-	var sandboxErr error
 	if cfg.Sandbox == config.SandboxBubblewrap {
-		if sandboxErr = sandbox.Available(); sandboxErr != nil {
-			log.Warn("jobs are refused until the sandbox works", "err", errs.UserMessage(sandboxErr))
+		if err := sandbox.Traversable(cfg.WorkDir); err != nil {
+			return nil, errs.E(op, err)
 		}
 	}
 	advertise := cfg.AdvertiseURL
@@ -54,18 +49,19 @@ func newJobService(ctx context.Context, cfg *config.Server, store meta.Store, ia
 	}
 	var flavors []api.Flavor
 	for _, f := range cfg.Flavors {
-		flavors = append(flavors, api.Flavor{ID: f.ID, CPU: f.CPU, Memory: int64(f.Memory), GPU: f.GPU, Disk: int64(f.Disk), PricePerHour: f.PricePerHour})
+		flavors = append(flavors, api.Flavor{ID: f.ID, CPU: f.CPU, Memory: int64(f.Memory), GPU: f.GPU, Disk: int64(f.Disk),
+			PricePerHour: f.PricePerHour, Network: f.Network})
 	}
 	var engines []api.Engine
-	for _, e := range cfg.Engines {
-		engines = append(engines, api.Engine{Name: e.Name, Python: e.Python, PipArgs: e.PipArgs})
+	for _, e := range iso.engines {
+		engines = append(engines, api.Engine{Name: e.Name, Python: e.Python, PipArgs: e.PipArgs, Network: e.Network, Prefixes: iso.prefix[e.Name]})
 	}
 	if len(engines) == 0 {
 		log.Warn("no Python interpreter found: jobs cannot run until `engines` is configured")
 	}
 	svc := job.New(store, objects, iam, iam, local.New(local.Options{Logger: log}), system, job.Options{
-		Flavors: flavors, Engines: engines, Capacity: ledger.Capacity(), Ledger: ledger, Quota: cfg.Quotas.JobsPerUser,
-		Sandbox: cfg.Sandbox, SandboxError: sandboxErr, DataDir: cfg.DataDir, WorkDir: cfg.WorkDir,
+		Flavors: flavors, Engines: engines, RefusedEngines: iso.refused, Capacity: ledger.Capacity(), Ledger: ledger, Quota: cfg.Quotas.JobsPerUser,
+		Sandbox: cfg.Sandbox, SandboxUser: cfg.SandboxUser, SandboxError: iso.err, DataDir: cfg.DataDir, WorkDir: cfg.WorkDir,
 		ServerURL: advertise, S3Endpoint: s3URL, Region: cfg.Region, RunnerArgv0: self, Logger: log,
 	})
 	if err := svc.Init(ctx); err != nil {

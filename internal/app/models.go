@@ -11,21 +11,16 @@ import (
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/model"
 	"github.com/atelier-dev/atelier/internal/obs"
-	"github.com/atelier-dev/atelier/internal/sandbox"
 )
 
 // newModelService wires the model registry: the engines and flavors of
 // training jobs, the sandbox of dry loads (--check), and the clean-up of
 // imports a crash interrupted. A failed clean-up is logged: imports still
 // work and report their own errors.
-func newModelService(ctx context.Context, cfg *config.Server, store meta.Store, iam *auth.Service, objects *obs.Service,
+func newModelService(ctx context.Context, cfg *config.Server, iso *isolation, store meta.Store, iam *auth.Service, objects *obs.Service,
 	jobs *job.Service, log *slog.Logger) *model.Service {
-	var sandboxErr error
-	if cfg.Sandbox == config.SandboxBubblewrap {
-		sandboxErr = sandbox.Available()
-	}
 	svc := model.New(store, objects, iam, model.Options{
-		Engines: jobs.Engines(), Flavors: jobs.Flavors(), Sandbox: cfg.Sandbox, SandboxError: sandboxErr,
+		Engines: jobs.Engines(), Flavors: jobs.Flavors(), Sandbox: cfg.Sandbox, SandboxError: iso.err, Isolation: iso.sb,
 		DataDir: cfg.DataDir, WorkDir: cfg.WorkDir, Logger: log,
 	})
 	if err := svc.Init(ctx); err != nil {

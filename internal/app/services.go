@@ -3,8 +3,6 @@ package app
 import (
 	"context"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/atelier-dev/atelier/internal/auth"
@@ -14,14 +12,13 @@ import (
 	"github.com/atelier-dev/atelier/internal/executor/local"
 	"github.com/atelier-dev/atelier/internal/job"
 	"github.com/atelier-dev/atelier/internal/meta"
-	"github.com/atelier-dev/atelier/internal/sandbox"
 	"github.com/atelier-dev/atelier/internal/serving"
 )
 
 // newServingService wires online services: the same flavors, engines,
 // sandbox, executor and capacity ledger as training jobs, the model
 // registry, and the gateway the controller drives.
-func newServingService(ctx context.Context, cfg *config.Server, store meta.Store, iam *auth.Service, jobs *job.Service,
+func newServingService(ctx context.Context, cfg *config.Server, iso *isolation, store meta.Store, iam *auth.Service, jobs *job.Service,
 	ledger *capacity.Ledger, models serving.Models, router serving.Router, apiAddr, s3URL string, log *slog.Logger) (*serving.Service, error) {
 	const op errs.Op = "app.newServingService"
 	admin, err := store.GetUserByName(ctx, auth.AdminName)
@@ -29,23 +26,16 @@ func newServingService(ctx context.Context, cfg *config.Server, store meta.Store
 		return nil, errs.E(op, err)
 	}
 	system := &auth.Principal{User: admin, Method: "system", Subject: auth.Subject{Name: admin.Name, Admin: true}}
-	self, err := os.Executable()
+	self, err := iso.runnerBinary()
 	if err != nil {
 		return nil, errs.E(op, errs.Internal, "cannot find the atelier binary for the runner", err)
-	}
-	if self, err = filepath.EvalSymlinks(self); err != nil {
-		return nil, errs.E(op, errs.Internal, "cannot resolve the atelier binary", err)
-	}
-	var sandboxErr error
-	if cfg.Sandbox == config.SandboxBubblewrap {
-		sandboxErr = sandbox.Available()
 	}
 	advertise := cfg.AdvertiseURL
 	if advertise == "" || advertise == "http://"+cfg.Listen || strings.HasSuffix(advertise, ":0") {
 		advertise = "http://" + apiAddr
 	}
 	return serving.New(store, models, iam, iam, local.New(local.Options{Logger: log}), router, system, serving.Options{
-		Flavors: jobs.Flavors(), Engines: jobs.Engines(), Ledger: ledger, Sandbox: cfg.Sandbox, SandboxError: sandboxErr,
+		Flavors: jobs.Flavors(), Engines: jobs.Engines(), Ledger: ledger, Sandbox: cfg.Sandbox, SandboxUser: cfg.SandboxUser, SandboxError: iso.err,
 		DataDir: cfg.DataDir, WorkDir: cfg.WorkDir, ServerURL: advertise, S3Endpoint: s3URL, Region: cfg.Region,
 		RunnerArgv0: self, Logger: log,
 	}), nil

@@ -190,6 +190,35 @@ func (g *Group) Prepare(cmd *exec.Cmd) {
 	cmd.Args = append([]string{"/bin/sh", "-c", wrapScript(g.dirs, cmd.Env), "sh", prog}, args...)
 }
 
+// PrepareClone makes cmd start inside the group where the kernel can put
+// it there at clone time (v2, CLONE_INTO_CGROUP); elsewhere it changes
+// nothing and Enter must move the process before it runs its program
+// (the sandbox's Start does, while bwrap waits). Unlike Prepare it never
+// wraps the command, so it suits a command that drops its user id.
+func (g *Group) PrepareClone(cmd *exec.Cmd) {
+	if g.version == 2 && !g.wrap && g.fd >= 0 {
+		if cmd.SysProcAttr == nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{}
+		}
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = g.fd
+	}
+}
+
+// Enter moves the processes pids into the group (on v1 into every
+// controller's directory).
+func (g *Group) Enter(pids []int) error {
+	const op errs.Op = "cgroup.Enter"
+	for _, pid := range pids {
+		for _, d := range g.dirs {
+			if err := writeFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+				return errs.E(op, errs.IO, CodeSetup, "cannot move process "+strconv.Itoa(pid)+" into cgroup "+d, err)
+			}
+		}
+	}
+	return nil
+}
+
 // wrapScript moves the shell into every dir's cgroup.procs and execs "$@".
 // The shell sets PWD; the script restores the environment the caller gave
 // (no PWD, or the caller's PWD).

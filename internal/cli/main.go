@@ -14,6 +14,8 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/client"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/sandbox"
+	"github.com/atelier-dev/atelier/internal/sandbox/guest"
 )
 
 // Exit codes.
@@ -26,6 +28,12 @@ const (
 // Main runs the atelier command with the process's arguments, streams and
 // environment, cancelling on SIGINT and SIGTERM, and returns the exit code.
 func Main() int {
+	// The sandbox's init starts before user code: no command tree for it.
+	if len(os.Args) > 1 && os.Args[1] == guest.Command {
+		return guest.Main(os.Args[2:], os.Stderr)
+	}
+	// Nothing this process inherited reaches a sandbox it starts.
+	sandbox.CloseInheritedOnExec()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)

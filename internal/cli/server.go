@@ -54,9 +54,8 @@ Its keys never change; its endpoints follow the listen addresses.`,
 			m := config.LocalMachine()
 			m.GPUs = config.DetectGPUs(cmd.Context(), config.ExecProber)
 			cfg.ApplyDefaults(m)
-			if len(cfg.Engines) == 0 {
-				cfg.Engines = config.DetectEngines(cmd.Context(), config.RealPath, config.ExecProber)
-			}
+			// Engines left out are detected by the server, which knows
+			// which interpreters its sandbox can run.
 			return serverapp.Run(cmd.Context(), cfg, buildVersion().Version, log)
 		},
 	}

@@ -39,9 +39,11 @@ func RealPath(name string) (string, error) {
 
 // DetectEngines finds the default engines: "python3" is the python3 on PATH
 // and "pytorch" the first of that interpreter and /usr/bin/python3 that can
-// import torch. Each is stored as its resolved real path.
-func DetectEngines(ctx context.Context, resolve Resolver, probe Prober) []Engine {
-	var engines []Engine
+// import torch. Each is stored as its resolved real path. An interpreter
+// for which usable returns an error (one the sandbox's user cannot run) is
+// passed over for the next candidate and reported through skip; usable
+// and skip may be nil.
+func DetectEngines(ctx context.Context, resolve Resolver, probe Prober, usable func(python string) error, skip func(python string, err error)) []Engine {
 	var candidates []string
 	if p, err := resolve("python3"); err == nil {
 		// A shim (pyenv, asdf) is a script: ask the interpreter itself.
@@ -50,16 +52,28 @@ func DetectEngines(ctx context.Context, resolve Resolver, probe Prober) []Engine
 				p = real
 			}
 		}
-		engines = append(engines, Engine{Name: "python3", Python: p})
 		candidates = append(candidates, p)
 	}
 	if p, err := filepath.EvalSymlinks("/usr/bin/python3"); err == nil && (len(candidates) == 0 || candidates[0] != p) {
 		candidates = append(candidates, p)
-		if len(engines) == 0 {
-			engines = append(engines, Engine{Name: "python3", Python: p})
-		}
 	}
+	var ok []string
 	for _, c := range candidates {
+		if usable != nil {
+			if err := usable(c); err != nil {
+				if skip != nil {
+					skip(c, err)
+				}
+				continue
+			}
+		}
+		ok = append(ok, c)
+	}
+	if len(ok) == 0 {
+		return nil
+	}
+	engines := []Engine{{Name: "python3", Python: ok[0]}}
+	for _, c := range ok {
 		if _, err := probe(ctx, c, "-c", "import torch"); err == nil {
 			engines = append(engines, Engine{Name: "pytorch", Python: c})
 			break

@@ -46,7 +46,7 @@ func TestDetectEngines(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := map[string]string{}
-			for _, e := range DetectEngines(context.Background(), c.resolve, c.probe) {
+			for _, e := range DetectEngines(context.Background(), c.resolve, c.probe, nil, nil) {
 				got[e.Name] = e.Python
 			}
 			for k, v := range c.want {

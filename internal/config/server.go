@@ -46,6 +46,7 @@ type Server struct {
 	AdvertiseURL      string   `json:"advertise_url,omitempty"`
 	WorkDir           string   `json:"work_dir,omitempty"`
 	Sandbox           string   `json:"sandbox,omitempty"`
+	SandboxUser       string   `json:"sandbox_user,omitempty"`
 	Flavors           []Flavor `json:"flavors,omitempty"`
 	Engines           []Engine `json:"engines,omitempty"`
 	Quotas            Quotas   `json:"quotas,omitempty"`
@@ -72,6 +73,9 @@ type Flavor struct {
 	GPU          int     `json:"gpu,omitempty"`  // whole GPUs
 	Disk         Bytes   `json:"disk,omitempty"` // job scratch disk; 0 = unlimited
 	PricePerHour float64 `json:"price_per_hour,omitempty"`
+	// Network overrides the engine's network mode for workloads of this
+	// flavor: "none" or "full".
+	Network string `json:"network,omitempty"`
 }
 
 // Engine is a named Python environment that workloads run in.
@@ -79,7 +83,17 @@ type Engine struct {
 	Name    string   `json:"name"`
 	Python  string   `json:"python"`             // interpreter, stored as a resolved real path
 	PipArgs []string `json:"pip_args,omitempty"` // extra pip arguments, e.g. ["--no-index", "--find-links", "/srv/wheels"]
+	// Network is what the engine's workloads reach besides OBS: "none"
+	// (default, loopback only) or "full" (public addresses through the
+	// egress proxy; never the host's loopback or own addresses).
+	Network string `json:"network,omitempty"`
 }
+
+// Network modes of engines and flavors.
+const (
+	NetworkNone = "none"
+	NetworkFull = "full"
+)
 
 // Quotas limit what one user may run at once. 0 means unlimited.
 type Quotas struct {
@@ -94,6 +108,8 @@ const (
 	DefaultS3Listen          = "127.0.0.1:9000"
 	DefaultRegion            = "us-east-1"
 	DefaultLifecycleInterval = time.Hour
+	// DefaultSandboxUser is the account user code runs as on a root server.
+	DefaultSandboxUser = "atelier"
 )
 
 // DefaultDataDir is ~/.atelier for the given home directory.
@@ -150,6 +166,9 @@ func (c *Server) ApplyDefaults(m Machine) {
 	if c.Sandbox == "" {
 		c.Sandbox = SandboxBubblewrap
 	}
+	if c.SandboxUser == "" {
+		c.SandboxUser = DefaultSandboxUser
+	}
 	if len(c.Flavors) == 0 {
 		c.Flavors = DefaultFlavors(m)
 	}
@@ -188,6 +207,7 @@ var (
 	flavorIDRe = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 	engineRe   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 	regionRe   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	accountRe  = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
 	domainRe   = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$`)
 )
 
@@ -221,6 +241,12 @@ func (c *Server) Validate() error {
 	if c.Sandbox != SandboxBubblewrap && c.Sandbox != SandboxNone {
 		return invalid("sandbox", "%q is not %q or %q", c.Sandbox, SandboxBubblewrap, SandboxNone)
 	}
+	if !accountRe.MatchString(c.SandboxUser) {
+		return invalid("sandbox_user", "%q is not a user name such as atelier", c.SandboxUser)
+	}
+	if c.SandboxUser == "root" {
+		return invalid("sandbox_user", "user code never runs as root; name an unprivileged account")
+	}
 	if len(c.Flavors) == 0 {
 		return invalid("flavors", "at least one flavor is needed")
 	}
@@ -238,6 +264,8 @@ func (c *Server) Validate() error {
 			return invalid(key+".memory", "must be more than 0, e.g. 4GiB")
 		case f.GPU < 0 || f.Disk < 0 || f.PricePerHour < 0:
 			return invalid(key, "gpu, disk and price_per_hour must not be negative")
+		case f.Network != "" && f.Network != NetworkNone && f.Network != NetworkFull:
+			return invalid(key+".network", "%q is not %q or %q", f.Network, NetworkNone, NetworkFull)
 		}
 		seen[f.ID] = true
 	}
@@ -251,6 +279,8 @@ func (c *Server) Validate() error {
 			return invalid(key+".name", "%q is defined twice", e.Name)
 		case !filepath.IsAbs(e.Python):
 			return invalid(key+".python", "%q must be an absolute path to an interpreter", e.Python)
+		case e.Network != "" && e.Network != NetworkNone && e.Network != NetworkFull:
+			return invalid(key+".network", "%q is not %q or %q", e.Network, NetworkNone, NetworkFull)
 		}
 		seen[e.Name] = true
 	}
@@ -299,7 +329,7 @@ var unknownFieldRe = regexp.MustCompile(`unknown field "([^"]*)"`)
 func decodeError(op errs.Op, path string, err error) error {
 	if m := unknownFieldRe.FindStringSubmatch(err.Error()); m != nil {
 		return errs.E(op, errs.Invalid, CodeConfigUnknown, fmt.Sprintf("%s: unknown key %q", path, m[1]),
-			errs.Hint("the keys are region, s3_domain, advertise_url, work_dir, sandbox, flavors, engines, quotas, capacity, lifecycle_interval; data dir, listen addresses and --meta are flags"))
+			errs.Hint("the keys are region, s3_domain, advertise_url, work_dir, sandbox, sandbox_user, flavors, engines, quotas, capacity, lifecycle_interval; data dir, listen addresses and --meta are flags"))
 	}
 	var te *json.UnmarshalTypeError
 	if asTypeError(err, &te) {

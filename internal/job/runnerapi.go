@@ -61,7 +61,7 @@ func (s *Service) RunnerJob(ctx context.Context, id, token string) (*api.RunnerJ
 	fl, _ := s.flavor(r.job.Spec.Resource.FlavorID)
 	eng, _ := s.engine(r.job.Algorithm.Engine.EngineName)
 	rj := &api.RunnerJob{Job: *r.view(), Attempt: r.st.Attempt, Engine: eng, Flavor: fl, Credentials: *creds,
-		Sandbox: s.o.Sandbox, Deadline: r.rt.Deadline, HeartbeatSeconds: int(s.o.HeartbeatInterval / time.Second),
+		Sandbox: s.o.Sandbox, SandboxUser: s.o.SandboxUser, Owner: r.raw.OwnerID, Deadline: r.rt.Deadline, HeartbeatSeconds: int(s.o.HeartbeatInterval / time.Second),
 		SyncIntervalSeconds: annotationInt(r.job, api.AnnotationSyncInterval, 30),
 		HangTimeoutSeconds:  annotationInt(r.job, api.AnnotationHangTimeout, 1800),
 		RestoreOutputs:      r.rt.RestoreOutputs, CodeArchive: r.job.Algorithm.CodeDir != "", GPUs: r.rt.GPUs}

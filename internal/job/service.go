@@ -85,6 +85,8 @@ type Ledger interface {
 type Options struct {
 	Flavors []api.Flavor
 	Engines []api.Engine
+	// RefusedEngines are configured engines the sandbox cannot run.
+	RefusedEngines map[string]error
 	// Capacity is the whole machine: a flavor larger than it is refused.
 	Capacity Capacity
 	// Ledger is shared with service instances (default: a ledger of
@@ -92,6 +94,8 @@ type Options struct {
 	Ledger  Ledger
 	Quota   int // concurrent jobs per user; 0 = unlimited
 	Sandbox string
+	// SandboxUser is the account a root runner runs user code as.
+	SandboxUser string
 	// SandboxError is why the configured sandbox cannot work here; jobs
 	// are refused while it is set.
 	SandboxError error
@@ -301,7 +305,9 @@ func (s *Service) Kick() {
 }
 
 // env is the normalisation environment.
-func (s *Service) env() Env { return Env{Flavors: s.o.Flavors, Engines: s.o.Engines, MaxNameLen: 64} }
+func (s *Service) env() Env {
+	return Env{Flavors: s.o.Flavors, Engines: s.o.Engines, Refused: s.o.RefusedEngines, MaxNameLen: 64}
+}
 
 // Engines lists the configured engines.
 func (s *Service) Engines() []api.Engine { return slices.Clone(s.o.Engines) }

@@ -70,8 +70,10 @@ const (
 // Env is what Normalize checks a job against: the server's flavors and
 // engines (the first of each is the default) and the longest job name.
 type Env struct {
-	Flavors    []api.Flavor
-	Engines    []api.Engine
+	Flavors []api.Flavor
+	Engines []api.Engine
+	// Refused are configured engines the sandbox cannot run, with why.
+	Refused    map[string]error
 	MaxNameLen int // 0 = DefaultMaxNameLen
 }
 
@@ -471,6 +473,16 @@ func normEngine(e *api.JobEngine, env Env, ps *problems) {
 		}
 	}
 	if len(matches) == 0 {
+		for n, err := range env.Refused {
+			if strings.EqualFold(n, name) {
+				hint := string(errs.HintOf(err))
+				if hint == "" {
+					hint = "atelier job engines lists the engines that work"
+				}
+				ps.addHint(field, fmt.Sprintf("engine %q is not available on this server: %s", n, errs.UserMessage(err)), hint)
+				return
+			}
+		}
 		ps.addHint(field, fmt.Sprintf("unknown engine %q: available engines are %s", clip(name, 80), engineNames(env.Engines)),
 			"atelier job engines lists them")
 		return

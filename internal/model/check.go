@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/cgroup"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/sandbox"
+	"github.com/atelier-dev/atelier/internal/userfs"
 	"github.com/atelier-dev/atelier/python"
 )
 
@@ -65,27 +67,60 @@ func (s *Service) dryLoad(ctx context.Context, dir string, m *api.Model, engine 
 			errs.Hint("import without --check"))
 	}
 	state := filepath.Join(filepath.Dir(dir), "state")
-	if err := os.MkdirAll(state, 0o755); err != nil {
+	if err := os.MkdirAll(state, 0o700); err != nil {
 		return errs.E(op, errs.IO, CodeCheckUnavailable, "cannot create the check's state dir", err)
+	}
+	sb := s.o.Isolation
+	if sb == nil {
+		sb, _ = sandbox.New(sandbox.Identity{Mode: sandbox.IdentityNone, UID: os.Getuid(), GID: os.Getgid()})
+	}
+	if s.o.Sandbox == sandbox.ModeBubblewrap {
+		// bwrap, as the sandbox's user, passes the platform's dirs on the
+		// way; the state dir, where the ready file goes, is user code's.
+		base := filepath.Dir(filepath.Dir(dir))
+		if err := sandbox.Traversable(s.workDir(), base, filepath.Dir(dir)); err != nil {
+			return errs.E(op, errs.IO, CodeCheckUnavailable, "cannot prepare the check's dirs: "+errs.UserMessage(err), err)
+		}
+		if err := sb.Identity().OwnDir(state); err != nil {
+			return errs.E(op, errs.IO, CodeCheckUnavailable, "cannot prepare the check's state dir: "+errs.UserMessage(err), err)
+		}
 	}
 	spec := s.checkSpec(dir, state, pyDir, m, engine)
 	ctx, cancel := context.WithTimeout(ctx, s.o.CheckTimeout)
 	defer cancel()
-	cmd, err := sandbox.Command(ctx, spec)
+	g, err := s.checkGroup(m)
+	if err != nil {
+		return err
+	}
+	if g != nil {
+		defer g.Close()
+	}
+	cmd, err := sb.Command(ctx, spec)
 	if err != nil {
 		return errs.E(op, errs.Unavailable, CodeCheckUnavailable, "cannot start the dry load: "+errs.UserMessage(err), err)
 	}
 	out := &tailBuffer{max: maxCheckLog}
 	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		return errs.E(op, errs.Unavailable, CodeCheckUnavailable, fmt.Sprintf("cannot run engine %s (%s): %v", engine.Name, engine.Python, err),
+	var group sandbox.Group
+	if g != nil {
+		group = g
+	}
+	if err := cmd.StartIn(group); err != nil {
+		return errs.E(op, errs.Unavailable, CodeCheckUnavailable, fmt.Sprintf("cannot run engine %s (%s): %s", engine.Name, engine.Python, errs.UserMessage(err)),
 			errs.Hint("check the engine's python in the server config"))
 	}
+	stateDir, err := userfs.OpenDir(state)
+	if err != nil {
+		cancel()
+		_ = cmd.Wait()
+		return errs.E(op, errs.IO, CodeCheckUnavailable, "cannot open the check's state dir", err)
+	}
+	defer stateDir.Close()
+	readyPath := func() (*readyFile, bool) { return readReady(stateDir) }
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	readyPath := filepath.Join(state, "ready.json")
 	failed := func(rf *readyFile) error {
 		detail := rf.Traceback
 		if detail == "" {
@@ -98,7 +133,7 @@ func (s *Service) dryLoad(ctx context.Context, dir string, m *api.Model, engine 
 	for {
 		select {
 		case werr := <-done:
-			if rf, ok := readReady(readyPath); ok {
+			if rf, ok := readyPath(); ok {
 				if rf.State == "ready" {
 					return nil
 				}
@@ -116,7 +151,7 @@ func (s *Service) dryLoad(ctx context.Context, dir string, m *api.Model, engine 
 				fmt.Sprintf("dry load of the handler in engine %s %s before it was loaded:\n%s", engine.Name, how, strings.TrimRight(out.String(), "\n")),
 				errs.Hint(hintCheck))
 		case <-tick.C:
-			rf, ok := readReady(readyPath)
+			rf, ok := readyPath()
 			if !ok {
 				continue
 			}
@@ -128,7 +163,7 @@ func (s *Service) dryLoad(ctx context.Context, dir string, m *api.Model, engine 
 			return failed(rf)
 		case <-ctx.Done():
 			<-done
-			if rf, ok := readReady(readyPath); ok && rf.State == "ready" {
+			if rf, ok := readyPath(); ok && rf.State == "ready" {
 				return nil
 			} else if ok {
 				return failed(rf)
@@ -147,18 +182,15 @@ func (s *Service) checkTimeout(op errs.Op, engine api.Engine, out *tailBuffer) e
 
 // checkSpec is the sandbox of a dry load: the package read-only where an
 // instance sees it, the state dir (for the ready file) writable above it,
-// the Python runtime read-only, the data and work dirs and /tmp hidden.
+// the Python runtime read-only, the engine's prefixes; nothing else of the
+// host.
 func (s *Service) checkSpec(dir, state, pyDir string, m *api.Model, engine api.Engine) sandbox.Spec {
 	modelDir, ready, pyPath := dir, filepath.Join(state, "ready.json"), pyDir
 	spec := sandbox.Spec{Mode: sandbox.ModeNone, Dir: dir}
 	if s.o.Sandbox == sandbox.ModeBubblewrap {
 		modelDir, ready, pyPath = sandboxModel, sandboxInfer+"/ready.json", sandboxPython
 		spec.Mode, spec.Dir = sandbox.ModeBubblewrap, sandboxModel
-		for _, h := range []string{s.o.DataDir, s.o.WorkDir, "/tmp"} {
-			if h != "" {
-				spec.Hide = append(spec.Hide, h)
-			}
-		}
+		spec.System = engine.Prefixes
 		spec.Binds = []sandbox.Bind{
 			{Src: state, Dst: sandboxInfer},
 			{Src: dir, Dst: sandboxModel, ReadOnly: true},
@@ -179,8 +211,32 @@ func (s *Service) checkSpec(dir, state, pyDir string, m *api.Model, engine api.E
 	return spec
 }
 
-func readReady(path string) (*readyFile, bool) {
-	b, err := os.ReadFile(path)
+// checkGroup is the cgroup of a dry load: the default flavor's limits. In
+// a sandbox the handler never loads without one.
+func (s *Service) checkGroup(m *api.Model) (*cgroup.Group, error) {
+	var l cgroup.Limits
+	if len(s.o.Flavors) > 0 {
+		l = cgroup.Limits{MemoryBytes: s.o.Flavors[0].Memory, CPUs: s.o.Flavors[0].CPU}
+	}
+	g, err := cgroup.New("check-"+m.ModelID, l)
+	if err == nil {
+		return g, nil
+	}
+	if s.o.Sandbox != sandbox.ModeBubblewrap {
+		return nil, nil
+	}
+	return nil, errs.E("model.Check", errs.Unavailable, CodeCheckUnavailable,
+		"this server cannot run --check: no cgroup to limit the dry load: "+errs.UserMessage(err),
+		errs.Hint("import without --check, or run the server as root or with a cgroup subtree it owns (docs/security.md)"))
+}
+
+// maxReadyFile bounds the dry load's ready file.
+const maxReadyFile = 1 << 20
+
+// readReady reads the ready file beneath the state dir without following
+// a link (user code wrote the dir).
+func readReady(state *userfs.Dir) (*readyFile, bool) {
+	b, err := state.ReadFile("ready.json", maxReadyFile)
 	if err != nil {
 		return nil, false
 	}

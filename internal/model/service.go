@@ -14,6 +14,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/obs"
+	"github.com/atelier-dev/atelier/internal/sandbox"
 )
 
 // SystemBucket is the platform bucket; the registry keeps version
@@ -66,6 +67,8 @@ type Options struct {
 	// here (checks are then refused).
 	Sandbox      string
 	SandboxError error
+	// Isolation runs the dry load (the server's sandbox).
+	Isolation *sandbox.Sandbox
 	// DataDir and WorkDir are hidden from the dry load's sandbox; the
 	// Python runtime is extracted under WorkDir/python and packages are
 	// staged for a check under WorkDir/tmp.

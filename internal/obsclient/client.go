@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -31,6 +32,9 @@ type Options struct {
 	// interrupted upload resumes; empty disables resuming.
 	CheckpointDir string
 	Reporter      Reporter // default Quiet()
+	// Open opens a local file to upload (default os.Open). The runner
+	// opens files user code wrote without following links.
+	Open func(path string) (*os.File, error)
 }
 
 // Client runs OBS operations and transfers through an S3.
@@ -56,6 +60,9 @@ func New(s3 S3, opt Options) *Client {
 	opt.PartSize = min(max(opt.PartSize, MinPartSize), MaxPartSize)
 	if opt.Reporter == nil {
 		opt.Reporter = Quiet()
+	}
+	if opt.Open == nil {
+		opt.Open = os.Open
 	}
 	return &Client{s3: s3, opt: opt, rep: opt.Reporter}
 }

@@ -280,8 +280,12 @@ func (c *Client) deleteAll(ctx context.Context, locs []Location) (int, error) {
 // above it.
 func (c *Client) upload(ctx context.Context, t Transfer) error {
 	const op errs.Op = "obsclient.upload"
-	f, err := os.Open(t.Src.Path)
+	f, err := c.opt.Open(t.Src.Path)
 	if err != nil {
+		var e *errs.Error
+		if errors.As(err, &e) {
+			return errs.E(op, err)
+		}
 		return errs.E(op, errs.IO, fmt.Sprintf("cannot read %s: %s", t.Src.Path, errText(err)))
 	}
 	defer f.Close()

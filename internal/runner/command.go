@@ -24,7 +24,8 @@ type Invocation struct {
 	// Python is the interpreter (host path, the same inside the sandbox):
 	// the venv's when requirements.txt was installed, else the engine's.
 	Python string
-	// Venv is the virtual environment's directory, "" without one.
+	// Venv is the virtual environment's host directory, "" without one
+	// (SandboxVenv in a sandbox).
 	Venv string
 	// PythonDir is the host path of the python/ tree (moxing, atelier);
 	// "" leaves it off PYTHONPATH.
@@ -34,6 +35,9 @@ type Invocation struct {
 	// BasePath is the PATH user code gets after the venv's and the
 	// engine's bin directories (the runner's own PATH, or defaultPath).
 	BasePath string
+	// Network is the job's network mode (NetworkNone, NetworkFull): with
+	// full, user code's HTTP clients go through the egress proxy.
+	Network string
 }
 
 // BootPath is the host path of the boot file, which must lie inside the
@@ -128,7 +132,10 @@ func (iv Invocation) Env() []string {
 	l, rj := iv.Layout, iv.Job
 	home := l.View(l.Home)
 	ma := home + "/modelarts"
-	env := commonEnv(rj.Engine, iv.Venv, iv.BasePath, home, l.View(l.TmpDir()), rj.GPUs, rj.Credentials)
+	env := commonEnv(rj.Engine, venvView(iv.Venv, l.Sandboxed), iv.BasePath, home, l.View(l.TmpDir()), rj.GPUs, guestCredentials(rj.Credentials, l.Sandboxed))
+	if l.Sandboxed && iv.Network == NetworkFull {
+		proxyEnv(env, true)
+	}
 	maps.Copy(env, map[string]string{
 		"MA_JOB_DIR":           l.View(l.JobRoot),
 		"MA_HOME":              home,

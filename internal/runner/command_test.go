@@ -121,6 +121,11 @@ func TestInvocation(t *testing.T) {
 				"AWS_SECRET_ACCESS_KEY": "SK", "AWS_SESSION_TOKEN": "ST", "AWS_DEFAULT_REGION": "us-east-1",
 				"FOO": "bar", "VIRTUAL_ENV": "/w/cache/venvs/v",
 			}
+			if tc.sandbox == "bubblewrap" {
+				// The venv is bound at /opt/atelier/venv: no host path
+				// shows in a sandbox.
+				common["PATH"], common["VIRTUAL_ENV"] = "/opt/atelier/venv/bin:/opt/py/bin:/usr/bin:/bin", "/opt/atelier/venv"
+			}
 			for k, v := range common {
 				if m[k] != v {
 					t.Errorf("%s=%q, want %q", k, m[k], v)
@@ -134,12 +139,12 @@ func TestInvocation(t *testing.T) {
 			if tc.dir == "" {
 				return
 			}
-			spec := iv.SandboxSpec(argv, "/data", 0, nil)
+			spec := iv.SandboxSpec(argv, 0, nil)
 			if spec.Dir != tc.dir || !slices.Equal(spec.Argv, argv) {
 				t.Errorf("spec dir %q argv %q", spec.Dir, spec.Argv)
 			}
 			if tc.sandbox == "none" {
-				if spec.Mode != sandbox.ModeNone || len(spec.Binds) > 0 || len(spec.Hide) > 0 {
+				if spec.Mode != sandbox.ModeNone || len(spec.Binds) > 0 || len(spec.System) > 0 {
 					t.Errorf("spec %+v", spec)
 				}
 				return
@@ -150,15 +155,16 @@ func TestInvocation(t *testing.T) {
 				{Src: home + "/modelarts/inputs/data_url_0", Dst: "/home/ma-user/modelarts/inputs/data_url_0", ReadOnly: true},
 				{Src: home + "/modelarts/inputs/extra_0", Dst: "/home/ma-user/modelarts/inputs/extra_0", ReadOnly: true},
 				{Src: "/w/python/abc", Dst: "/opt/atelier/python", ReadOnly: true},
-				{Src: "/w/cache/venvs/v", Dst: "/w/cache/venvs/v", ReadOnly: true},
+				{Src: "/w/cache/venvs/v", Dst: "/opt/atelier/venv", ReadOnly: true},
 			}
-			if spec.Mode != sandbox.ModeBubblewrap || !slices.Equal(spec.Hide, []string{"/data", "/w", "/tmp"}) || !slices.Equal(spec.Binds, wantBinds) {
+			if spec.Mode != sandbox.ModeBubblewrap || !slices.Equal(spec.Binds, wantBinds) {
 				t.Errorf("spec %+v", spec)
 			}
-			// Without a host tmpfs: a sized tmpfs at /cache that makes TMPDIR first.
-			spec = iv.SandboxSpec(argv, "", 1<<30, []string{"/dev/nvidia0"})
-			if !slices.Equal(spec.Tmpfs, []sandbox.Tmpfs{{Dst: "/cache", Size: 1 << 30}}) || spec.Argv[0] != "/bin/sh" ||
-				!slices.Equal(spec.Argv[4:], argv) || !slices.Equal(spec.Devices, []string{"/dev/nvidia0"}) {
+			// Without a host tmpfs: a sized tmpfs at /cache (the init makes
+			// TMPDIR in it).
+			spec = iv.SandboxSpec(argv, 1<<30, []string{"/dev/nvidia0"})
+			if !slices.Equal(spec.Tmpfs, []sandbox.Tmpfs{{Dst: "/cache", Size: 1 << 30}}) ||
+				!slices.Equal(spec.Argv, argv) || !slices.Equal(spec.Devices, []string{"/dev/nvidia0"}) {
 				t.Errorf("spec %+v", spec)
 			}
 			if slices.ContainsFunc(spec.Binds, func(b sandbox.Bind) bool { return b.Dst == "/cache" }) {

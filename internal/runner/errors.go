@@ -23,6 +23,8 @@ const (
 	CodeInstall       errs.Code = "ATL.RUN.0021" // creating the virtual environment or pip install failed
 	CodeInstallLock   errs.Code = "ATL.RUN.0022" // the environment's lock file cannot be taken
 	CodeStart         errs.Code = "ATL.RUN.0023" // user code cannot be started
+	CodeNoCgroup      errs.Code = "ATL.RUN.0024" // no cgroup for a sandboxed workload: it is not started without limits
+	CodeUserFile      errs.Code = "ATL.RUN.0025" // a file user code made is refused (a symlink, not a regular file, another mount)
 	CodeSync          errs.Code = "ATL.RUN.0030" // the outputs cannot be synced to OBS
 	CodeRestore       errs.Code = "ATL.RUN.0031" // the outputs cannot be restored from OBS for a retry
 	CodeLogBuffer     errs.Code = "ATL.RUN.0040" // the log buffer or job.log cannot be written

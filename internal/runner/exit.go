@@ -128,8 +128,11 @@ func (r *run) finish() {
 	}
 }
 
-// cleanup releases the cgroup and unmounts the job's tmpfs.
+// cleanup stops the relays, releases the cgroup and unmounts the job's
+// tmpfs.
 func (r *run) cleanup() {
+	r.box.close()
+	r.roots.close()
 	if r.group != nil {
 		if err := r.group.Close(); err != nil {
 			r.log.Warn("cannot remove the cgroup", "err", err)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,6 +23,8 @@ import (
 	"github.com/atelier-dev/atelier/internal/executor"
 	"github.com/atelier-dev/atelier/internal/obsclient"
 	"github.com/atelier-dev/atelier/internal/obsclient/obsmem"
+	"github.com/atelier-dev/atelier/internal/sandbox"
+	"github.com/atelier-dev/atelier/internal/sandbox/guest"
 )
 
 // fakeServer implements the server side of the runner protocol in memory.
@@ -249,6 +252,14 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{t: t, work: t.TempDir(), store: obsmem.New()}
+	// The sandbox's user must pass the test's temporary dirs on the way
+	// to the work dir, as it passes an operator's /srv or /var/lib.
+	tmp := filepath.Clean(os.TempDir())
+	for d := filepath.Dir(e.work); d != tmp && strings.HasPrefix(d, tmp+"/"); d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := e.store.MakeBucket(context.Background(), "bkt"); err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +298,7 @@ func (e *env) config(fs *fakeServer) Config {
 	if err := os.WriteFile(tok, []byte(fs.token+"\n"), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
-	return Config{Server: fs.ts.URL, JobID: fs.job.Job.Metadata.ID, Attempt: 1, Dir: dir, TokenFile: tok, WorkDir: e.work,
+	return Config{Server: fs.ts.URL, JobID: fs.job.Job.Metadata.ID, Attempt: 1, Dir: dir, TokenFile: tok, WorkDir: e.work, InitBinary: initBinary,
 		Logger: slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		NewS3:  func(api.RunnerCredentials) (obsclient.S3, error) { return e.store, nil },
 		Timing: fastTiming()}
@@ -325,4 +336,57 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// sandboxWorks reports why bubblewrap sandboxes cannot run here (nil when
+// they can): an identity for user code (root creates the account) and a
+// working bwrap.
+func sandboxWorks() error {
+	id, err := sandbox.ResolveIdentity(context.Background(), sandbox.ResolveOptions{Create: true})
+	if err != nil {
+		return err
+	}
+	sb, err := sandbox.New(id)
+	if err != nil {
+		return err
+	}
+	return sb.Check(context.Background())
+}
+
+// initBinary is a copy of this test binary where the sandbox's user can
+// run it: it is the sandboxes' init (TestMain runs sandbox-init).
+var initBinary string
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == guest.Command {
+		os.Exit(guest.Main(os.Args[2:], os.Stderr))
+	}
+	sandbox.CloseInheritedOnExec()
+	dir, err := os.MkdirTemp("", "runner-test-init-")
+	if err == nil {
+		initBinary = filepath.Join(dir, "runner.test")
+		err = copyExecutable(initBinary)
+	}
+	if err == nil {
+		err = os.Chmod(dir, 0o711)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cannot copy the test binary for the sandbox's init:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func copyExecutable(dst string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(self)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o755)
 }

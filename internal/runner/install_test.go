@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
-	"github.com/atelier-dev/atelier/internal/sandbox"
 )
 
 // pythonWithPip skips the test unless /usr/bin/python3 can make venvs.
@@ -66,7 +65,7 @@ func TestInstallFailure(t *testing.T) {
 	if slices.Contains(fs.texts(StreamStdout), "ran") {
 		t.Error("user code ran after a failed install")
 	}
-	ents, _ := os.ReadDir(VenvDir(e.work))
+	ents, _ := os.ReadDir(OwnerVenvDir(e.work, ""))
 	for _, d := range ents {
 		if d.IsDir() {
 			t.Errorf("a failed environment was left behind: %s", d.Name())
@@ -94,7 +93,7 @@ func TestVenvName(t *testing.T) {
 
 func TestInstallInSandbox(t *testing.T) {
 	pythonWithPip(t)
-	if err := sandbox.Available(); err != nil {
+	if err := sandboxWorks(); err != nil {
 		t.Skip(err)
 	}
 	e := newEnv(t)
@@ -103,7 +102,7 @@ func TestInstallInSandbox(t *testing.T) {
 	j.Engine.PipArgs = []string{"--no-index"}
 	fs := newFakeServer(t, j, map[string]string{
 		"requirements.txt": "six\n",
-		"train.py":         "import os, sys, six, moxing\nprint(sys.prefix == os.environ['VIRTUAL_ENV'], sys.prefix.startswith('" + e.work + "'))\n",
+		"train.py":         "import os, sys, six, moxing\nprint(sys.prefix == os.environ['VIRTUAL_ENV'], sys.prefix == '" + SandboxVenv + "')\n",
 	})
 	cfg := e.config(fs)
 	cfg.DataDir = e.work

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/obsclient"
 	"github.com/atelier-dev/atelier/internal/sandbox"
+	"github.com/atelier-dev/atelier/internal/sandbox/relay"
 	"github.com/atelier-dev/atelier/python"
 )
 
@@ -74,6 +76,9 @@ type InstanceConfig struct {
 	ReadyPoll time.Duration
 	// SpoolBytes bounds the log buffer (default DefaultSpoolBytes).
 	SpoolBytes int64
+	// InitBinary is the binary the sandbox starts as its init
+	// (`sandbox-init`; default this executable).
+	InitBinary string
 }
 
 // validate checks the command line.
@@ -208,6 +213,8 @@ type instance struct {
 	sending sync.Mutex
 
 	layout  *InstanceLayout
+	box     *box
+	roots   *userRoots // the instance's home, opened before the model server runs
 	s3      obsclient.S3
 	client  *obsclient.Client
 	venv    string
@@ -310,7 +317,8 @@ func (in *instance) stopped(exitCode *int) ending {
 	return ending{report: api.InstanceReport{Phase: InstanceExited, Message: msg, ExitCode: exitCode}, reason: reason}
 }
 
-// prepare lays out a fresh instance tree and connects to OBS.
+// prepare lays out a fresh instance tree, makes its sandbox, cgroup and
+// relays, and connects to OBS.
 func (in *instance) prepare() error {
 	const op errs.Op = "runner.instance.prepare"
 	ri := in.ri
@@ -319,16 +327,37 @@ func (in *instance) prepare() error {
 	}
 	l := NewInstanceLayout(in.cfg.WorkDir, in.cfg.Dir, ri.Sandbox == sandbox.ModeBubblewrap)
 	in.layout = l
-	for _, d := range []string{l.Model, l.Home, l.Cache} {
+	b, err := openBox(in.work, ri.Sandbox, ri.SandboxUser, in.cfg.InitBinary, l.GuestDir(), in.log, func(msg string) { in.sink.Runner("%s", msg) })
+	if err != nil {
+		return err
+	}
+	in.box = b
+	for _, d := range []string{l.Model, l.Home, l.Cache, l.DepsDir()} {
 		if err := os.RemoveAll(d); err != nil {
 			return errs.E(op, errs.IO, CodeInstanceTree, because(fmt.Sprintf("cannot clear %s", d), err), err)
 		}
 	}
 	// Infer/model is the mount point of the model dir in the sandbox.
-	for _, d := range []string{l.Model, filepath.Join(l.Infer, "model"), l.TmpDir()} {
+	for _, d := range []string{l.Model, filepath.Join(l.Infer, "model"), l.TmpDir(), l.DepsDir()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return errs.E(op, errs.IO, CodeInstanceTree, because(fmt.Sprintf("cannot create %s", d), err), err)
 		}
+	}
+	if l.Sandboxed {
+		services := filepath.Dir(filepath.Dir(l.Dir))
+		if err := sandbox.Traversable(l.WorkDir, services, filepath.Dir(l.Dir), l.Dir); err != nil {
+			return errs.E(op, err)
+		}
+		for _, d := range []string{l.Home, l.Infer, filepath.Join(l.Infer, "model"), l.Cache, l.TmpDir()} {
+			if err := b.id.OwnDir(d); err != nil {
+				return errs.E(op, err)
+			}
+		}
+	}
+	in.group, err = newGroup("instance-"+in.cfg.InstanceID, cgroup.Limits{MemoryBytes: ri.Flavor.Memory, CPUs: ri.Flavor.CPU},
+		l.Sandboxed, "instance", in.sink)
+	if err != nil {
+		return err
 	}
 	newS3 := in.cfg.NewS3
 	if newS3 == nil {
@@ -340,7 +369,10 @@ func (in *instance) prepare() error {
 	}
 	in.s3 = s3
 	in.client = obsclient.New(s3, obsclient.Options{Jobs: StageJobs})
-	return nil
+	if err := b.serveOBS(ri.Credentials.S3Endpoint); err != nil {
+		return err
+	}
+	return b.serveProxy()
 }
 
 // download stages the model version into the model dir through the content
@@ -421,9 +453,10 @@ func (in *instance) install() (end ending, ok bool) {
 			pipEnv = append(pipEnv, k+"="+v)
 		}
 	}
-	inst := &installer{dir: VenvDir(in.cfg.WorkDir), out: in.sink.add, note: in.sink.Runner, env: pipEnv, cwd: l.Model}
+	inst := &installer{dir: OwnerVenvDir(in.cfg.WorkDir, in.ri.Owner), out: in.sink.add, note: in.sink.Runner, env: pipEnv,
+		box: in.box, group: in.group, src: l.DepsDir(), srcView: SandboxDeps, req: "requirements.txt", sink: in.sink}
 	start := time.Now()
-	venv, tail, err := inst.ensure(ctx, in.ri.Engine, l.RequirementsFile())
+	venv, tail, err := inst.ensure(ctx, in.ri.Engine, []byte(req))
 	if err != nil {
 		if in.stopping() {
 			return in.stopped(nil), false
@@ -447,9 +480,13 @@ func (in *instance) runServer() ending {
 	}
 	interp := ri.Engine.Python
 	if in.venv != "" {
-		interp = filepath.Join(in.venv, "bin", "python")
+		interp = filepath.Join(venvView(in.venv, l.Sandboxed), "bin", "python")
 	}
-	iv := InstanceInvocation{Instance: ri, Layout: l, Python: interp, Venv: in.venv, PythonDir: pyDir, BasePath: os.Getenv("PATH")}
+	iv := InstanceInvocation{Instance: ri, Layout: l, Python: interp, Venv: in.venv, PythonDir: pyDir, BasePath: os.Getenv("PATH"),
+		Network: networkOf(ri.Engine, ri.Flavor)}
+	if iv.Network == NetworkFull {
+		in.box.setPolicy(relay.Policy{Public: true, Own: relay.OwnAddrs()})
+	}
 	argv, err := iv.Argv()
 	if err != nil {
 		return in.failed(api.FailurePlatform, errs.UserMessage(err), "", nil)
@@ -458,19 +495,35 @@ func (in *instance) runServer() ending {
 	if len(ri.GPUs) > 0 && l.Sandboxed {
 		devices = sandbox.GPUDevices()
 	}
-	spec := iv.SandboxSpec(argv, in.cfg.DataDir, devices)
 	if err := os.Remove(l.ReadyFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		err = errs.E("runner.instance.runServer", errs.IO, CodeInstanceTree, because("cannot remove the old ready file", err), err)
 		return in.failed(api.FailurePlatform, errs.UserMessage(err), "", nil)
 	}
-	p, g, err := startLimited(in.work, spec, "instance-"+in.cfg.InstanceID,
-		cgroup.Limits{MemoryBytes: ri.Flavor.Memory, CPUs: ri.Flavor.CPU}, "instance", in.sink, in.cfg.Dir)
+	roots, err := openRoots(l.Home)
+	if err != nil {
+		return in.failed(api.FailurePlatform, errs.UserMessage(err), "", nil)
+	}
+	in.roots = roots
+	files, err := in.serverFiles()
+	if err != nil {
+		return in.failed(api.FailurePlatform, errs.UserMessage(err), "", nil)
+	}
+	var mkdirs []string
+	if l.Sandboxed && ri.Flavor.Disk > 0 {
+		mkdirs = append(mkdirs, l.View(l.TmpDir())) // on bwrap's empty tmpfs
+	}
+	spec := iv.SandboxSpec(in.box.wrap(argv, mkdirs, len(files)), devices)
+	spec.ExtraFiles = files
+	p, err := startLimited(in.work, in.box, spec, in.group, in.sink, in.cfg.Dir)
+	for _, f := range files {
+		f.Close()
+	}
 	if err != nil {
 		err = errs.E("runner.instance.runServer", CodeModelServer, "cannot start the model server", err)
 		in.log.Error("cannot start the model server", "err", err)
 		return in.failed(api.FailurePlatform, errs.UserMessage(err), "", nil)
 	}
-	in.proc, in.group = p, g
+	in.proc = p
 	in.started = time.Now().UnixMilli()
 	in.sink.Runner("started %s", strings.Join(argv, " "))
 
@@ -505,8 +558,8 @@ func (in *instance) runServer() ending {
 		return in.failed(api.FailureUserError, rf.Message(), rf.Traceback, code)
 	}
 
-	in.sink.Runner("the model server is ready on 127.0.0.1:%d", rf.Port)
-	in.setState(api.InstanceReport{Phase: InstanceReady, Port: rf.Port})
+	in.sink.Runner("the model server is ready on %s", l.Socket())
+	in.setState(api.InstanceReport{Phase: InstanceReady})
 	select {
 	case <-p.exited:
 	case <-in.stop.ch:
@@ -521,8 +574,43 @@ func (in *instance) runServer() ending {
 	if tail := lastLines(in.sink.Tail(), exitTailLines); len(tail) > 0 {
 		msg += "; its last output:\n" + strings.Join(tail, "\n")
 	}
-	return ending{report: api.InstanceReport{Phase: InstanceExited, Port: rf.Port, Message: msg, ExitCode: &code}, reason: reason}
+	return ending{report: api.InstanceReport{Phase: InstanceExited, Message: msg, ExitCode: &code}, reason: reason}
 }
+
+// serverFiles are the model server's descriptors 3 and 4: the listening
+// Unix socket at the instance's socket path (the gateway connects there;
+// only the server's user may) and a pipe holding the instance's secret.
+func (in *instance) serverFiles() ([]*os.File, error) {
+	const op errs.Op = "runner.instance.serverFiles"
+	if in.ri.Secret == "" {
+		return nil, errs.E(op, errs.Invalid, CodeModelServer, "the server sent no secret for the instance")
+	}
+	ln, err := relay.ListenUnix(in.layout.Socket(), 0o600)
+	if err != nil {
+		return nil, err
+	}
+	f, err := ln.File()
+	ln.Close() // f holds the socket
+	if err != nil {
+		return nil, errs.E(op, errs.IO, CodeInstanceTree, because("cannot pass the instance's socket", err), err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		f.Close()
+		return nil, errs.E(op, errs.IO, CodeInstanceTree, because("cannot make a pipe", err), err)
+	}
+	_, err = w.WriteString(in.ri.Secret)
+	w.Close()
+	if err != nil {
+		f.Close()
+		r.Close()
+		return nil, errs.E(op, errs.IO, CodeInstanceTree, because("cannot pass the instance's secret", err), err)
+	}
+	return []*os.File{f, r}, nil
+}
+
+// maxReadyFile bounds the ready file (a traceback included).
+const maxReadyFile = 1 << 20
 
 // How waitReady ended.
 const (
@@ -539,9 +627,16 @@ func (in *instance) waitReady(p *userProc) (ReadyFile, int) {
 	t := time.NewTicker(in.cfg.ReadyPoll)
 	defer t.Stop()
 	var lastErr string
+	rel := in.layout.rel(in.layout.ReadyFile())
 	read := func() ReadyFile {
-		b, err := os.ReadFile(in.layout.ReadyFile())
+		b, err := in.roots.home().ReadFile(rel, maxReadyFile)
 		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				if msg := errs.UserMessage(err); msg != lastErr {
+					lastErr = msg
+					in.sink.Runner("warning: the ready file is not read: %s", msg)
+				}
+			}
 			return ReadyFile{}
 		}
 		rf, err := ParseReadyFile(b)
@@ -704,6 +799,8 @@ func (in *instance) finish(end ending, stopBeats func()) {
 		in.sink.Runner("hint: %s", end.hint)
 	}
 	os.Remove(filepath.Join(in.cfg.Dir, PgidFile))
+	in.box.close()
+	in.roots.close()
 	if in.group != nil {
 		if err := in.group.Close(); err != nil {
 			in.log.Warn("cannot remove the cgroup", "err", err)

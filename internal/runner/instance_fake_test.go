@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/obsclient"
+	"github.com/atelier-dev/atelier/internal/sandbox/relay"
 )
 
 // fakeInstanceServer implements the server side of the instance runner
@@ -181,13 +183,16 @@ func (fs *fakeInstanceServer) texts(stream string) []string {
 // picks its behaviour: ok (serve; SIGTERM ends it), ignore-term (serve;
 // SIGTERM is ignored), fail (a failed ready file, exit 1), crash-before
 // (exit 3 before ready), crash-after (exit 5 after the first request).
-const fakeModelServer = `import argparse, http.server, json, os, signal, sys, traceback
+const fakeModelServer = `import argparse, http.server, json, os, signal, socket, socketserver, sys, traceback
 
 ap = argparse.ArgumentParser()
-for f in ("--model-dir", "--model-name", "--host", "--ready-file"):
+for f in ("--model-dir", "--model-name", "--ready-file"):
     ap.add_argument(f, required=True)
-ap.add_argument("--port", type=int, required=True)
+ap.add_argument("--listen-fd", type=int, required=True)
+ap.add_argument("--secret-fd", type=int, required=True)
 a = ap.parse_args()
+with os.fdopen(a.secret_fd) as f:
+    secret = f.read().strip()
 mode = os.environ.get("FAKE_MODE", "ok")
 e = os.environ.get
 print("fake", a.model_name, mode, flush=True)
@@ -235,18 +240,38 @@ class H(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(out)
         self.wfile.flush()
+    def refused(self):
+        if self.headers.get("X-Atelier-Instance-Secret") == secret:
+            return False
+        self.reply(403, {"error_code": "ATL.SVC.0512"})
+        return True
     def do_POST(self):
+        if self.refused():
+            return
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.reply(200, {"model": a.model_name, "echo": json.loads(body or b"null")})
         if mode == "crash-after":
             print("fatal: crashing after a request", flush=True)
             os._exit(5)
     def do_GET(self):
+        if self.refused():
+            return
         self.reply(200, {"status": "ready"})
     def log_message(self, *args):
         pass
 
-srv = http.server.ThreadingHTTPServer((a.host, a.port), H)
+class S(socketserver.ThreadingMixIn, socketserver.BaseServer):
+    daemon_threads = True
+    def __init__(self):
+        socketserver.BaseServer.__init__(self, None, H)
+        self.socket = socket.socket(fileno=a.listen_fd)
+    def fileno(self):
+        return self.socket.fileno()
+    def get_request(self):
+        c, _ = self.socket.accept()
+        return c, ("unix", 0)
+
+srv = S()
 if mode == "ignore-term":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 else:
@@ -254,7 +279,7 @@ else:
         print("got TERM", flush=True)
         os._exit(0)
     signal.signal(signal.SIGTERM, bye)
-ready({"state": "ready", "port": srv.server_address[1]})
+ready({"state": "ready", "socket": srv.socket.getsockname()})
 print("serving", flush=True)
 srv.serve_forever()
 `
@@ -303,8 +328,8 @@ func (e *instanceEnv) instance(id, modelID, location, mode string) api.RunnerIns
 		Engine:      api.Engine{Name: "python3", Python: "/usr/bin/python3"},
 		Flavor:      api.Flavor{ID: "cpu.1", CPU: 1, Memory: 1 << 30},
 		Credentials: api.RunnerCredentials{S3Endpoint: "http://127.0.0.1:1", Region: "us-east-1", AccessKey: "AK", SecretKey: "SK", SessionToken: "ST"},
-		Sandbox:     "none",
-		Envs:        map[string]string{"FAKE_MODE": mode, "PYTHONPATH": filepath.Join(dir, "model", "fake")},
+		Sandbox:     "none", Secret: testSecret,
+		Envs: map[string]string{"FAKE_MODE": mode, "PYTHONPATH": filepath.Join(dir, "model", "fake")},
 		// The tests' Timing sets the heartbeat.
 		HeartbeatSeconds: 2,
 	}
@@ -321,7 +346,7 @@ func (e *instanceEnv) config(fs *fakeInstanceServer) InstanceConfig {
 	if err := os.WriteFile(tok, []byte(fs.token+"\n"), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
-	return InstanceConfig{Server: fs.ts.URL, InstanceID: fs.ri.InstanceID, Dir: dir, TokenFile: tok, WorkDir: e.work,
+	return InstanceConfig{Server: fs.ts.URL, InstanceID: fs.ri.InstanceID, Dir: dir, TokenFile: tok, WorkDir: e.work, InitBinary: initBinary,
 		Logger:    slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		NewS3:     func(api.RunnerCredentials) (obsclient.S3, error) { return e.store, nil },
 		Timing:    fastTiming(),
@@ -357,10 +382,28 @@ func instanceFinal(t *testing.T, cfg InstanceConfig) api.RunnerExit {
 	return final(t, Config{Dir: cfg.Dir})
 }
 
-// post sends body to the model server on port and returns the answer.
-func post(t *testing.T, port int, body string) (int, string) {
+// testSecret is the instances' secret in these tests.
+const testSecret = "inst-secret-1"
+
+// post sends body to the instance's model server over its Unix socket,
+// with the secret (when withSecret), and returns the answer.
+func post(t *testing.T, cfg InstanceConfig, body string) (int, string) {
 	t.Helper()
-	resp, err := http.Post("http://127.0.0.1:"+itoa(port)+"/", "application/json", strings.NewReader(body))
+	return postSecret(t, cfg, body, testSecret)
+}
+
+func postSecret(t *testing.T, cfg InstanceConfig, body, secret string) (int, string) {
+	t.Helper()
+	sock := filepath.Join(cfg.Dir, api.InstanceSocket)
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return relay.DialUnix(ctx, &net.Dialer{}, sock)
+	}}}
+	req, _ := http.NewRequest("POST", "http://instance/", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if secret != "" {
+		req.Header.Set(api.InstanceSecretHeader, secret)
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("POST to the instance: %v", err)
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/atelier-dev/atelier/internal/api"
@@ -13,8 +14,11 @@ import (
 // Paths of a service instance as the model server sees them in the
 // bubblewrap sandbox, and the module it runs.
 const (
-	SandboxInfer      = SandboxHome + "/infer"
-	SandboxModel      = SandboxInfer + "/model"
+	SandboxInfer = SandboxHome + "/infer"
+	SandboxModel = SandboxInfer + "/model"
+	// SandboxDeps holds the requirements of config.json's dependencies
+	// while they are installed.
+	SandboxDeps       = "/opt/atelier/deps"
 	ModelServerModule = "model_service.server"
 )
 
@@ -46,9 +50,31 @@ func (l *InstanceLayout) ReadyFile() string { return filepath.Join(l.Infer, "rea
 // TmpDir is the host path of TMPDIR.
 func (l *InstanceLayout) TmpDir() string { return filepath.Join(l.Cache, "tmp") }
 
+// DepsDir holds the requirements made of config.json's dependencies (read
+// only by the install).
+func (l *InstanceLayout) DepsDir() string { return filepath.Join(l.Dir, "deps") }
+
 // RequirementsFile is where the requirements made of config.json's
 // dependencies are written.
-func (l *InstanceLayout) RequirementsFile() string { return filepath.Join(l.Dir, "requirements.txt") }
+func (l *InstanceLayout) RequirementsFile() string {
+	return filepath.Join(l.DepsDir(), "requirements.txt")
+}
+
+// Socket is the instance's Unix socket, where the gateway connects.
+func (l *InstanceLayout) Socket() string { return filepath.Join(l.Dir, api.InstanceSocket) }
+
+// GuestDir holds the runner's sockets the model server reaches (OBS).
+func (l *InstanceLayout) GuestDir() string { return filepath.Join(l.Dir, "guest") }
+
+// rel is host path p below the home dir, slash-separated ("" when it is
+// not below it).
+func (l *InstanceLayout) rel(p string) string {
+	r, ok := strings.CutPrefix(p, l.Home+string(filepath.Separator))
+	if !ok {
+		return ""
+	}
+	return filepath.ToSlash(r)
+}
 
 // View is host path p as the model server sees it: the sandbox path with
 // bubblewrap, p itself without.
@@ -76,7 +102,8 @@ type InstanceInvocation struct {
 	// Python is the interpreter (host path, the same inside the sandbox):
 	// the venv's when there are dependencies, else the engine's.
 	Python string
-	// Venv is the virtual environment's directory, "" without one.
+	// Venv is the virtual environment's host directory, "" without one
+	// (SandboxVenv in a sandbox).
 	Venv string
 	// PythonDir is the host path of the python/ tree (model_service,
 	// moxing, atelier).
@@ -84,11 +111,21 @@ type InstanceInvocation struct {
 	// BasePath is the PATH after the venv's and the engine's bin
 	// directories (the runner's own PATH, or defaultPath).
 	BasePath string
+	// Network is the instance's network mode (NetworkNone, NetworkFull).
+	Network string
 }
 
+// Descriptors the model server inherits (after the sandbox's init, at the
+// same numbers): its listening socket and the pipe with its secret.
+const (
+	listenFD = 3
+	secretFD = 4
+)
+
 // Argv is the model server's command line: python -m model_service.server
-// with the model dir, the service name, port 0 (the server picks one and
-// writes it to the ready file), host 127.0.0.1 and the ready file.
+// with the model dir, the service name, the listening Unix socket the
+// runner made (descriptor 3), the secret every request must carry
+// (descriptor 4) and the ready file.
 func (iv InstanceInvocation) Argv() ([]string, error) {
 	ri, l := iv.Instance, iv.Layout
 	if iv.Python == "" {
@@ -102,7 +139,7 @@ func (iv InstanceInvocation) Argv() ([]string, error) {
 	}
 	return []string{iv.Python, "-m", ModelServerModule,
 		"--model-dir", l.View(l.Model), "--model-name", name,
-		"--port", "0", "--host", "127.0.0.1",
+		"--listen-fd", strconv.Itoa(listenFD), "--secret-fd", strconv.Itoa(secretFD),
 		"--ready-file", l.View(l.ReadyFile())}, nil
 }
 
@@ -115,7 +152,10 @@ func (iv InstanceInvocation) Argv() ([]string, error) {
 // comes first).
 func (iv InstanceInvocation) Env() []string {
 	ri, l := iv.Instance, iv.Layout
-	env := commonEnv(ri.Engine, iv.Venv, iv.BasePath, l.View(l.Home), l.View(l.TmpDir()), ri.GPUs, ri.Credentials)
+	env := commonEnv(ri.Engine, venvView(iv.Venv, l.Sandboxed), iv.BasePath, l.View(l.Home), l.View(l.TmpDir()), ri.GPUs, guestCredentials(ri.Credentials, l.Sandboxed))
+	if l.Sandboxed && iv.Network == NetworkFull {
+		proxyEnv(env, true)
+	}
 	env["ATELIER_SERVICE_ID"] = ri.ServiceID
 	env["ATELIER_MODEL_ID"] = ri.Model.ModelID
 	env["ATELIER_INSTANCE_ID"] = ri.InstanceID
@@ -126,31 +166,25 @@ func (iv InstanceInvocation) Env() []string {
 	return finishEnv(env, ri.Envs, pyPath)
 }
 
-// SandboxSpec is the model server's sandbox. With bubblewrap the data dir,
-// work_dir, the instance dir and /tmp are hidden; the instance's home is
-// bound at /home/ma-user, the model dir read-only at SandboxModel, the
-// instance's cache at /cache (a tmpfs of the flavor's disk size when it has
-// one), the python/ tree read-only at /opt/atelier/python and the venv
-// read-only at its own path. The network is the host's: the gateway
-// reaches the server at 127.0.0.1. The working directory is the model dir.
-func (iv InstanceInvocation) SandboxSpec(argv []string, dataDir string, devices []string) sandbox.Spec {
+// SandboxSpec is the model server's sandbox (its Mode and the init's
+// mounts come from the box): the instance's home at /home/ma-user, the
+// model dir read-only at SandboxModel, the instance's cache at /cache (a
+// tmpfs of the flavor's disk size when it has one), the python/ tree
+// read-only at /opt/atelier/python, the venv read-only at its own path and
+// the engine's prefixes. The working directory is the model dir.
+func (iv InstanceInvocation) SandboxSpec(argv []string, devices []string) sandbox.Spec {
 	l := iv.Layout
 	s := sandbox.Spec{Mode: sandbox.ModeNone, Dir: l.View(l.Model), Env: iv.Env(), Argv: argv}
 	if !l.Sandboxed {
 		return s
 	}
 	s.Mode = sandbox.ModeBubblewrap
-	if dataDir != "" {
-		s.Hide = append(s.Hide, dataDir)
-	}
-	s.Hide = append(s.Hide, l.WorkDir, l.Dir, "/tmp")
+	s.System = iv.Instance.Engine.Prefixes
 	s.Binds = append(s.Binds,
 		sandbox.Bind{Src: l.Home, Dst: SandboxHome},
 		sandbox.Bind{Src: l.Model, Dst: SandboxModel, ReadOnly: true})
 	if disk := iv.Instance.Flavor.Disk; disk > 0 {
 		s.Tmpfs = append(s.Tmpfs, sandbox.Tmpfs{Dst: SandboxCache, Size: disk})
-		// The tmpfs starts empty: make TMPDIR before the server runs.
-		s.Argv = append([]string{"/bin/sh", "-c", `mkdir -p "$TMPDIR" && exec "$@"`, "sh"}, argv...)
 	} else {
 		s.Binds = append(s.Binds, sandbox.Bind{Src: l.Cache, Dst: SandboxCache})
 	}
@@ -158,7 +192,7 @@ func (iv InstanceInvocation) SandboxSpec(argv []string, dataDir string, devices 
 		s.Binds = append(s.Binds, sandbox.Bind{Src: iv.PythonDir, Dst: SandboxPython, ReadOnly: true})
 	}
 	if iv.Venv != "" {
-		s.Binds = append(s.Binds, sandbox.Bind{Src: iv.Venv, Dst: iv.Venv, ReadOnly: true})
+		s.Binds = append(s.Binds, sandbox.Bind{Src: iv.Venv, Dst: SandboxVenv, ReadOnly: true})
 	}
 	s.Devices = devices
 	return s

@@ -183,7 +183,7 @@ func TestInstanceInvocation(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := []string{"/w/cache/venvs/pytorch-x/bin/python", "-m", "model_service.server", "--model-dir", tc.model,
-				"--model-name", "mnist-svc", "--port", "0", "--host", "127.0.0.1", "--ready-file", tc.ready}
+				"--model-name", "mnist-svc", "--listen-fd", "3", "--secret-fd", "4", "--ready-file", tc.ready}
 			if !slices.Equal(argv, want) {
 				t.Errorf("argv %q\nwant %q", argv, want)
 			}
@@ -197,8 +197,16 @@ func TestInstanceInvocation(t *testing.T) {
 				"LANG=en_US.UTF-8", "MY_FLAG=1", "CUDA_VISIBLE_DEVICES=2,3",
 				"S3_ENDPOINT=http://127.0.0.1:9000", "AWS_ENDPOINT_URL=http://127.0.0.1:9000", "AWS_ACCESS_KEY_ID=AK",
 				"AWS_SECRET_ACCESS_KEY=SK", "AWS_SESSION_TOKEN=ST", "AWS_DEFAULT_REGION=us-east-1",
-				"VIRTUAL_ENV=/w/cache/venvs/pytorch-x", "PATH=/w/cache/venvs/pytorch-x/bin:/opt/conda/bin:/usr/bin:/bin",
 			} {
+				if !slices.Contains(env, kv) {
+					t.Errorf("env lacks %s: %q", kv, env)
+				}
+			}
+			venv := "/w/cache/venvs/pytorch-x"
+			if tc.sandbox == sandbox.ModeBubblewrap {
+				venv = SandboxVenv
+			}
+			for _, kv := range []string{"VIRTUAL_ENV=" + venv, "PATH=" + venv + "/bin:/opt/conda/bin:/usr/bin:/bin"} {
 				if !slices.Contains(env, kv) {
 					t.Errorf("env lacks %s: %q", kv, env)
 				}
@@ -208,7 +216,7 @@ func TestInstanceInvocation(t *testing.T) {
 					t.Errorf("a job's variable in an instance: %s", kv)
 				}
 			}
-			s := iv.SandboxSpec(argv, "/data", []string{"/dev/nvidia2"})
+			s := iv.SandboxSpec(argv, []string{"/dev/nvidia2"})
 			if s.Dir != tc.model || !slices.Equal(s.Env, env) {
 				t.Errorf("spec dir %q", s.Dir)
 			}
@@ -218,19 +226,16 @@ func TestInstanceInvocation(t *testing.T) {
 				}
 				return
 			}
-			if !slices.Equal(s.Hide, []string{"/data", work, dir, "/tmp"}) {
-				t.Errorf("hide %q", s.Hide)
-			}
 			wantBinds := []sandbox.Bind{
 				{Src: dir + "/home", Dst: SandboxHome},
 				{Src: dir + "/model", Dst: SandboxModel, ReadOnly: true},
 				{Src: "/w/python/abc", Dst: SandboxPython, ReadOnly: true},
-				{Src: "/w/cache/venvs/pytorch-x", Dst: "/w/cache/venvs/pytorch-x", ReadOnly: true},
+				{Src: "/w/cache/venvs/pytorch-x", Dst: SandboxVenv, ReadOnly: true},
 			}
 			if !slices.Equal(s.Binds, wantBinds) {
 				t.Errorf("binds %+v\nwant %+v", s.Binds, wantBinds)
 			}
-			if !slices.Equal(s.Tmpfs, []sandbox.Tmpfs{{Dst: SandboxCache, Size: 1 << 30}}) || s.Argv[0] != "/bin/sh" || !slices.Equal(s.Argv[4:], argv) {
+			if !slices.Equal(s.Tmpfs, []sandbox.Tmpfs{{Dst: SandboxCache, Size: 1 << 30}}) || !slices.Equal(s.Argv, argv) {
 				t.Errorf("tmpfs %+v argv %q", s.Tmpfs, s.Argv)
 			}
 			if !slices.Equal(s.Devices, []string{"/dev/nvidia2"}) {
@@ -250,7 +255,7 @@ func TestInstanceInvocationWithoutDisk(t *testing.T) {
 	if err != nil || argv[6] != "s-1" {
 		t.Fatalf("argv %q, %v", argv, err)
 	}
-	s := iv.SandboxSpec(argv, "", nil)
+	s := iv.SandboxSpec(argv, nil)
 	if len(s.Tmpfs) != 0 || !slices.Contains(s.Binds, sandbox.Bind{Src: "/w/s/i/cache", Dst: SandboxCache}) || !slices.Equal(s.Argv, argv) {
 		t.Errorf("spec %+v", s)
 	}

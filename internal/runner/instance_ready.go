@@ -15,11 +15,13 @@ const (
 )
 
 // ReadyFile is what model_service.server writes to --ready-file once the
-// handler is loaded and warmed up ({"state":"ready","port":N}) or when that
+// handler is loaded and warmed up ({"state":"ready","socket":PATH} on
+// the runner's socket, {"state":"ready","port":N} on TCP) or when that
 // failed ({"state":"failed","stage":"load|warmup","error":…,"traceback":…}).
 type ReadyFile struct {
 	State     string `json:"state"`
 	Port      int    `json:"port,omitempty"`
+	Socket    string `json:"socket,omitempty"`
 	Stage     string `json:"stage,omitempty"`
 	Error     string `json:"error,omitempty"`
 	Traceback string `json:"traceback,omitempty"`
@@ -39,8 +41,8 @@ func ParseReadyFile(b []byte) (ReadyFile, error) {
 	}
 	switch rf.State {
 	case ReadyStateReady:
-		if rf.Port < 1 || rf.Port > 65535 {
-			return ReadyFile{}, errs.E(op, errs.Invalid, CodeReadyFile, fmt.Sprintf("the ready file names no usable port (%d)", rf.Port))
+		if rf.Socket == "" && (rf.Port < 1 || rf.Port > 65535) {
+			return ReadyFile{}, errs.E(op, errs.Invalid, CodeReadyFile, fmt.Sprintf("the ready file names no socket and no usable port (%d)", rf.Port))
 		}
 	case ReadyStateFailed:
 	default:

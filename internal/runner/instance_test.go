@@ -15,7 +15,6 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/obsclient/obsmem"
-	"github.com/atelier-dev/atelier/internal/sandbox"
 )
 
 func TestInstanceServesAndStops(t *testing.T) {
@@ -39,10 +38,16 @@ func TestInstanceServesAndStops(t *testing.T) {
 	done := e.start(context.Background(), cfg)
 
 	ready := fs.waitPhase(InstanceReady)
-	if ready.Port <= 0 {
-		t.Fatalf("ready report %+v", ready)
+	if ready.Port != 0 {
+		t.Fatalf("ready report %+v: an instance has no port", ready)
 	}
-	code, body := post(t, ready.Port, `{"x": 1}`)
+	if code, _ := postSecret(t, cfg, `{"x": 1}`, ""); code != 403 {
+		t.Errorf("a request without the secret answered %d", code)
+	}
+	if code, _ := postSecret(t, cfg, `{"x": 1}`, "wrong"); code != 403 {
+		t.Errorf("a request with a wrong secret answered %d", code)
+	}
+	code, body := post(t, cfg, `{"x": 1}`)
 	if code != 200 || body != `{"model": "svc", "echo": {"x": 1}}` {
 		t.Errorf("POST answered %d %s", code, body)
 	}
@@ -150,11 +155,11 @@ func TestInstanceDependencies(t *testing.T) {
 	if got, want := fs.phases(), []string{InstanceDownloading, InstanceInstalling, InstanceLoading, InstanceReady, InstanceExited}; !slices.Equal(got, want) {
 		t.Errorf("phases %v, want %v", got, want)
 	}
-	req, err := os.ReadFile(filepath.Join(cfg.Dir, "requirements.txt"))
+	req, err := os.ReadFile(filepath.Join(cfg.Dir, "deps", "requirements.txt"))
 	if err != nil || string(req) != "six>=1.0\n" {
 		t.Errorf("requirements.txt %q, %v", req, err)
 	}
-	if !slices.ContainsFunc(fs.texts(StreamStdout), func(s string) bool { return strings.HasPrefix(s, "prefix "+VenvDir(e.work)+"/python3-") }) {
+	if !slices.ContainsFunc(fs.texts(StreamStdout), func(s string) bool { return strings.HasPrefix(s, "prefix "+OwnerVenvDir(e.work, "")+"/python3-") }) {
 		t.Errorf("the model server does not run in the venv: %q", fs.texts(StreamStdout))
 	}
 	if last := fs.last(); last.Phase != InstanceExited || last.Message != "stopped" {
@@ -228,8 +233,8 @@ func TestInstanceCrashAfterReady(t *testing.T) {
 	fs := newFakeInstanceServer(t, e.instance("inst-late", "m-late", loc, "crash-after"))
 	cfg := e.config(fs)
 	done := e.start(context.Background(), cfg)
-	ready := fs.waitPhase(InstanceReady)
-	if code, _ := post(t, ready.Port, `{}`); code != 200 {
+	fs.waitPhase(InstanceReady)
+	if code, _ := post(t, cfg, `{}`); code != 200 {
 		t.Errorf("POST answered %d", code)
 	}
 	e.wait(done, 5*time.Second)
@@ -336,7 +341,7 @@ func TestInstanceBadCommandLine(t *testing.T) {
 }
 
 func TestInstanceBubblewrap(t *testing.T) {
-	if err := sandbox.Available(); err != nil {
+	if err := sandboxWorks(); err != nil {
 		t.Skip(err)
 	}
 	e := newInstanceEnv(t)
@@ -349,8 +354,8 @@ func TestInstanceBubblewrap(t *testing.T) {
 	cfg := e.config(fs)
 	cfg.DataDir = t.TempDir()
 	done := e.start(context.Background(), cfg)
-	ready := fs.waitPhase(InstanceReady)
-	if code, body := post(t, ready.Port, `[1, 2]`); code != 200 || body != `{"model": "svc", "echo": [1, 2]}` {
+	fs.waitPhase(InstanceReady)
+	if code, body := post(t, cfg, `[1, 2]`); code != 200 || body != `{"model": "svc", "echo": [1, 2]}` {
 		t.Errorf("POST answered %d %s", code, body)
 	}
 	fs.stop.Store(true)
@@ -358,7 +363,8 @@ func TestInstanceBubblewrap(t *testing.T) {
 	out := fs.texts(StreamStdout)
 	want := []string{
 		"fake svc ok",
-		"env svc-1 m-1 inst-box AK ST http://127.0.0.1:1 /home/ma-user /cache/tmp 1 C.UTF-8",
+		// OBS through the sandbox init's relay.
+		"env svc-1 m-1 inst-box AK ST http://127.0.0.1:9000 /home/ma-user /cache/tmp 1 C.UTF-8",
 		"cwd /home/ma-user/infer/model model_dir /home/ma-user/infer/model ready_file /home/ma-user/infer/ready.json",
 		"prefix /usr",
 		"files config.json,customize_service.py,fake,weights.pth",
@@ -412,8 +418,8 @@ class Echo(PTServingBaseService):
 	fs := newFakeInstanceServer(t, ri)
 	cfg := e.config(fs)
 	done := e.start(context.Background(), cfg)
-	ready := fs.waitPhase(InstanceReady)
-	code, body := post(t, ready.Port, `{"a": 1}`)
+	fs.waitPhase(InstanceReady)
+	code, body := post(t, cfg, `{"a": 1}`)
 	if code != 200 || !strings.Contains(body, `"weights"`) || !strings.Contains(body, `"got"`) || !strings.Contains(body, `"a"`) {
 		t.Errorf("POST answered %d %s", code, body)
 	}

@@ -16,7 +16,19 @@ const (
 	SandboxHome   = "/home/ma-user"
 	SandboxCache  = "/cache"
 	SandboxPython = "/opt/atelier/python"
+	// SandboxVenv is where a workload's cached virtual environment is
+	// bound (read-write while it is built): no host path shows in a
+	// sandbox.
+	SandboxVenv = "/opt/atelier/venv"
 )
+
+// venvView is the venv's path as user code sees it.
+func venvView(venv string, sandboxed bool) string {
+	if venv == "" || !sandboxed {
+		return venv
+	}
+	return SandboxVenv
+}
 
 // Layout is the file tree of one job on this machine (host paths), and how
 // user code sees it.
@@ -55,6 +67,15 @@ func ObjectCacheDir(workDir string) string { return filepath.Join(workDir, "cach
 
 // VenvDir is the directory of cached virtual environments under work_dir.
 func VenvDir(workDir string) string { return filepath.Join(workDir, "cache", "venvs") }
+
+// OwnerVenvDir is the directory of one owner's cached environments: no
+// user's install can reach another's jobs.
+func OwnerVenvDir(workDir, owner string) string {
+	if !validName(owner) {
+		owner = "_"
+	}
+	return filepath.Join(VenvDir(workDir), owner)
+}
 
 // NewLayout computes the layout of job rj under workDir. Inputs and outputs
 // must name OBS locations; a channel's local_dir, when set, must lie under
@@ -172,6 +193,16 @@ func (l *Layout) View(p string) string {
 		}
 	}
 	return p
+}
+
+// rel is host path p below the home dir, slash-separated ("" when it is
+// not below it).
+func (l *Layout) rel(p string) string {
+	r, ok := strings.CutPrefix(p, l.Home+string(filepath.Separator))
+	if !ok {
+		return ""
+	}
+	return filepath.ToSlash(r)
 }
 
 // MetricsFile is the host path of the file user code appends metrics to.

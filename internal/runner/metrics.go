@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/userfs"
 )
 
 // Metric kinds.
@@ -34,6 +36,8 @@ const (
 	maxMetricWarnings = 10
 	// maxMetricLine is the longest line of the metrics file read.
 	maxMetricLine = 1 << 20
+	// maxMetricRead bounds what one poll of the metrics file reads.
+	maxMetricRead = 8 << 20
 )
 
 // userMetric is one line of the metrics file: {"time": ms, "step": int|null,
@@ -316,17 +320,32 @@ func (m *metricsOut) flush(ctx context.Context, srv *server, limit time.Duration
 // metricsTail reads the lines appended to the metrics file since the last
 // poll.
 type metricsTail struct {
-	path     string
+	// dir and rel locate the file beneath the job's home; it is opened
+	// there without following links (user code may replace it by one).
+	dir      *userfs.Dir
+	rel      string
 	off      int64
 	warnings int
+	refused  string // the last refusal reported
+	note     func(format string, args ...any)
 }
 
 // poll returns the complete lines added since the last poll; with final,
 // also a last line without its newline. A file that shrank is read again
-// from its start.
+// from its start. A metrics file that is a symlink, a FIFO or anything but
+// a regular file of the job is refused (once said in the job log).
 func (t *metricsTail) poll(final bool) [][]byte {
-	f, err := os.Open(t.path)
+	if t.dir == nil || t.rel == "" {
+		return nil
+	}
+	f, err := t.dir.Open(t.rel)
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			if msg := errs.UserMessage(err); msg != t.refused && t.note != nil {
+				t.refused = msg
+				t.note("warning: ATELIER_METRICS_FILE is not read: %s", msg)
+			}
+		}
 		return nil
 	}
 	defer f.Close()
@@ -340,7 +359,9 @@ func (t *metricsTail) poll(final bool) [][]byte {
 	if fi.Size() == t.off {
 		return nil
 	}
-	data, err := io.ReadAll(io.NewSectionReader(f, t.off, fi.Size()-t.off))
+	// At most maxMetricRead a poll: user code may append faster than it
+	// is read, the rest waits for the next poll.
+	data, err := io.ReadAll(io.NewSectionReader(f, t.off, min(fi.Size()-t.off, maxMetricRead)))
 	if err != nil {
 		return nil
 	}

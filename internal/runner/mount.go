@@ -4,12 +4,19 @@ import (
 	"fmt"
 	"path/filepath"
 	"syscall"
+
+	"github.com/atelier-dev/atelier/internal/sandbox"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes at dir (root only), so that the
-// job's disk is limited and its usage can be read with statfs.
-func mountTmpfs(dir string, size int64) error {
-	return syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, fmt.Sprintf("size=%d,mode=0755", size))
+// job's disk is limited and its usage can be read with statfs; its root is
+// user code's (id).
+func mountTmpfs(dir string, size int64, id sandbox.Identity) error {
+	opts := fmt.Sprintf("size=%d,mode=0755", size)
+	if id.Mode == sandbox.IdentityDrop {
+		opts = fmt.Sprintf("size=%d,mode=0700,uid=%d,gid=%d", size, id.UID, id.GID)
+	}
+	return syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts)
 }
 
 // isMountPoint reports whether dir is on another device than its parent.

@@ -309,7 +309,13 @@ func TestOutputSyncChangedFilesOnly(t *testing.T) {
 	write("sub/b.pth", "b1", t0)
 	os.Symlink("/etc/passwd", filepath.Join(dir, "link"))
 	loc, _ := obsclient.ParseLocation("obs://bkt/out")
-	o := newOutputSync(store, obsclient.New(store, obsclient.Options{}), []Channel{{Name: "o", Dir: dir, Remote: loc}})
+	o := newOutputSync(store, obsclient.Options{}, []Channel{{Name: "o", Dir: dir, Remote: loc}})
+	roots, err := openRoots(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer roots.close()
+	o.setRoots(roots)
 	puts := func() []string {
 		var out []string
 		for _, c := range store.Calls() {

@@ -25,6 +25,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/job/failure"
 	"github.com/atelier-dev/atelier/internal/obsclient"
 	"github.com/atelier-dev/atelier/internal/sandbox"
+	"github.com/atelier-dev/atelier/internal/sandbox/relay"
 )
 
 // Defaults of Timing.
@@ -58,6 +59,9 @@ type Config struct {
 	Timing Timing
 	// SpoolBytes bounds the log buffer (default DefaultSpoolBytes).
 	SpoolBytes int64
+	// InitBinary is the binary the sandbox starts as its init
+	// (`sandbox-init`; default this executable).
+	InitBinary string
 }
 
 // Timing are the runner's delays. Heartbeat, SyncInterval and HangTimeout
@@ -214,6 +218,8 @@ type run struct {
 	events  chan api.RunnerEvent
 
 	layout *Layout
+	box    *box
+	roots  *userRoots // the job's home and cache, opened before user code runs
 	s3     obsclient.S3
 	client *obsclient.Client
 	syncer *outputSync
@@ -313,8 +319,8 @@ func (r *run) stageCtx() (context.Context, context.CancelFunc) {
 	return ctx, cancel
 }
 
-// prepare lays out the job dir and connects to OBS. A failure here is the
-// platform's.
+// prepare lays out the job dir, makes the job's sandbox, cgroup and
+// relays, and connects to OBS. A failure here is the platform's.
 func (r *run) prepare() bool {
 	rj := r.rj
 	var err error
@@ -328,10 +334,24 @@ func (r *run) prepare() bool {
 		err = errs.E("runner.prepare", errs.Invalid, CodeBadSandbox, fmt.Sprintf("unknown sandbox %q", rj.Sandbox))
 	}
 	if err == nil {
+		r.box, err = openBox(r.work, rj.Sandbox, rj.SandboxUser, r.cfg.InitBinary, filepath.Join(r.layout.JobDir, "guest"), r.log,
+			func(msg string) { r.sink.Runner("%s", msg) })
+	}
+	if err == nil {
 		err = r.makeTree()
 	}
 	if err == nil {
+		r.group, err = newGroup(fmt.Sprintf("job-%s-%d", rj.Job.Metadata.ID, r.cfg.Attempt),
+			cgroup.Limits{MemoryBytes: rj.Flavor.Memory, CPUs: rj.Flavor.CPU}, r.layout.Sandboxed, "job", r.sink)
+	}
+	if err == nil {
 		err = r.connect()
+	}
+	if err == nil {
+		err = r.box.serveOBS(rj.Credentials.S3Endpoint)
+	}
+	if err == nil {
+		err = r.box.serveProxy()
 	}
 	if err != nil {
 		r.outcome.platform = errs.UserMessage(err)
@@ -342,7 +362,9 @@ func (r *run) prepare() bool {
 }
 
 // makeTree builds a fresh job tree: home/ (code, inputs, outputs, log) and
-// cache/ — a tmpfs of the flavor's disk size when running as root.
+// cache/ — a tmpfs of the flavor's disk size when running as root. In a
+// sandbox the directories on the way are traversable (0711) and home and
+// cache are user code's (handOver gives it the rest once staged).
 func (r *run) makeTree() error {
 	const op errs.Op = "runner.makeTree"
 	l := r.layout
@@ -354,11 +376,17 @@ func (r *run) makeTree() error {
 			return errs.E(op, errs.IO, CodeJobTree, because(fmt.Sprintf("cannot clear %s", d), err), err)
 		}
 	}
-	if err := os.MkdirAll(l.Cache, 0o755); err != nil {
+	if err := os.MkdirAll(l.Cache, 0o700); err != nil {
 		return errs.E(op, errs.IO, CodeJobTree, because(fmt.Sprintf("cannot create %s", l.Cache), err), err)
 	}
+	if l.Sandboxed {
+		if err := sandbox.Traversable(l.WorkDir, filepath.Dir(l.JobDir), l.JobDir); err != nil {
+			return errs.E(op, err)
+		}
+	}
+	id := r.box.id
 	if disk := r.rj.Flavor.Disk; disk > 0 && os.Geteuid() == 0 {
-		if err := mountTmpfs(l.Cache, disk); err != nil {
+		if err := mountTmpfs(l.Cache, disk, id); err != nil {
 			r.sink.Runner("warning: cannot mount a %s tmpfs at %s, the job's disk is not limited: %v",
 				obsclient.HumanBytes(disk), l.View(l.Cache), err)
 		} else {
@@ -377,6 +405,55 @@ func (r *run) makeTree() error {
 			return errs.E(op, errs.IO, CodeJobTree, because(fmt.Sprintf("cannot create %s", d), err), err)
 		}
 	}
+	if l.Sandboxed {
+		for _, d := range []string{l.Home, l.Cache} {
+			if err := id.OwnDir(d); err != nil {
+				return errs.E(op, err)
+			}
+		}
+	}
+	return nil
+}
+
+// handOver gives user code what staging made in its home and cache
+// (everything but the inputs, which stay the platform's and read-only),
+// never following a link; it runs before any user code does.
+func (r *run) handOver() error {
+	l := r.layout
+	if !l.Sandboxed {
+		return nil
+	}
+	skip := map[string]bool{}
+	for _, c := range l.Inputs {
+		skip[c.Dir] = true
+	}
+	for _, root := range []string{l.Home, l.Cache} {
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if skip[p] {
+				return filepath.SkipDir
+			}
+			if d.IsDir() {
+				return r.box.id.OwnDir(p)
+			}
+			return nil
+		})
+		if err != nil {
+			return errs.E("runner.handOver", errs.IO, CodeJobTree, because("cannot hand the job's files to the sandbox user", err), err)
+		}
+	}
+	for _, d := range []string{l.CodeDir} {
+		if err := r.box.id.OwnTree(d); err != nil {
+			return err
+		}
+	}
+	for _, c := range l.Outputs {
+		if err := r.box.id.OwnTree(c.Dir); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -393,8 +470,7 @@ func (r *run) connect() error {
 	r.s3 = s3
 	r.client = obsclient.New(s3, obsclient.Options{Jobs: StageJobs,
 		CheckpointDir: filepath.Join(r.layout.JobDir, "upload-checkpoints")})
-	r.syncer = newOutputSync(s3, obsclient.New(s3, obsclient.Options{
-		CheckpointDir: filepath.Join(r.layout.JobDir, "upload-checkpoints")}), r.layout.Outputs)
+	r.syncer = newOutputSync(s3, obsclient.Options{CheckpointDir: filepath.Join(r.layout.JobDir, "upload-checkpoints")}, r.layout.Outputs)
 	return nil
 }
 
@@ -494,6 +570,11 @@ func (r *run) stageAll() bool {
 			r.sink.Runner("restored %d files from %s for resume", countFiles(c.Dir), c.Remote.AsDir())
 		}
 	}
+	if err := r.handOver(); err != nil {
+		r.outcome.platform = errs.UserMessage(err)
+		r.log.Error("cannot hand the job tree to user code", "err", err)
+		return false
+	}
 	return !r.stopping()
 }
 
@@ -553,14 +634,24 @@ func (r *run) fetchCode(ctx context.Context) (tarStats, error) {
 	return ts, err
 }
 
-// install builds the environment of requirements.txt.
+// install builds the environment of requirements.txt, then opens the
+// egress proxy as far as the job's network mode allows.
 func (r *run) install() bool {
-	req, ok := hasRequirements(r.layout.CodeDir)
+	defer func() {
+		if networkOf(r.rj.Engine, r.rj.Flavor) == NetworkFull {
+			r.box.setPolicy(relay.Policy{Public: true, Own: relay.OwnAddrs()})
+		}
+	}()
+	content, ok, err := readRequirements(r.layout.CodeDir)
 	r.hasReq = ok
 	if !ok {
 		return true
 	}
 	r.setPhase(api.SecondaryInstalling)
+	if err != nil {
+		r.outcome.stage, r.outcome.stageErr = failure.StageInstall, errs.UserMessage(err)
+		return false
+	}
 	ctx, cancel := r.stageCtx()
 	defer cancel()
 	var pipEnv []string
@@ -569,9 +660,11 @@ func (r *run) install() bool {
 			pipEnv = append(pipEnv, k+"="+v)
 		}
 	}
-	in := &installer{dir: VenvDir(r.cfg.WorkDir), out: r.sink.add, note: r.sink.Runner, env: pipEnv, cwd: r.layout.CodeDir}
+	l := r.layout
+	in := &installer{dir: OwnerVenvDir(r.cfg.WorkDir, r.rj.Owner), out: r.sink.add, note: r.sink.Runner, env: pipEnv,
+		box: r.box, group: r.group, src: l.CodeDir, srcView: l.View(l.CodeDir), req: "requirements.txt", sink: r.sink}
 	start := time.Now()
-	venv, tail, err := in.ensure(ctx, r.rj.Engine, req)
+	venv, tail, err := in.ensure(ctx, r.rj.Engine, content)
 	if err != nil {
 		if r.stopping() {
 			return false

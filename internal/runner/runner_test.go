@@ -16,7 +16,6 @@ import (
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/obsclient"
 	"github.com/atelier-dev/atelier/internal/obsclient/obsmem"
-	"github.com/atelier-dev/atelier/internal/sandbox"
 )
 
 // withIO gives a job an input "data_url" and an output "train_url".
@@ -483,7 +482,7 @@ func TestBootFileMissing(t *testing.T) {
 }
 
 func TestBubblewrap(t *testing.T) {
-	if err := sandbox.Available(); err != nil {
+	if err := sandboxWorks(); err != nil {
 		t.Skip(err)
 	}
 	e := newEnv(t)
@@ -526,7 +525,7 @@ func TestBadCommandLine(t *testing.T) {
 }
 
 func TestBubblewrapStop(t *testing.T) {
-	if err := sandbox.Available(); err != nil {
+	if err := sandboxWorks(); err != nil {
 		t.Skip(err)
 	}
 	e := newEnv(t)

@@ -22,17 +22,40 @@ type fileState struct {
 // outputSync uploads the new and changed files of the output dirs to their
 // OBS prefixes. It remembers the size and mtime of every file uploaded (or
 // restored) and never deletes anything in OBS. One sync runs at a time.
+// Once user code runs (setRoots), every directory and file is read
+// beneath the job's roots without following a link: a directory swapped
+// for a symlink is skipped, a symlinked file refused.
 type outputSync struct {
 	s3      obsclient.S3
 	client  *obsclient.Client
 	outputs []Channel
 
-	mu   sync.Mutex
-	done map[string]fileState // host path → state in OBS
+	mu    sync.Mutex
+	done  map[string]fileState // host path → state in OBS
+	roots *userRoots
 }
 
-func newOutputSync(s3 obsclient.S3, client *obsclient.Client, outputs []Channel) *outputSync {
-	return &outputSync{s3: s3, client: client, outputs: outputs, done: map[string]fileState{}}
+// newOutputSync makes the sync of outputs; o configures its uploads
+// (Open is set to open through the roots).
+func newOutputSync(s3 obsclient.S3, opt obsclient.Options, outputs []Channel) *outputSync {
+	o := &outputSync{s3: s3, outputs: outputs, done: map[string]fileState{}}
+	opt.Open = o.open
+	o.client = obsclient.New(s3, opt)
+	return o
+}
+
+// setRoots makes the sync read through roots from now on.
+func (o *outputSync) setRoots(roots *userRoots) {
+	o.mu.Lock()
+	o.roots = roots
+	o.mu.Unlock()
+}
+
+func (o *outputSync) open(p string) (*os.File, error) {
+	if o.roots == nil {
+		return nil, errs.E("runner.sync", errs.Internal, CodeSync, "the output dirs are not open")
+	}
+	return o.roots.open(p)
 }
 
 // scan lists the regular files of the output dirs that differ from what
@@ -40,38 +63,33 @@ func newOutputSync(s3 obsclient.S3, client *obsclient.Client, outputs []Channel)
 func (o *outputSync) scan() ([]obsclient.Transfer, map[string]fileState, error) {
 	var ts []obsclient.Transfer
 	seen := map[string]fileState{}
+	if o.roots == nil {
+		return nil, nil, errs.E("runner.sync", errs.Internal, CodeSync, "the output dirs are not open")
+	}
 	for _, c := range o.outputs {
-		err := filepath.WalkDir(c.Dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if p == c.Dir {
-					return filepath.SkipDir // not created (yet)
-				}
-				return nil // vanished while walking
-			}
-			if !d.Type().IsRegular() {
-				return nil
-			}
-			fi, err := d.Info()
-			if err != nil {
-				return nil
-			}
+		d, err := o.roots.sub(c.Dir)
+		if err != nil {
+			return nil, nil, errs.E("runner.sync", CodeSync, fmt.Sprintf("cannot read the output dir of %s", c.Name), err)
+		}
+		if d == nil {
+			continue // not created (yet)
+		}
+		err = d.Walk(func(rel string, fi fs.FileInfo) error {
+			p := filepath.Join(c.Dir, filepath.FromSlash(rel))
 			st := fileState{Size: fi.Size(), MTime: fi.ModTime()}
 			if prev, ok := o.done[p]; ok && prev.Size == st.Size && prev.MTime.Equal(st.MTime) {
-				return nil
-			}
-			rel, err := filepath.Rel(c.Dir, p)
-			if err != nil {
 				return nil
 			}
 			seen[p] = st
 			ts = append(ts, obsclient.Transfer{
 				Op: obsclient.Upload, Src: obsclient.Location{Path: p},
-				Dst: c.Remote.AsDir().Join(filepath.ToSlash(rel)), Size: st.Size, ModTime: st.MTime,
+				Dst: c.Remote.AsDir().Join(rel), Size: st.Size, ModTime: st.MTime,
 			})
 			return nil
 		})
+		d.Close()
 		if err != nil {
-			return nil, nil, errs.E("runner.sync", errs.IO, CodeSync, because(fmt.Sprintf("cannot read %s", c.Dir), err), err)
+			return nil, nil, errs.E("runner.sync", errs.IO, CodeSync, because(fmt.Sprintf("cannot read the output dir of %s", c.Name), err), err)
 		}
 	}
 	return ts, seen, nil

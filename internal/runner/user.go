@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -43,28 +43,23 @@ type userProc struct {
 	pipes     []*os.File // read ends of stdout and stderr
 }
 
-// SandboxSpec is the sandbox of user code: with bubblewrap the data dir,
-// work_dir and /tmp are hidden, the job's home is bound at /home/ma-user
-// with the inputs read-only over it, the job's cache at /cache (or a tmpfs
-// of the flavor's disk size when the runner could not mount one), the
-// python/ tree read-only at /opt/atelier/python and the venv read-only at
-// its own path.
-func (iv Invocation) SandboxSpec(argv []string, dataDir string, cacheTmpfs int64, devices []string) sandbox.Spec {
+// SandboxSpec is the sandbox of user code (its Mode and the init's mounts
+// come from the box): the job's home at /home/ma-user with the inputs
+// read-only over it, the job's cache at /cache (or a tmpfs of the flavor's
+// disk size when the runner could not mount one), the python/ tree
+// read-only at /opt/atelier/python, the venv read-only at SandboxVenv and
+// the engine's prefixes. Everything else of the host is absent.
+func (iv Invocation) SandboxSpec(argv []string, cacheTmpfs int64, devices []string) sandbox.Spec {
 	l := iv.Layout
 	s := sandbox.Spec{Mode: sandbox.ModeNone, Dir: l.View(l.CodeDir), Env: iv.Env(), Argv: argv}
 	if !l.Sandboxed {
 		return s
 	}
 	s.Mode = sandbox.ModeBubblewrap
-	if dataDir != "" {
-		s.Hide = append(s.Hide, dataDir)
-	}
-	s.Hide = append(s.Hide, l.WorkDir, "/tmp")
+	s.System = iv.Job.Engine.Prefixes
 	s.Binds = append(s.Binds, sandbox.Bind{Src: l.Home, Dst: SandboxHome})
 	if cacheTmpfs > 0 {
 		s.Tmpfs = append(s.Tmpfs, sandbox.Tmpfs{Dst: SandboxCache, Size: cacheTmpfs})
-		// The tmpfs starts empty: make TMPDIR before user code runs.
-		s.Argv = append([]string{"/bin/sh", "-c", `mkdir -p "$TMPDIR" && exec "$@"`, "sh"}, argv...)
 	} else {
 		s.Binds = append(s.Binds, sandbox.Bind{Src: l.Cache, Dst: SandboxCache})
 	}
@@ -75,7 +70,7 @@ func (iv Invocation) SandboxSpec(argv []string, dataDir string, cacheTmpfs int64
 		s.Binds = append(s.Binds, sandbox.Bind{Src: iv.PythonDir, Dst: SandboxPython, ReadOnly: true})
 	}
 	if iv.Venv != "" {
-		s.Binds = append(s.Binds, sandbox.Bind{Src: iv.Venv, Dst: iv.Venv, ReadOnly: true})
+		s.Binds = append(s.Binds, sandbox.Bind{Src: iv.Venv, Dst: SandboxVenv, ReadOnly: true})
 	}
 	s.Devices = devices
 	return s
@@ -92,24 +87,34 @@ func (r *run) runUser(bg context.Context) {
 	}
 	interp := rj.Engine.Python
 	if r.venv != "" {
-		interp = filepath.Join(r.venv, "bin", "python")
+		interp = filepath.Join(venvView(r.venv, l.Sandboxed), "bin", "python")
 	}
 	iv := Invocation{Job: rj, Layout: l, Python: interp, Venv: r.venv, PythonDir: pyDir,
-		MasterPort: freePort(), BasePath: os.Getenv("PATH")}
-	argv, err := iv.Argv()
+		MasterPort: freePort(), BasePath: os.Getenv("PATH"), Network: networkOf(rj.Engine, rj.Flavor)}
+	userArgv, err := iv.Argv()
 	if err != nil {
 		r.outcome.stage, r.outcome.stageErr = failure.StageStaging, errs.UserMessage(err)
 		return
 	}
 	var tmpfsSize int64
+	var mkdirs []string
 	if !r.mounted && l.Sandboxed {
+		// bwrap's tmpfs starts empty: the init makes TMPDIR.
 		tmpfsSize = rj.Flavor.Disk
+		mkdirs = append(mkdirs, l.View(l.TmpDir()))
 	}
 	var devices []string
 	if len(rj.GPUs) > 0 && l.Sandboxed {
 		devices = sandbox.GPUDevices()
 	}
-	spec := iv.SandboxSpec(argv, r.cfg.DataDir, tmpfsSize, devices)
+	if err := r.openUserRoots(); err != nil {
+		r.outcome.platform = errs.UserMessage(err)
+		return
+	}
+	if r.syncer != nil {
+		r.syncer.setRoots(r.roots)
+	}
+	spec := iv.SandboxSpec(r.box.wrap(userArgv, mkdirs, 0), tmpfsSize, devices)
 	p, err := r.start(spec)
 	if err != nil {
 		r.outcome.platform = "cannot start user code: " + errs.UserMessage(err)
@@ -119,13 +124,13 @@ func (r *run) runUser(bg context.Context) {
 	r.proc = p
 	r.userStarted.Store(time.Now().UnixMilli())
 	r.setPhase(api.SecondaryRunning)
-	r.sink.Runner("started %s", strings.Join(argv, " "))
+	r.sink.Runner("started %s", strings.Join(userArgv, " "))
 	r.event("Info", "user code started")
 
 	watch, stopWatch := context.WithCancel(bg)
 	var wg sync.WaitGroup
 	wg.Go(func() { r.syncLoop(watch) })
-	tail := &metricsTail{path: l.MetricsFile()}
+	tail := &metricsTail{dir: r.roots.home(), rel: l.rel(l.MetricsFile()), note: r.sink.Runner}
 	wg.Go(func() { r.sampleLoop(watch, tail) })
 	if r.cfg.Timing.HangTimeout > 0 {
 		wg.Go(func() { r.hangLoop(watch) })
@@ -152,43 +157,37 @@ func (r *run) runUser(bg context.Context) {
 	r.log.Info("user code ended", "exit_code", r.outcome.exitCode, "signal", r.outcome.signal)
 }
 
-// start starts user code in its cgroup with its output piped into the log.
-// Without a usable cgroup user code runs without one (and a warning).
+// start starts user code in the attempt's cgroup with its output piped
+// into the log.
 func (r *run) start(spec sandbox.Spec) (*userProc, error) {
-	rj := r.rj
-	p, g, err := startLimited(r.work, spec, fmt.Sprintf("job-%s-%d", rj.Job.Metadata.ID, r.cfg.Attempt),
-		cgroup.Limits{MemoryBytes: rj.Flavor.Memory, CPUs: rj.Flavor.CPU}, "job", r.sink, r.cfg.Dir)
-	if err != nil {
-		return nil, err
-	}
-	r.group = g
-	return p, nil
+	return startLimited(r.work, r.box, spec, r.group, r.sink, r.cfg.Dir)
 }
 
-// startLimited starts the command of spec in a new cgroup name with limits
-// l — without one, and a warning in the log, when cgroups cannot be used —,
-// writes its process group id to dir/user.pgid and pipes its output into
-// sink. what names the workload in the warnings ("job", "instance"). The
-// group is nil when the process runs without one.
-func startLimited(ctx context.Context, spec sandbox.Spec, name string, l cgroup.Limits, what string, sink *logSink, dir string) (*userProc, *cgroup.Group, error) {
+// newGroup makes the cgroup name with limits l for a workload (what names
+// it in messages: "job", "instance"). In a sandbox a workload never runs
+// without one: the error says why; without a sandbox it runs without
+// limits and a warning says so.
+func newGroup(name string, l cgroup.Limits, sandboxed bool, what string, sink *logSink) (*cgroup.Group, error) {
 	g, err := cgroup.New(name, l)
-	if err != nil {
-		sink.Runner("warning: no cgroup for this %s, so memory and CPU are not limited: %s", what, errs.UserMessage(err))
-		g = nil
+	if err == nil {
+		return g, nil
 	}
-	p, err := startIn(ctx, spec, g)
-	if err != nil && g != nil && !errors.Is(err, exec.ErrNotFound) && !errors.Is(err, fs.ErrNotExist) {
-		sink.Runner("warning: user code cannot start in its cgroup (%s); starting it without, so memory and CPU are not limited",
-			errs.UserMessage(err))
-		g.Close()
-		g = nil
-		p, err = startIn(ctx, spec, nil)
+	if sandboxed {
+		return nil, errs.E("runner.newGroup", errs.Unavailable, CodeNoCgroup,
+			errs.Hint("run the server as root, or give it a cgroup subtree it owns (docs/security.md); it never runs user code without limits"),
+			fmt.Sprintf("no cgroup for this %s, so its memory and CPU cannot be limited: %s", what, errs.UserMessage(err)), err)
 	}
+	sink.Runner("warning: no cgroup for this %s, so memory and CPU are not limited: %s", what, errs.UserMessage(err))
+	return nil, nil
+}
+
+// startLimited starts the command of spec through box b in group g (nil:
+// none), writes its process group id to dir/user.pgid and pipes its output
+// into sink.
+func startLimited(ctx context.Context, b *box, spec sandbox.Spec, g *cgroup.Group, sink *logSink, dir string) (*userProc, error) {
+	p, err := startIn(ctx, b, spec, g)
 	if err != nil {
-		if g != nil {
-			g.Close()
-		}
-		return nil, nil, err
+		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, PgidFile), []byte(itoa(p.pid)+"\n"), 0o644); err != nil {
 		sink.log.Warn("cannot write user.pgid", "err", err)
@@ -202,19 +201,16 @@ func startLimited(ctx context.Context, spec sandbox.Spec, name string, l cgroup.
 		p.state = p.cmd.ProcessState
 		close(p.exited)
 	}()
-	return p, g, nil
+	return p, nil
 }
 
-// startIn starts the command of spec, in group g unless it is nil.
-func startIn(ctx context.Context, spec sandbox.Spec, g *cgroup.Group) (*userProc, error) {
-	cmd, err := sandbox.Command(ctx, spec)
+// startIn starts the command of spec through box b, in group g unless it
+// is nil (the group is entered before user code runs).
+func startIn(ctx context.Context, b *box, spec sandbox.Spec, g *cgroup.Group) (*userProc, error) {
+	cmd, err := b.sb.Command(ctx, b.spec(spec))
 	if err != nil {
 		return nil, err
 	}
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Setpgid = true
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, errs.E("runner.start", errs.IO, CodeStart, because("cannot make a pipe", err), err)
@@ -226,18 +222,25 @@ func startIn(ctx context.Context, spec sandbox.Spec, g *cgroup.Group) (*userProc
 		return nil, errs.E("runner.start", errs.IO, CodeStart, because("cannot make a pipe", err), err)
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
+	var group sandbox.Group
 	if g != nil {
-		g.Prepare(cmd)
+		group = g
 	}
-	err = cmd.Start()
+	err = cmd.StartIn(group)
 	outW.Close()
 	errW.Close()
 	if err != nil {
+		// The sandbox was killed and waited for: what it said is all there.
+		said, _ := io.ReadAll(io.LimitReader(errR, 4096))
 		outR.Close()
 		errR.Close()
-		return nil, errs.E("runner.start", CodeStart, because(fmt.Sprintf("cannot start %s", spec.Argv[0]), err), err)
+		msg := fmt.Sprintf("cannot start %s", spec.Argv[0])
+		if line := strings.TrimSpace(firstLineOf(string(said))); line != "" {
+			msg += " (" + line + ")"
+		}
+		return nil, errs.E("runner.start", CodeStart, because(msg, err), err)
 	}
-	return &userProc{cmd: cmd, pid: cmd.Process.Pid, sandboxed: spec.Mode == sandbox.ModeBubblewrap,
+	return &userProc{cmd: cmd.Cmd, pid: cmd.Process.Pid, sandboxed: b.sandboxed(),
 		exited: make(chan struct{}), pipes: []*os.File{outR, errR}}, nil
 }
 
@@ -263,7 +266,7 @@ func (r *run) terminate(p *userProc) {
 func signalUser(p *userProc, sig syscall.Signal) {
 	procs := tree(p.pid, processes())
 	for i := len(procs) - 1; i >= 0; i-- {
-		if p.sandboxed && isBwrap(procs[i].PID) {
+		if p.sandboxed && (isBwrap(procs[i].PID) || isInit(procs[i].PID)) {
 			continue
 		}
 		// Without a sandbox the group signal below reaches the members of
@@ -503,4 +506,12 @@ func (r *run) finalSync() bool {
 	}
 	r.sink.Runner("error: the outputs could not be synced: %s", errs.UserMessage(err))
 	return false
+}
+
+// firstLineOf is s up to its first newline.
+func firstLineOf(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }

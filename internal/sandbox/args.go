@@ -13,33 +13,33 @@ import (
 	"github.com/atelier-dev/atelier/internal/errs"
 )
 
-// Args is bwrap's command line (without "bwrap" itself) for s. It reads the
-// host's directory tree to decide where mount points must be made (see the
-// package comment) but changes nothing.
-func Args(s Spec) ([]string, error) {
-	return buildArgs(s, os.DirFS("/"))
+// plan is what the command line needs besides the spec: how the user
+// namespace is set up and the numbers of the descriptors bwrap reads.
+type plan struct {
+	identity  string // IdentityDrop or IdentitySubUID
+	seccompFD int
+	infoFD    int
+	blockFD   int
+	dataFDs   []int // one per file of files(s), in order
 }
 
-// mount is one bind or tmpfs of the spec.
+// mount is one bind, tmpfs or data file of the command line.
 type mount struct {
 	dst      string
-	src      string // "" for a tmpfs
+	src      string // "" for a tmpfs or a data file
 	readOnly bool
 	size     int64
+	data     bool // a synthetic file (--ro-bind-data)
+	system   bool // part of the system allow-list
 }
 
-func (m mount) tmpfs() bool { return m.src == "" }
+func (m mount) tmpfs() bool { return m.src == "" && !m.data }
 
-// builder holds the state of one Args call. host is the host's root as an
-// fs.FS (os.DirFS("/"), or a MapFS in tests).
-type builder struct {
-	host    fs.FS
-	hides   []string
-	mounts  []mount
-	shadows []string
-}
-
-func buildArgs(s Spec, host fs.FS) ([]string, error) {
+// Args is bwrap's command line (without "bwrap" itself) for s with the
+// descriptor numbers of p. It reads the host's directory tree (through
+// host: os.DirFS("/") or a MapFS in tests) to decide which system paths
+// exist and whether mount points can be made, and changes nothing.
+func buildArgs(s Spec, p plan, host fs.FS) ([]string, error) {
 	const op errs.Op = "sandbox.Args"
 	if s.Mode != ModeBubblewrap {
 		return nil, errs.E(op, errs.Invalid, CodeBadSpec, "sandbox mode "+quote(s.Mode)+" has no bwrap command line")
@@ -51,216 +51,202 @@ func buildArgs(s Spec, host fs.FS) ([]string, error) {
 		return nil, errs.E(op, err)
 	}
 	b := &builder{host: host}
-	if err := b.addHides(s.Hide); err != nil {
+	if err := b.system(s.System); err != nil {
 		return nil, errs.E(op, err)
 	}
+	var user []mount
 	for _, m := range s.Binds {
 		if err := checkPath("bind source", m.Src, true); err != nil {
 			return nil, errs.E(op, err)
 		}
-		if err := checkPath("bind destination", m.Dst, false); err != nil {
+		if err := checkDst("bind destination", m.Dst); err != nil {
 			return nil, errs.E(op, err)
 		}
-		if _, err := b.stat(m.Src); err != nil {
-			return nil, errs.E(op, b.statErr("bind source", m.Src, err))
+		if _, err := b.stat(path.Clean(m.Src)); err != nil {
+			return nil, errs.E(op, statErr("bind source", m.Src, err))
 		}
-		b.mounts = append(b.mounts, mount{dst: path.Clean(m.Dst), src: path.Clean(m.Src), readOnly: m.ReadOnly})
+		user = append(user, mount{dst: path.Clean(m.Dst), src: path.Clean(m.Src), readOnly: m.ReadOnly})
 	}
 	for _, t := range s.Tmpfs {
-		if err := checkPath("tmpfs", t.Dst, false); err != nil {
+		if err := checkDst("tmpfs", t.Dst); err != nil {
 			return nil, errs.E(op, err)
 		}
 		if t.Size < 0 {
 			return nil, errs.E(op, errs.Invalid, CodeBadSpec, "negative tmpfs size for "+t.Dst)
 		}
-		b.mounts = append(b.mounts, mount{dst: path.Clean(t.Dst), size: t.Size})
+		user = append(user, mount{dst: path.Clean(t.Dst), size: t.Size})
+	}
+	hasTmp := slices.ContainsFunc(user, func(m mount) bool { return m.dst == "/tmp" })
+	if !hasTmp {
+		user = append(user, mount{dst: "/tmp"})
+	}
+	// Parents before children, so that a mount inside another one lands
+	// on top of it; otherwise the spec's order.
+	slices.SortStableFunc(user, func(x, y mount) int { return depth(x.dst) - depth(y.dst) })
+	files := files(s)
+	if len(files) != len(p.dataFDs) {
+		return nil, errs.E(op, errs.Internal, CodeBadSpec, "a descriptor for every synthetic file is needed")
+	}
+	for i, f := range files {
+		if err := checkDst("file", f.Dst); err != nil {
+			return nil, errs.E(op, err)
+		}
+		user = append(user, mount{dst: path.Clean(f.Dst), data: true, src: strconv.Itoa(p.dataFDs[i])})
 	}
 	for _, d := range s.Devices {
 		if err := checkPath("device", d, false); err != nil {
 			return nil, errs.E(op, err)
 		}
-		if !under(path.Clean(d), "/dev") {
+		if !under(path.Clean(d), "/dev") || path.Clean(d) == "/dev" {
 			return nil, errs.E(op, errs.Invalid, CodeBadSpec, "device "+quote(d)+" is not under /dev")
 		}
 	}
-	// Parents before children, so that a mount inside another one lands
-	// on top of it; otherwise the caller's order.
-	slices.SortStableFunc(b.mounts, func(x, y mount) int { return depth(x.dst) - depth(y.dst) })
-	for i, m := range b.mounts {
-		if err := b.placeMountPoint(m.dst, b.mounts[:i]); err != nil {
+	for i, m := range user {
+		if err := b.placeable(m.dst, user[:i]); err != nil {
 			return nil, errs.E(op, err)
 		}
 	}
-	return b.emit(s)
-}
 
-// addHides keeps the hides that exist on the host and are not inside
-// another hide.
-func (b *builder) addHides(hides []string) error {
-	var hs []string
-	for _, h := range hides {
-		if err := checkPath("hidden dir", h, false); err != nil {
-			return err
-		}
-		h = path.Clean(h)
-		if _, err := b.stat(h); err != nil {
-			if notExist(err) {
-				continue // nothing to hide
-			}
-			return b.statErr("hidden dir", h, err)
-		}
-		hs = append(hs, h)
+	a := []string{"--unshare-user", "--uid", strconv.Itoa(GuestUID), "--gid", strconv.Itoa(GuestGID)}
+	switch p.identity {
+	case IdentityDrop, IdentitySubUID:
+		// bwrap, unprivileged (as the sandbox user, or as uid 0 of the
+		// set-id helper's namespace, which is a subordinate uid), makes a
+		// user namespace mapping only its own uid, and a second one in
+		// which no further one can be made (the seccomp filter refuses
+		// them as well); it reports its child and waits for the runner.
+		a = append(a, "--disable-userns", "--info-fd", strconv.Itoa(p.infoFD), "--block-fd", strconv.Itoa(p.blockFD))
+	default:
+		return nil, errs.E(op, errs.Invalid, CodeBadSpec, "identity "+quote(p.identity)+" cannot run a sandbox")
 	}
-	for _, h := range hs {
-		inside := false
-		for _, o := range hs {
-			if o != h && under(h, o) {
-				inside = true
-				break
-			}
-		}
-		if !inside && !slices.Contains(b.hides, h) {
-			b.hides = append(b.hides, h)
-		}
+	a = append(a,
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
+		"--hostname", GuestHostname, "--cap-drop", "ALL", "--die-with-parent", "--new-session",
+		"--seccomp", strconv.Itoa(p.seccompFD))
+	for _, m := range b.sys {
+		a = m.emit(a, b)
 	}
-	return nil
-}
-
-// placeMountPoint makes sure bwrap can mount at dst, given the hides and the
-// mounts placed before it: either dst exists in the sandbox's view or it can
-// be created in a writable directory. When dst would have to be created in
-// the read-only host root, its deepest existing ancestor is shadowed.
-func (b *builder) placeMountPoint(dst string, before []mount) error {
-	// The deepest hide or earlier mount covering dst decides.
-	cover, coverMount := "", -1
-	for _, h := range b.hides {
-		if under(dst, h) && len(h) > len(cover) {
-			cover = h
-		}
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm")
+	for _, m := range user {
+		a = m.emit(a, b)
 	}
-	for i, m := range before {
-		if under(dst, m.dst) && len(m.dst) >= len(cover) {
-			cover, coverMount = m.dst, i
-		}
-	}
-	switch {
-	case cover == dst:
-		return nil // mounting on top of an existing mount point
-	case cover != "" && coverMount < 0:
-		return nil // inside a hide: an empty, writable tmpfs
-	case cover != "":
-		m := before[coverMount]
-		if m.tmpfs() || !m.readOnly {
-			return nil // writable: bwrap creates the mount point
-		}
-		rel := strings.TrimPrefix(dst, m.dst)
-		if _, err := b.stat(m.src + rel); err == nil {
-			return nil
-		}
-		return errs.E("sandbox.Args", errs.Invalid, CodeBadSpec,
-			"mount point "+quote(dst)+" does not exist inside the read-only bind of "+quote(m.src),
-			errs.Hint("create "+quote(m.src+rel)+" before starting the sandbox"))
-	}
-	// Only the read-only host root covers dst.
-	if _, err := b.stat(dst); err == nil {
-		return nil
-	} else if !notExist(err) {
-		return b.statErr("mount point", dst, err)
-	}
-	anc := path.Dir(dst)
-	for anc != "/" {
-		fi, err := b.stat(anc)
-		if err == nil {
-			if !fi.IsDir() {
-				return errs.E("sandbox.Args", errs.Invalid, CodeBadSpec,
-					"mount point "+quote(dst)+" lies under "+quote(anc)+", which is not a directory")
-			}
-			break
-		}
-		if !notExist(err) {
-			return b.statErr("mount point", anc, err)
-		}
-		anc = path.Dir(anc)
-	}
-	if !slices.Contains(b.shadows, anc) {
-		b.shadows = append(b.shadows, anc)
-	}
-	return nil
-}
-
-func (b *builder) emit(s Spec) ([]string, error) {
-	var a []string
-	slices.SortStableFunc(b.shadows, func(x, y string) int {
-		if d := depth(x) - depth(y); d != 0 {
-			return d
-		}
-		return strings.Compare(x, y)
-	})
-	if !slices.Contains(b.shadows, "/") {
-		a = append(a, "--ro-bind", "/", "/")
-	}
-	for _, sh := range b.shadows {
-		if sh != "/" {
-			a = append(a, "--tmpfs", sh)
-		}
-		entries, err := fs.ReadDir(b.host, fsName(sh))
-		if err != nil {
-			return nil, b.statErr("directory", sh, err)
-		}
-		for _, e := range entries {
-			p := path.Join(sh, e.Name())
-			if sh == "/" && (p == "/proc" || p == "/dev") {
-				continue // fresh ones are mounted below
-			}
-			if slices.Contains(b.hides, p) {
-				continue // the hide's tmpfs makes its own mount point
-			}
-			if e.Type()&fs.ModeSymlink != 0 {
-				target, err := fs.ReadLink(b.host, fsName(p))
-				if err != nil {
-					return nil, b.statErr("symlink", p, err)
-				}
-				a = append(a, "--symlink", target, p)
-				continue
-			}
-			a = append(a, "--ro-bind", p, p)
-		}
-	}
-	for _, h := range b.hides {
-		a = append(a, "--tmpfs", h)
-	}
-	for _, m := range b.mounts {
-		switch {
-		case m.tmpfs():
-			if m.size > 0 {
-				a = append(a, "--size", strconv.FormatInt(m.size, 10))
-			}
-			a = append(a, "--tmpfs", m.dst)
-		case m.readOnly:
-			a = append(a, "--ro-bind", m.src, m.dst)
-		default:
-			a = append(a, "--bind", m.src, m.dst)
-		}
-	}
-	a = append(a, "--proc", "/proc", "--dev", "/dev")
 	for _, d := range s.Devices {
 		a = append(a, "--dev-bind", path.Clean(d), path.Clean(d))
 	}
-	// Shadows were writable only so that mount points could be made.
-	for _, sh := range b.shadows {
-		a = append(a, "--remount-ro", sh)
-	}
-	a = append(a,
-		"--unshare-pid", "--unshare-ipc", "--unshare-uts",
-		"--die-with-parent", "--new-session",
-		"--chdir", path.Clean(s.Dir),
-		"--")
+	a = append(a, "--remount-ro", "/", "--chdir", path.Clean(s.Dir), "--")
 	return append(a, s.Argv...), nil
+}
+
+// files are the synthetic files of s: EtcFiles, then the spec's own (a
+// spec file replaces an EtcFiles one at the same path).
+func files(s Spec) []File {
+	var out []File
+	for _, f := range EtcFiles() {
+		if !slices.ContainsFunc(s.Files, func(g File) bool { return path.Clean(g.Dst) == f.Dst }) {
+			out = append(out, f)
+		}
+	}
+	return append(out, s.Files...)
+}
+
+func (m mount) emit(a []string, b *builder) []string {
+	switch {
+	case m.data:
+		return append(a, "--ro-bind-data", m.src, m.dst)
+	case m.tmpfs():
+		if m.size > 0 {
+			a = append(a, "--size", strconv.FormatInt(m.size, 10))
+		}
+		return append(a, "--tmpfs", m.dst)
+	case m.system && b.isLink(m.src):
+		target, _ := fs.ReadLink(b.host, fsName(m.src))
+		return append(a, "--symlink", target, m.dst)
+	case m.readOnly:
+		return append(a, "--ro-bind", m.src, m.dst)
+	}
+	return append(a, "--bind", m.src, m.dst)
+}
+
+// builder holds the state of one Args call.
+type builder struct {
+	host fs.FS
+	sys  []mount // the system allow-list that exists on the host
+}
+
+// system collects the allow-list: systemDirs, topLinks, etcPaths (and
+// etcGlobs), then extra (an engine's prefix), skipping what is missing or
+// already inside an earlier entry.
+func (b *builder) system(extra []string) error {
+	var cands []string
+	cands = append(cands, systemDirs...)
+	cands = append(cands, topLinks...)
+	cands = append(cands, etcPaths...)
+	for _, g := range etcGlobs {
+		m, _ := fs.Glob(b.host, "etc/"+g)
+		for _, p := range m {
+			cands = append(cands, "/"+p)
+		}
+	}
+	for _, e := range extra {
+		if err := checkPath("system path", e, false); err != nil {
+			return err
+		}
+		cands = append(cands, path.Clean(e))
+	}
+	for _, c := range cands {
+		if slices.ContainsFunc(b.sys, func(m mount) bool { return under(c, m.dst) && !b.isLink(m.src) }) {
+			continue // inside /usr already
+		}
+		if _, err := fs.Lstat(b.host, fsName(c)); err != nil {
+			if notExist(err) {
+				continue
+			}
+			return statErr("system path", c, err)
+		}
+		b.sys = append(b.sys, mount{dst: c, src: c, readOnly: true, system: true})
+	}
+	return nil
+}
+
+func (b *builder) isLink(p string) bool {
+	fi, err := fs.Lstat(b.host, fsName(p))
+	return err == nil && fi.Mode()&fs.ModeSymlink != 0
+}
+
+// placeable makes sure bwrap can mount at dst given the mounts placed
+// before it: dst exists under the read-only bind that covers it, or lies
+// in a writable one (a tmpfs, a read-write bind, the sandbox's root before
+// it is made read-only), where bwrap creates it.
+func (b *builder) placeable(dst string, before []mount) error {
+	cover := -1
+	all := append(slices.Clone(b.sys), before...)
+	for i, m := range all {
+		if under(dst, m.dst) && (cover < 0 || len(m.dst) >= len(all[cover].dst)) {
+			cover = i
+		}
+	}
+	if under(dst, "/proc") || (under(dst, "/dev") && dst != "/dev/shm") {
+		return errs.E("sandbox.Args", errs.Invalid, CodeBadSpec, "mount point "+quote(dst)+" lies in the sandbox's /proc or /dev")
+	}
+	if cover < 0 {
+		return nil // on the sandbox's root tmpfs
+	}
+	m := all[cover]
+	if m.dst == dst || m.tmpfs() || !m.readOnly || m.data {
+		return nil
+	}
+	rel := strings.TrimPrefix(dst, m.dst)
+	if _, err := b.stat(m.src + rel); err == nil {
+		return nil
+	}
+	return errs.E("sandbox.Args", errs.Invalid, CodeBadSpec,
+		"mount point "+quote(dst)+" does not exist inside the read-only bind of "+quote(m.src),
+		errs.Hint("create "+quote(m.src+rel)+" before starting the sandbox"))
 }
 
 func (b *builder) stat(p string) (fs.FileInfo, error) { return fs.Stat(b.host, fsName(p)) }
 
-func (b *builder) statErr(what, p string, err error) error {
+func statErr(what, p string, err error) error {
 	if notExist(err) {
 		return errs.E("sandbox.Args", errs.Invalid, CodeBadSpec, what+" "+quote(p)+" does not exist")
 	}
@@ -288,6 +274,9 @@ func checkPath(what, p string, rootOK bool) error {
 	return nil
 }
 
+// checkDst is checkPath for a mount point, which cannot be / either.
+func checkDst(what, p string) error { return checkPath(what, p, false) }
+
 // fsName turns a clean absolute host path into an io/fs name.
 func fsName(p string) string {
 	if p == "/" {
@@ -310,3 +299,6 @@ func depth(p string) int {
 	}
 	return strings.Count(p, "/")
 }
+
+// hostFS is the host's root for buildArgs.
+func hostFS() fs.FS { return os.DirFS("/") }

@@ -3,6 +3,8 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,47 +18,89 @@ import (
 	"github.com/atelier-dev/atelier/internal/errs"
 )
 
-// These tests run real sandboxes; they are skipped where bubblewrap does
-// not work.
+// These tests run real sandboxes. Where bubblewrap or an identity for
+// user code is missing they are skipped — except in CI, which installs
+// bubblewrap and runs as root.
 
-func needBwrap(t *testing.T) {
-	t.Helper()
-	if err := Available(); err != nil {
-		t.Skipf("bubblewrap unavailable: %v", err)
-	}
+func TestMain(m *testing.M) {
+	// As the server does: nothing the test process inherited reaches a
+	// sandbox.
+	CloseInheritedOnExec()
+	os.Exit(m.Run())
 }
 
-// jobTree is a job-like layout on the host: a hidden "data dir" with a
-// secret, a home with a read-only input inside, a read-only python dir.
+// testSandbox is the sandbox of this machine, as the server makes it.
+func testSandbox(t *testing.T) *Sandbox {
+	t.Helper()
+	skip := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf(format, args...)
+		}
+		t.Skipf(format, args...)
+	}
+	id, err := ResolveIdentity(context.Background(), ResolveOptions{Create: true})
+	if err != nil {
+		skip("no identity for user code: %v", err)
+	}
+	sb, err := New(id)
+	if err != nil {
+		skip("no sandbox: %v", err)
+	}
+	if err := sb.Check(context.Background()); err != nil {
+		skip("bubblewrap does not work here: %v", err)
+	}
+	return sb
+}
+
+// jobTree is a job-like layout on the host: a "data dir" with a secret, a
+// home with a read-only input, a read-only python dir; the dirs on the way
+// are traversable by the sandbox user, as the runner makes them.
 type jobTree struct {
 	root, data, home, input, python string
 }
 
-func newJobTree(t *testing.T) jobTree {
+func newJobTree(t *testing.T, sb *Sandbox) jobTree {
 	t.Helper()
 	root := t.TempDir()
 	j := jobTree{
 		root:   root,
 		data:   filepath.Join(root, "data"),
-		home:   filepath.Join(root, "work/jobs/j1/home"),
-		input:  filepath.Join(root, "work/jobs/j1/input"),
-		python: filepath.Join(root, "work/python/h1"),
+		home:   filepath.Join(root, "data/work/jobs/j1/home"),
+		input:  filepath.Join(root, "data/work/jobs/j1/input"),
+		python: filepath.Join(root, "data/work/python/h1"),
 	}
-	for _, d := range []string{j.data, filepath.Join(j.home, "modelarts/inputs/data_0"), filepath.Join(j.home, "code"), j.input, j.python} {
+	for _, d := range []string{filepath.Join(j.home, "modelarts/inputs/data_0"), filepath.Join(j.home, "code"), j.input, j.python} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write(t, filepath.Join(j.data, "secret.txt"), "server secret")
-	write(t, filepath.Join(j.input, "sample.txt"), "input data")
-	write(t, filepath.Join(j.python, "moxing.py"), "# moxing")
+	write(t, filepath.Join(j.data, "secret.txt"), "server secret", 0o600)
+	write(t, filepath.Join(j.input, "sample.txt"), "input data", 0o644)
+	write(t, filepath.Join(j.python, "moxing.py"), "# moxing", 0o644)
+	traversable(t, j.home)
+	traversable(t, j.input)
+	traversable(t, j.python)
+	if err := sb.Identity().OwnTree(j.home); err != nil {
+		t.Fatal(err)
+	}
 	return j
+}
+
+// traversable makes every dir from the temp dir down to dir mode 0711.
+func traversable(t *testing.T, dir string) {
+	t.Helper()
+	tmp := filepath.Clean(os.TempDir())
+	for d := dir; d != tmp && d != "/" && strings.HasPrefix(d, tmp); d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func (j jobTree) spec(argv ...string) Spec {
 	return Spec{
 		Mode: ModeBubblewrap,
-		Hide: []string{j.data, filepath.Join(j.root, "work"), os.TempDir()},
 		Binds: []Bind{
 			{Src: j.home, Dst: "/home/ma-user"},
 			{Src: j.input, Dst: "/home/ma-user/modelarts/inputs/data_0", ReadOnly: true},
@@ -69,105 +113,169 @@ func (j jobTree) spec(argv ...string) Spec {
 	}
 }
 
-func write(t *testing.T, p, s string) {
+func write(t *testing.T, p, s string, mode os.FileMode) {
 	t.Helper()
-	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), mode); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func run(t *testing.T, s Spec) (string, error) {
+func run(t *testing.T, sb *Sandbox, s Spec) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd, err := Command(ctx, s)
+	cmd, err := sb.Command(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	if err = cmd.Start(nil); err == nil {
+		err = cmd.Wait()
+	}
 	return strings.TrimSpace(out.String()), err
 }
 
-func sh(t *testing.T, s Spec, script string) string {
+func sh(t *testing.T, sb *Sandbox, s Spec, script string) string {
 	t.Helper()
 	s.Argv = []string{"/bin/sh", "-c", script}
-	out, err := run(t, s)
+	out, err := run(t, sb, s)
 	if err != nil {
 		t.Fatalf("script %q: %v\n%s", script, err, out)
 	}
 	return out
 }
 
-func TestAvailable(t *testing.T) {
-	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
-		t.Skip("no /usr/bin/bwrap")
+func TestSandboxIdentity(t *testing.T) {
+	sb := testSandbox(t)
+	j := newJobTree(t, sb)
+	s := j.spec()
+	status := sh(t, sb, s, "id -u; id -g; grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status")
+	for _, want := range []string{"1000\n100\n", "CapInh:\t0000000000000000", "CapPrm:\t0000000000000000",
+		"CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("status lacks %q:\n%s", want, status)
+		}
 	}
-	if err := Available(); err != nil {
-		t.Fatalf("bwrap is installed but Available says: %v", err)
+	// A file user code makes is the sandbox user's on the host, never root's.
+	sh(t, sb, s, "echo hi > /home/ma-user/made-inside")
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(j.home, "made-inside"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if int(st.Uid) != sb.Identity().UID || st.Uid == 0 || int(st.Uid) == os.Geteuid() {
+		t.Errorf("file made in the sandbox is owned by uid %d, want %d", st.Uid, sb.Identity().UID)
 	}
 }
 
-func TestSandboxHidesAndBinds(t *testing.T) {
-	needBwrap(t)
-	j := newJobTree(t)
+func TestSandboxSeesOnlyTheAllowList(t *testing.T) {
+	sb := testSandbox(t)
+	j := newJobTree(t, sb)
 	s := j.spec()
-
-	// Hidden: the data dir, the whole work dir and /tmp are empty.
-	hs := s
-	hs.Argv = []string{"/bin/sh", "-c", `test ! -e "$1/secret.txt" || echo SECRET; ls -A /tmp; ls -A "$2" 2>/dev/null; echo end`,
-		"sh", j.data, filepath.Join(j.root, "work")}
-	if out, err := run(t, hs); err != nil || out != "end" {
-		t.Errorf("hidden dirs visible: %q %v", out, err)
+	// The host's root, its secrets and the data dir are not there at all.
+	if out := sh(t, sb, s, "ls -A /home"); out != "ma-user" {
+		t.Errorf("/home holds %q, want only ma-user", out)
 	}
-
-	// The home is read-write and shared with the host.
-	sh(t, s, "echo hello > /home/ma-user/out.txt && mkdir -p /home/ma-user/modelarts/outputs/train_0")
-	if b, err := os.ReadFile(filepath.Join(j.home, "out.txt")); err != nil || string(b) != "hello\n" {
-		t.Errorf("home write not on the host: %q %v", b, err)
+	for _, p := range []string{"/root", "/etc/shadow", "/etc/pip.conf", "/var", "/srv", "/opt/conda",
+		j.data, filepath.Join(j.data, "secret.txt"), filepath.Join(j.root, "data/work"), "/sys/fs/cgroup", "/proc/1/root/etc/shadow"} {
+		if out := sh(t, sb, s, fmt.Sprintf("cat %q 2>/dev/null || ls -A %q 2>/dev/null || echo absent", p, p)); out != "absent" {
+			t.Errorf("%s is visible: %q", p, out)
+		}
 	}
-	// The input is readable and read-only; so is the python dir.
-	if out := sh(t, s, "cat /home/ma-user/modelarts/inputs/data_0/sample.txt; cat /opt/atelier/python/moxing.py"); out != "input data# moxing" {
-		t.Errorf("read inputs: %q", out)
+	// What is there: the system, the synthetic /etc files, the job's dirs.
+	out := sh(t, sb, s, "ls /; grep ma-user /etc/passwd; cat /etc/hostname; cat /home/ma-user/modelarts/inputs/data_0/sample.txt; echo; cat /opt/atelier/python/moxing.py")
+	for _, want := range []string{"usr", "bin", "etc", "ma-user:x:1000:100", "atelier", "input data", "# moxing"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("sandbox lacks %q:\n%s", want, out)
+		}
 	}
-	for _, p := range []string{
-		"/home/ma-user/modelarts/inputs/data_0/new", "/opt/atelier/python/new", "/opt/atelier/new",
-		"/etc/atelier-test", "/atelier-test", "/usr/atelier-test", "/home/atelier-test",
-	} {
-		if out := sh(t, s, "touch "+p+" 2>/dev/null && echo WROTE || echo denied"); out != "denied" {
+	// Read-only everywhere but home, /cache, /tmp and /dev/shm.
+	for _, p := range []string{"/home/ma-user/modelarts/inputs/data_0/new", "/opt/atelier/python/new", "/opt/new",
+		"/etc/new", "/new", "/usr/new", "/etc/passwd"} {
+		if out := sh(t, sb, s, "touch "+p+" 2>/dev/null && echo WROTE || echo denied"); out != "denied" {
 			t.Errorf("could write %s", p)
 		}
 	}
-	// The host's own /opt content is still there under the shadow.
-	if entries, _ := os.ReadDir("/opt"); len(entries) > 0 {
-		name := entries[0].Name()
-		if out := sh(t, s, `test -e "/opt/`+name+`" && echo yes`); out != "yes" {
-			t.Errorf("/opt/%s disappeared in the sandbox", name)
+	for _, p := range []string{"/home/ma-user/ok", "/cache/ok", "/tmp/ok", "/dev/shm/ok"} {
+		if out := sh(t, sb, s, "touch "+p+" && echo ok"); out != "ok" {
+			t.Errorf("cannot write %s: %s", p, out)
 		}
 	}
-	// Working directory.
-	if out := sh(t, s, "pwd"); out != "/home/ma-user/code" {
+	if out := sh(t, sb, s, "pwd"); out != "/home/ma-user/code" {
 		t.Errorf("pwd = %q", out)
 	}
 }
 
-func TestSandboxHideOutsideTmp(t *testing.T) {
-	needBwrap(t)
-	j := newJobTree(t)
-	// Hide only the data dir, not /tmp: its parent stays visible, it is empty.
-	s := Spec{Mode: ModeBubblewrap, Hide: []string{j.data}, Dir: "/", Env: []string{"PATH=/usr/bin:/bin"}}
-	s.Argv = []string{"/bin/sh", "-c", `ls -A "$1"; test -d "$2" && echo parent-visible`, "sh", j.data, j.root}
-	out, err := run(t, s)
-	if err != nil || out != "parent-visible" {
-		t.Errorf("out %q err %v", out, err)
+func TestSandboxRefusesPrivilegedOperations(t *testing.T) {
+	sb := testSandbox(t)
+	j := newJobTree(t, sb)
+	s := j.spec()
+	for _, script := range []string{
+		"mount -t tmpfs none /home/ma-user",
+		"mount -o remount,rw /",
+		"mount -o remount,rw,bind /usr",
+		"umount /opt/atelier/python",
+		"umount -l /home/ma-user",
+		"unshare -U true",
+		"unshare -Ur true",
+		"unshare -m true",
+		"unshare -n true",
+	} {
+		out, err := run(t, sb, Spec{Mode: s.Mode, Binds: s.Binds, Tmpfs: s.Tmpfs, Dir: s.Dir, Env: s.Env,
+			Argv: []string{"/bin/sh", "-c", script + " && echo SUCCEEDED"}})
+		if err == nil || strings.Contains(out, "SUCCEEDED") {
+			t.Errorf("%q succeeded in the sandbox: %s", script, out)
+		}
+	}
+}
+
+func TestSandboxNetworkIsLoopbackOnly(t *testing.T) {
+	sb := testSandbox(t)
+	j := newJobTree(t, sb)
+	// A listener on the host's loopback is out of reach.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("HOST\n"))
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	py := "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	s := j.spec(py, "-c", fmt.Sprintf(`
+import socket
+try:
+    s = socket.create_connection(("127.0.0.1", %d), timeout=2)
+    print("reached", s.recv(10))
+except OSError as e:
+    print("refused")
+import os
+print(sorted(os.listdir("/sys/class/net")) if os.path.exists("/sys/class/net") else "nosys")
+`, port))
+	out, err := run(t, sb, s)
+	if err != nil || !strings.HasPrefix(out, "refused") {
+		t.Errorf("the sandbox reached the host's loopback: %q %v", out, err)
 	}
 }
 
 func TestSandboxCacheTmpfsSize(t *testing.T) {
-	needBwrap(t)
-	j := newJobTree(t)
-	out := sh(t, j.spec(), `stat -f -c "%b %S %T" /cache && mkdir -p /cache/tmp && echo x > /cache/tmp/f && cat /cache/tmp/f`)
+	sb := testSandbox(t)
+	j := newJobTree(t, sb)
+	out := sh(t, sb, j.spec(), `stat -f -c "%b %S %T" /cache && mkdir -p /cache/tmp && echo x > /cache/tmp/f && cat /cache/tmp/f`)
 	f := strings.Fields(out)
 	if len(f) != 4 {
 		t.Fatalf("stat output %q", out)
@@ -177,17 +285,16 @@ func TestSandboxCacheTmpfsSize(t *testing.T) {
 	if blocks*bsize != 8<<20 || f[2] != "tmpfs" || f[3] != "x" {
 		t.Errorf("/cache: %d blocks of %d (%s), read back %q; want 8 MiB tmpfs", blocks, bsize, f[2], f[3])
 	}
-	// Filling it gives ENOSPC.
-	out = sh(t, j.spec(), `dd if=/dev/zero of=/cache/big bs=1M count=16 2>&1; echo rc=$?`)
+	out = sh(t, sb, j.spec(), `dd if=/dev/zero of=/cache/big bs=1M count=16 2>&1; echo rc=$?`)
 	if !strings.Contains(out, "No space left") {
 		t.Errorf("16 MiB fit into an 8 MiB /cache: %q", out)
 	}
 }
 
 func TestSandboxPidNamespace(t *testing.T) {
-	needBwrap(t)
-	j := newJobTree(t)
-	out := sh(t, j.spec(), `echo $$; readlink /proc/self/ns/pid; ls /proc | grep -c '^[0-9]'`)
+	sb := testSandbox(t)
+	j := newJobTree(t, sb)
+	out := sh(t, sb, j.spec(), `echo $$; readlink /proc/self/ns/pid; ls /proc | grep -c '^[0-9]'`)
 	f := strings.Fields(out)
 	if len(f) != 3 {
 		t.Fatalf("output %q", out)
@@ -201,10 +308,10 @@ func TestSandboxPidNamespace(t *testing.T) {
 }
 
 func TestSandboxEnvExact(t *testing.T) {
-	needBwrap(t)
-	j := newJobTree(t)
+	sb := testSandbox(t)
+	j := newJobTree(t, sb)
 	s := j.spec("/usr/bin/env")
-	out, err := run(t, s)
+	out, err := run(t, sb, s)
 	if err != nil {
 		t.Fatal(err, out)
 	}
@@ -216,8 +323,7 @@ func TestSandboxEnvExact(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("env\n got %q\nwant %q", got, want)
 	}
-	// The environment is not on bwrap's command line.
-	cmd, err := Command(context.Background(), s)
+	cmd, err := sb.Command(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,27 +332,57 @@ func TestSandboxEnvExact(t *testing.T) {
 	}
 }
 
+func TestSandboxExtraFiles(t *testing.T) {
+	sb := testSandbox(t)
+	j := newJobTree(t, sb)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("through fd 3"))
+	w.Close()
+	defer r.Close()
+	s := j.spec("/bin/sh", "-c", "cat <&3; echo; ls /proc/self/fd | sort -n | tr '\\n' ' '")
+	s.ExtraFiles = []*os.File{r}
+	out, err := run(t, sb, s)
+	if err != nil {
+		t.Fatal(err, out)
+	}
+	lines := strings.Split(out, "\n")
+	if lines[0] != "through fd 3" {
+		t.Errorf("fd 3: %q", out)
+	}
+	// Only stdio, fd 3 and the descriptor ls opens itself — none of
+	// bwrap's own.
+	if len(lines) < 2 || strings.Fields(lines[1])[len(strings.Fields(lines[1]))-1] != "4" || strings.Count(lines[1], " ") > 5 {
+		t.Errorf("descriptors in the sandbox: %q", lines[1:])
+	}
+}
+
 func TestSandboxProcessGroup(t *testing.T) {
-	needBwrap(t)
+	sb := testSandbox(t)
 	for _, mode := range []string{ModeBubblewrap, ModeNone} {
 		t.Run(mode, func(t *testing.T) {
-			j := newJobTree(t)
+			j := newJobTree(t, sb)
 			s := j.spec("/bin/sleep", "30")
 			s.Mode = mode
 			if mode == ModeNone {
 				s.Dir = j.home
 			}
 			ctx, cancel := context.WithCancel(context.Background())
-			cmd, err := Command(ctx, s)
+			cmd, err := sb.Command(ctx, s)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := cmd.Start(); err != nil {
+			if err := cmd.Start(nil); err != nil {
 				t.Fatal(err)
 			}
 			pgid, err := syscall.Getpgid(cmd.Process.Pid)
 			if err != nil || pgid != cmd.Process.Pid {
 				t.Errorf("pgid %d (%v), want %d", pgid, err, cmd.Process.Pid)
+			}
+			if mode == ModeBubblewrap && (len(cmd.Pids) != 2 || cmd.Pids[0] != cmd.Process.Pid || cmd.Pids[1] <= 0) {
+				t.Errorf("pids %v", cmd.Pids)
 			}
 			start := time.Now()
 			cancel() // kills the group
@@ -258,33 +394,52 @@ func TestSandboxProcessGroup(t *testing.T) {
 	}
 }
 
-func TestNoneMode(t *testing.T) {
-	dir := t.TempDir()
-	env := []string{"A=1", "PATH=/usr/bin:/bin"}
-	out, err := run(t, Spec{Mode: ModeNone, Dir: dir, Env: env, Argv: []string{"/bin/sh", "-c", "pwd; /usr/bin/env | sort"}})
+func TestStartEnterFails(t *testing.T) {
+	sb := testSandbox(t)
+	j := newJobTree(t, sb)
+	marker := filepath.Join(j.home, "ran")
+	cmd, err := sb.Command(context.Background(), j.spec("/bin/sh", "-c", "touch /home/ma-user/ran"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// sh itself adds PWD.
+	err = cmd.Start(func([]int) error { return errs.E("test", errs.IO, "no cgroup") })
+	if err == nil || !strings.Contains(err.Error(), "no cgroup") {
+		t.Fatalf("Start: %v", err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("user code ran although enter failed")
+	}
+}
+
+func TestNoneMode(t *testing.T) {
+	sb, err := New(Identity{Mode: IdentityNone, UID: os.Getuid(), GID: os.Getgid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	env := []string{"A=1", "PATH=/usr/bin:/bin"}
+	out, err := run(t, sb, Spec{Mode: ModeNone, Dir: dir, Env: env, Argv: []string{"/bin/sh", "-c", "pwd; /usr/bin/env | sort"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := dir + "\nA=1\nPATH=/usr/bin:/bin\nPWD=" + dir
 	if out != want {
 		t.Errorf("got %q want %q", out, want)
 	}
-	out, err = run(t, Spec{Mode: ModeNone, Dir: dir, Argv: []string{"/usr/bin/env"}})
+	out, err = run(t, sb, Spec{Mode: ModeNone, Dir: dir, Argv: []string{"/usr/bin/env"}})
 	if err != nil || out != "" {
 		t.Errorf("empty Env inherited something: %q %v", out, err)
+	}
+	if _, err := sb.Command(context.Background(), Spec{Mode: ModeBubblewrap, Dir: "/", Argv: []string{"true"}}); err == nil {
+		t.Error("a sandbox without identity built a bubblewrap command")
 	}
 }
 
 // TestSandboxInCgroup is the runner's combination: a sandboxed command put
-// into a memory-limited cgroup. The sandbox (bwrap and everything in it)
-// is in the group, an allocation over the limit is OOM-killed, and the
-// environment is still exact.
+// into a memory-limited cgroup before user code runs, through Start's
+// enter hook. An allocation over the limit is OOM-killed.
 func TestSandboxInCgroup(t *testing.T) {
-	needBwrap(t)
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for cgroups")
-	}
+	sb := testSandbox(t)
 	g, err := cgroup.New("sandbox-test-"+strconv.Itoa(os.Getpid()), cgroup.Limits{MemoryBytes: 64 << 20, CPUs: 1})
 	if errs.KindOf(err) == errs.Unsupported {
 		t.Skipf("no cgroups: %v", err)
@@ -297,42 +452,21 @@ func TestSandboxInCgroup(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	j := newJobTree(t)
-
-	s := j.spec("/usr/bin/env")
-	ctx := context.Background()
-	cmd, err := Command(ctx, s)
+	j := newJobTree(t, sb)
+	s := j.spec("/bin/sh", "-c", "cat /proc/self/cgroup; dd if=/dev/zero of=/dev/null bs=200M count=1")
+	cmd, err := sb.Command(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.Prepare(cmd)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	got := strings.Split(strings.TrimSpace(string(out)), "\n")
-	slices.Sort(got)
-	want := append(slices.Clone(s.Env), "PWD="+s.Dir)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("env through cgroup and sandbox\n got %q\nwant %q", got, want)
-	}
-
-	// dd reads into a 200 MiB buffer.
-	s = j.spec("/bin/sh", "-c", "dd if=/dev/zero of=/dev/null bs=200M count=1")
-	cmd, err = Command(ctx, s)
-	if err != nil {
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.StartIn(g); err != nil {
 		t.Fatal(err)
 	}
-	g.Prepare(cmd)
-	out, err = cmd.CombinedOutput()
-	if err == nil {
-		t.Fatalf("200 MiB fit in a 64 MiB group: %s", out)
+	if err := cmd.Wait(); err == nil {
+		t.Fatalf("200 MiB fit in a 64 MiB group: %s", out.String())
 	}
 	if !g.OOMKilled() {
-		t.Errorf("no OOM kill seen (%v: %s)", err, out)
-	}
-	if st, err := g.Stats(); err != nil || st.MemoryPeak > 70<<20 {
-		t.Errorf("stats %+v %v", st, err)
+		t.Errorf("no OOM kill seen: %s", out.String())
 	}
 }

@@ -293,7 +293,7 @@ func (s *Service) launch(ctx context.Context, r *record, l launch) {
 		s.event(ctx, id, failure("Executor", fmt.Sprintf("instance %s: %s", l.id, msg)))
 		s.endInstance(ctx, id, l.id, PhaseFailed, msg, "")
 	}
-	if err := os.MkdirAll(l.dir, 0o700); err != nil {
+	if err := os.MkdirAll(l.dir, 0o711); err != nil {
 		fail("cannot create the instance dir: " + err.Error())
 		return
 	}
@@ -379,13 +379,18 @@ func route(r *record) gateway.Route {
 		rt.Weights[c.ModelID] = int(c.Weight)
 	}
 	for _, in := range r.st.Instances {
-		if in.Phase != PhaseReady || in.Stop || in.Port <= 0 {
+		if in.Phase != PhaseReady || in.Stop {
 			continue
 		}
 		if c := r.config(in.ModelID); c == nil {
 			continue
 		}
-		rt.Backends = append(rt.Backends, gateway.Backend{InstanceID: in.ID, ModelID: in.ModelID, Addr: addr(in.Port)})
+		irt := r.rt.Instances[in.ID]
+		if irt == nil || irt.Dir == "" {
+			continue
+		}
+		rt.Backends = append(rt.Backends, gateway.Backend{InstanceID: in.ID, ModelID: in.ModelID,
+			Addr: filepath.Join(irt.Dir, api.InstanceSocket), Secret: irt.Secret})
 	}
 	return rt
 }

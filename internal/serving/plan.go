@@ -225,7 +225,8 @@ func (s *Service) plan(r *record, t tick) *effects {
 			}
 			token, hash := newToken()
 			dir := filepath.Join(s.o.WorkDir, "services", r.raw.ID, in.ID)
-			r.rt.Instances[in.ID] = &instanceRuntime{Dir: dir, TokenHash: hash, GPUs: p.GPUs}
+			secret, _ := newToken()
+			r.rt.Instances[in.ID] = &instanceRuntime{Dir: dir, TokenHash: hash, GPUs: p.GPUs, Secret: secret}
 			in.Phase, in.StartTime, in.Message, in.Waiting = PhaseStarting, now, "", false
 			e.launches = append(e.launches, launch{id: in.ID, modelID: in.ModelID, flavor: in.Flavor, token: token, dir: dir})
 		}

@@ -113,12 +113,13 @@ func (s *Service) RunnerInstance(ctx context.Context, id, token string) (*api.Ru
 		return nil, err
 	}
 	ri := &api.RunnerInstance{InstanceID: id, ServiceID: r.raw.ID, ServiceName: r.spec.ServiceName, Model: *m, Engine: eng,
-		Flavor: fl, Credentials: *creds, Sandbox: s.o.Sandbox, HeartbeatSeconds: max(int(s.o.HeartbeatInterval/time.Second), 1)}
+		Flavor: fl, Credentials: *creds, Sandbox: s.o.Sandbox, SandboxUser: s.o.SandboxUser, Owner: r.raw.OwnerID,
+		HeartbeatSeconds: max(int(s.o.HeartbeatInterval/time.Second), 1)}
 	if c := r.config(in.ModelID); c != nil && len(c.Envs) > 0 {
 		ri.Envs = c.Envs
 	}
 	if rt := r.rt.Instances[id]; rt != nil {
-		ri.GPUs = rt.GPUs
+		ri.GPUs, ri.Secret = rt.GPUs, rt.Secret
 	}
 	return ri, nil
 }
@@ -172,9 +173,6 @@ func (s *Service) RunnerInstanceStatus(ctx context.Context, id, token string, re
 	const op errs.Op = "serving.RunnerInstanceStatus"
 	if !runnerReports[rep.Phase] {
 		return nil, errs.E(op, errs.Invalid, CodeReport, fmt.Sprintf("phase %q is not one a runner reports", rep.Phase))
-	}
-	if rep.Phase == PhaseReady && (rep.Port < 1 || rep.Port > 65535) {
-		return nil, errs.E(op, errs.Invalid, CodeReport, fmt.Sprintf("a Ready instance needs its port, not %d", rep.Port))
 	}
 	r, i, err := s.runner(ctx, op, id, token)
 	if err != nil {
@@ -239,7 +237,7 @@ func (s *Service) RunnerInstanceStatus(ctx context.Context, id, token string, re
 	}
 	switch became {
 	case PhaseReady:
-		s.event(ctx, sid, info("Instance", fmt.Sprintf("instance %s of model %s is ready at %s", id, in.ModelID, addr(rep.Port))))
+		s.event(ctx, sid, info("Instance", fmt.Sprintf("instance %s of model %s is ready", id, in.ModelID)))
 	case "":
 	default:
 		msg := fmt.Sprintf("instance %s of model %s: %s", id, in.ModelID, rep.Phase)

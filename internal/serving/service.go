@@ -104,6 +104,8 @@ type Options struct {
 	Flavors []api.Flavor
 	Engines []api.Engine
 	Sandbox string
+	// SandboxUser is the account a root runner runs model servers as.
+	SandboxUser string
 	// Ledger is the machine's capacity, shared with training jobs: an
 	// instance starts only when its flavor fits, on GPU devices no job
 	// holds (capacity.Place). Default: a ledger of this service alone with
@@ -293,6 +295,9 @@ type instanceRuntime struct {
 	TokenHash string `json:"token_hash,omitempty"`
 	CredsKey  string `json:"creds_key,omitempty"`
 	GPUs      []int  `json:"gpus,omitempty"`
+	// Secret is what the gateway's requests to the instance carry; its
+	// model server refuses any request without it.
+	Secret string `json:"secret,omitempty"`
 }
 
 // record is a decoded service record.
@@ -382,8 +387,8 @@ func (r *record) view() *api.Service {
 	ready := map[string]int{}
 	for _, in := range r.st.Instances {
 		ai := api.Instance{InstanceID: in.ID, ModelID: in.ModelID, Phase: in.Phase, Restarts: in.Restarts, StartTime: in.StartTime, Message: in.Message}
-		if in.Phase == PhaseReady && in.Port > 0 {
-			ai.Address = addr(in.Port)
+		if in.Phase == PhaseReady {
+			ai.Address = "unix:" + api.InstanceSocket
 			if !in.Stop {
 				ready[in.ModelID]++
 			}
@@ -406,8 +411,6 @@ func (r *record) view() *api.Service {
 	}
 	return &v
 }
-
-func addr(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
 
 func notFound(op errs.Op, id string) error {
 	return errs.E(op, errs.NotFound, CodeNotFound, fmt.Sprintf("service %q does not exist", id),

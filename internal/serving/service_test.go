@@ -68,7 +68,10 @@ func TestDeployStartsInstancesAndRoutesReadyOnes(t *testing.T) {
 	e.report(id, ins[0].InstanceID, PhaseInstalling, 0, "pip install", "")
 	e.report(id, ins[0].InstanceID, PhaseReady, 41001, "", "")
 	v = e.wantStatus(id, api.ServiceConcerning)
-	if r, _ := e.router.route(id); len(r.Backends) != 1 || r.Backends[0].Addr != "127.0.0.1:41001" || r.Backends[0].ModelID != "m1" {
+	// The gateway reaches the instance on the socket in its dir, with its
+	// secret.
+	if r, _ := e.router.route(id); len(r.Backends) != 1 || !strings.HasSuffix(r.Backends[0].Addr, "/"+ins[0].InstanceID+"/"+api.InstanceSocket) ||
+		r.Backends[0].ModelID != "m1" || len(r.Backends[0].Secret) < 32 {
 		t.Errorf("route with one ready %+v", r)
 	}
 	if v.Config[0].ReadyCount != 1 || v.Config[0].Status != "notReady" {
@@ -87,7 +90,7 @@ func TestDeployStartsInstancesAndRoutesReadyOnes(t *testing.T) {
 		t.Errorf("heartbeat reply %+v", reply)
 	}
 	ev := e.events(id)
-	for _, w := range []string{"deployed by alice", "Installing: pip install", "is ready at 127.0.0.1:41001", "service is running (2 of 2"} {
+	for _, w := range []string{"deployed by alice", "Installing: pip install", "instance " + ins[0].InstanceID + " of model m1 is ready", "service is running (2 of 2"} {
 		if !strings.Contains(ev, w) {
 			t.Errorf("events lack %q:\n%s", w, ev)
 		}
@@ -541,7 +544,7 @@ func TestReportValidation(t *testing.T) {
 	e.tick()
 	in := e.instances(id, PhaseStarting)[0]
 	tok := e.token(id, in.InstanceID)
-	for _, rep := range []api.InstanceReport{{Phase: "Dancing"}, {Phase: PhaseReady}, {Phase: PhaseReady, Port: 70000}} {
+	for _, rep := range []api.InstanceReport{{Phase: "Dancing"}, {Phase: "ready"}} {
 		if _, err := e.s.RunnerInstanceStatus(e.ctx, in.InstanceID, tok, &rep); errs.CodeOf(err) != CodeReport {
 			t.Errorf("report %+v: %v", rep, err)
 		}

@@ -1,12 +1,12 @@
 """A small, fast HTTP/1.1 server on asyncio protocols.
 
-One Connection per TCP connection parses requests itself: the request line
-and headers (at most max_header bytes, else 431), bodies framed by
-Content-Length or chunked transfer coding (at most max_body bytes, else
-413), `Expect: 100-continue`, keep-alive (HTTP/1.1 by default, HTTP/1.0 with
-`Connection: keep-alive`) and pipelining: a connection handles one request
-at a time and answers in order; bytes that arrive meanwhile wait in its
-buffer (reading pauses when they pass 256 KiB).
+One Connection per client connection (TCP or Unix) parses requests
+itself: the request line and headers (at most max_header bytes, else 431),
+bodies framed by Content-Length or chunked transfer coding (at most
+max_body bytes, else 413), `Expect: 100-continue`, keep-alive (HTTP/1.1 by
+default, HTTP/1.0 with `Connection: keep-alive`) and pipelining: a
+connection handles one request at a time and answers in order; bytes that
+arrive meanwhile wait in its buffer (reading pauses when they pass 256 KiB).
 
 GET and HEAD of /health/live and /health/ready are answered on the event
 loop. A POST (any path) is handed to HTTPServer.dispatch, which runs it
@@ -14,11 +14,22 @@ elsewhere (the worker threads of model_service.server) and hands the answer
 back with HTTPServer.complete(req, status, body) from any thread. Every
 other request gets a JSON error {"error_code", "error_msg"}.
 
+When HTTPServer has a secret, every request must carry the header
+X-Atelier-Instance-Secret with exactly that value (compared in constant
+time), whatever its method and path. It is checked as soon as the headers
+are parsed, before the body is read: a request without it, or with another
+value, is answered 403 {"error_code": "ATL.SVC.0512"} with `connection:
+close` and the connection is closed (what follows on it, a body or
+pipelined requests, is read and dropped for a moment, never answered);
+the handler does not run. The header is removed from Request.headers once
+checked, and its value is never logged or echoed.
+
 HTTPServer.drain() starts a graceful stop: idle connections close at once,
 a connection in the middle of a request closes after answering it.
 """
 
 import asyncio
+import hmac
 import http
 import json
 import os
@@ -32,7 +43,7 @@ __all__ = ["HTTPServer", "Connection", "Request"]
 # The reason phrases come from the standard library's table.
 _STATUS_LINES = {
     code: ("HTTP/1.1 %d %s\r\n" % (code, http.HTTPStatus(code).phrase)).encode()
-    for code in (100, 200, 400, 404, 405, 408, 413, 431, 500, 501, 503, 505)
+    for code in (100, 200, 400, 403, 404, 405, 408, 413, 431, 500, 501, 503, 505)
 }
 
 _LIVE = b'{"status":"alive"}'
@@ -48,6 +59,8 @@ _MAX_CHUNK_LINE = 1024      # a chunk-size line (with extensions)
 _LINGER = 2.0               # seconds to keep reading after an error response before closing
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 _RID_CHARS = bytes(range(0x21, 0x7F))  # visible ASCII: what an X-Request-Id may hold
+_SECRET_HEADER = b"x-atelier-instance-secret"
+_SECRET_REFUSED = "the request does not carry this instance's secret"
 
 
 class Request(object):
@@ -104,11 +117,21 @@ class HTTPServer(object):
     dispatch(req) is called on the event loop for every complete POST; the
     request is answered by calling complete(req, status, body) once, from
     any thread. access_log: write one line per request to stderr (failed
-    or successful, health checks that succeed aside).
+    or successful, health checks that succeed aside). secret (bytes or
+    None): the value every request's X-Atelier-Instance-Secret header must
+    have (see the module doc); on_refused(message) is called with one line
+    (without the header's value) for every request refused for it.
     """
 
     def __init__(self, loop, dispatch, max_header=64 * 1024, max_body=64 * 1024 * 1024,
-                 keepalive_timeout=200.0, request_timeout=60.0, access_log=True, log_fd=2):
+                 keepalive_timeout=200.0, request_timeout=60.0, access_log=True, log_fd=2,
+                 secret=None, on_refused=None):
+        if secret is not None and not isinstance(secret, bytes):
+            raise TypeError("secret must be bytes")
+        if secret == b"":
+            raise ValueError("secret must not be empty")
+        self.secret = secret
+        self.on_refused = on_refused
         self.loop = loop
         self.dispatch = dispatch
         self.max_header = max_header
@@ -162,6 +185,18 @@ class HTTPServer(object):
             req.conn.finish(req, status, body)
 
     # ---- helpers for connections
+
+    def refused(self, req, missing):
+        """Report a request refused for the instance secret (never its value)."""
+        if self.on_refused is None:
+            return
+        try:
+            self.on_refused("refused request %s %s %s (403 %s): %s" % (
+                req.rid, _loggable(req.method), _loggable(req.target), errors.BAD_SECRET,
+                "no X-Atelier-Instance-Secret header" if missing
+                else "the X-Atelier-Instance-Secret header does not match this instance's secret"))
+        except Exception:
+            pass
 
     def next_rid(self):
         self._rid_next += 1
@@ -468,6 +503,12 @@ class Connection(asyncio.Protocol):
         else:
             req.rid = srv.next_rid()
         self.req = req
+        secret = srv.secret
+        if secret is not None:
+            given = headers.pop(_SECRET_HEADER, None)  # checked here; nothing after sees it
+            if given is None or not hmac.compare_digest(given, secret):
+                srv.refused(req, given is None)
+                raise _Reject(403, errors.BAD_SECRET, _SECRET_REFUSED)
         te = headers.get(b"transfer-encoding")
         cl = headers.get(b"content-length")
         if te is not None:

@@ -5,7 +5,7 @@ Every error response is JSON: {"error_code": CODE, "error_msg": MESSAGE}.
 
 __all__ = ["HTTPError", "HANDLER_ERROR", "BAD_JSON", "BAD_MULTIPART", "BAD_REQUEST", "NOT_FOUND",
            "METHOD_NOT_ALLOWED", "BODY_TOO_LARGE", "HEADERS_TOO_LARGE", "NOT_READY",
-           "BAD_VERSION", "BAD_TRANSFER_ENCODING", "REQUEST_TIMEOUT", "CODES"]
+           "BAD_VERSION", "BAD_TRANSFER_ENCODING", "REQUEST_TIMEOUT", "BAD_SECRET", "CODES"]
 
 HANDLER_ERROR = "ATL.SVC.0500"          # 500: the handler raised, or its result is not JSON-serialisable
 BAD_JSON = "ATL.SVC.0501"               # 400: a JSON request body does not parse
@@ -19,6 +19,7 @@ NOT_READY = "ATL.SVC.0508"              # 503: GET /health/ready while the serve
 BAD_VERSION = "ATL.SVC.0509"            # 505: an HTTP version other than 1.0 and 1.1
 BAD_TRANSFER_ENCODING = "ATL.SVC.0510"  # 501: a Transfer-Encoding other than chunked
 REQUEST_TIMEOUT = "ATL.SVC.0511"        # 408: a request not received completely within --request-timeout
+BAD_SECRET = "ATL.SVC.0512"             # 403: no X-Atelier-Instance-Secret header, or not the --secret-fd one
 
 CODES = {
     HANDLER_ERROR: "the handler raised an exception or returned a value that is not JSON-serialisable",
@@ -33,6 +34,7 @@ CODES = {
     BAD_VERSION: "HTTP version not supported (use HTTP/1.1 or HTTP/1.0)",
     BAD_TRANSFER_ENCODING: "Transfer-Encoding not supported (only chunked)",
     REQUEST_TIMEOUT: "the request was not received completely in time",
+    BAD_SECRET: "the request does not carry this instance's secret",
 }
 
 

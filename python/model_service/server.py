@@ -2,9 +2,32 @@
 directory over HTTP.
 
     python -m model_service.server --model-dir DIR --model-name NAME
-        [--host 127.0.0.1] [--port 8080 | 0] [--ready-file PATH] [--workers 1]
-        [--max-body 64MiB] [--max-header 64KiB] [--keepalive-timeout 200]
-        [--request-timeout 60] [--drain-timeout 30] [--no-access-log]
+        [--host 127.0.0.1] [--port 8080 | 0 | --listen-fd N] [--secret-fd N]
+        [--ready-file PATH] [--workers 1] [--max-body 64MiB] [--max-header 64KiB]
+        [--keepalive-timeout 200] [--request-timeout 60] [--drain-timeout 30]
+        [--no-access-log]
+
+Listening: on --host:--port (TCP), or with --listen-fd N on the inherited,
+already bound and listening stream socket N (a Unix socket that the runner
+created outside the sandbox; a TCP one works too). --listen-fd and --port
+cannot be used together; --host is ignored with --listen-fd. Before the
+handler is loaded, N is checked: not a listening SOCK_STREAM socket of
+AF_UNIX, AF_INET or AF_INET6 fails start-up at stage "bind" ("--listen-fd
+3 is not a listening stream socket"). It is made non-inheritable, so the
+handler's child processes do not hold it.
+
+Instance secret: with --secret-fd N the secret is read from fd N (a pipe
+or file, read to EOF, at most 4096 bytes, surrounding whitespace stripped)
+and N closed, before the handler module is imported; an empty secret (or
+one with control characters, or an unreadable fd) fails start-up at stage
+"load". Then EVERY request (POST, the health paths, anything) must carry
+the header X-Atelier-Instance-Secret with exactly that value, else it is
+answered 403 {"error_code": "ATL.SVC.0512", "error_msg": "the request does
+not carry this instance's secret"} with `connection: close`, the
+connection is closed and the handler does not run; one warning line per
+refused request is logged, without the header's value. The header is
+never logged and never reaches the handler (which gets the decoded body
+only). Without --secret-fd nothing is checked.
 
 Start-up: read DIR/config.json (optional; model_type and warmup are used),
 import DIR/customize_service.py with DIR first on sys.path, take the ONE
@@ -14,10 +37,16 @@ first *.pth/*.pt file (sorted) at the top of DIR for PyTorch (model_type
 PyTorch or a PTServingBaseService handler) and DIR otherwise. Then, when
 config.json has "warmup": {"json": {...}} or {"file": "<path in DIR>",
 "field": "images"}, run that request through the handler. Only then bind
-the port (0: any free port) and write the ready file, atomically (a
-temporary file renamed):
+the port (0: any free port), or start accepting on --listen-fd, and write
+the ready file, atomically (a temporary file renamed):
 
     {"state": "ready", "port": N, "pid": P, "handler": "customize_service.Cls", "model_path": "..."}
+
+or, with --listen-fd and a Unix socket, "socket": "<its path>" (the path
+getsockname() gives; "@name" for an abstract one, "" for an unnamed one)
+instead of "port" (a TCP socket passed as --listen-fd gives "port"):
+
+    {"state": "ready", "socket": "/run/x/http.sock", "pid": P, "handler": "...", "model_path": "..."}
 
 or, when a step fails, {"state": "failed", "stage": "load" | "warmup" | "bind",
 "error": "<ExcType>: <message>", "traceback": "..."} and exit with status 3.
@@ -48,6 +77,7 @@ import json
 import os
 import queue
 import signal
+import socket
 import sys
 import threading
 import time
@@ -64,6 +94,7 @@ __all__ = ["main", "write_ready_file", "EXIT_FAILED"]
 EXIT_FAILED = 3  # a failed ready file was written
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _MAX_ERROR_MSG = 4096
+_MAX_SECRET = 4096
 
 
 def _size(text):
@@ -116,13 +147,28 @@ def _port(text):
     return n
 
 
+def _fd(text):
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a file descriptor number" % text)
+    if n < 0:
+        raise argparse.ArgumentTypeError("file descriptor %d is negative" % n)
+    return n
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python -m model_service.server",
                                 description="Serve a ModelArts-style model directory over HTTP.")
     p.add_argument("--model-dir", required=True, help="directory with config.json and customize_service.py")
     p.add_argument("--model-name", required=True, help="model name passed to the handler")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=_port, default=8080, help="port to listen on; 0 picks a free one")
+    p.add_argument("--host", help="address to listen on (default 127.0.0.1; ignored with --listen-fd)")
+    p.add_argument("--port", type=_port, help="port to listen on (default 8080); 0 picks a free one")
+    p.add_argument("--listen-fd", type=_fd, metavar="N",
+                   help="serve on the inherited listening stream socket N (Unix or TCP) instead of --port")
+    p.add_argument("--secret-fd", type=_fd, metavar="N",
+                   help="read the instance secret from fd N (to EOF); every request must then carry it "
+                        "in the X-Atelier-Instance-Secret header")
     p.add_argument("--ready-file", help="where to write the ready/failed JSON state")
     p.add_argument("--workers", type=_positive_int, default=1,
                    help="threads running the handler (default 1; requests queue)")
@@ -137,7 +183,18 @@ def parse_args(argv):
                    help="seconds to finish requests in progress after SIGTERM (30)")
     p.add_argument("--no-access-log", dest="access_log", action="store_false",
                    help="do not log one line per request")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.listen_fd is not None:
+        if args.port is not None:
+            p.error("--listen-fd and --port cannot be used together (the socket is already bound)")
+        if args.secret_fd is not None and args.secret_fd == args.listen_fd:
+            p.error("--listen-fd and --secret-fd name the same fd %d" % args.listen_fd)
+    elif args.port is None:
+        args.port = 8080
+    args.host_given = args.host is not None
+    if args.host is None:
+        args.host = "127.0.0.1"
+    return args
 
 
 def write_ready_file(path, state):
@@ -268,6 +325,76 @@ class _Failure(Exception):
         self.exc = exc
 
 
+def read_secret(fd):
+    """The instance secret (bytes) read from fd to EOF, whitespace around
+    it stripped; fd is closed. Raises OSError or ValueError (the messages
+    never hold the secret)."""
+    what = "--secret-fd %d" % fd
+    chunks = []
+    n = 0
+    try:
+        while True:
+            try:
+                b = os.read(fd, 65536)
+            except InterruptedError:
+                continue
+            except OSError as e:
+                raise OSError(e.errno, "cannot read the instance secret from %s: %s" % (what, e.strerror))
+            if not b:
+                break
+            n += len(b)
+            if n > _MAX_SECRET:
+                raise ValueError("the instance secret read from %s is longer than %d bytes" % (what, _MAX_SECRET))
+            chunks.append(b)
+    finally:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    secret = b"".join(chunks).strip()
+    if not secret:
+        raise ValueError("the instance secret read from %s is empty" % what)
+    if any(c < 0x20 or c == 0x7F for c in secret):
+        raise ValueError("the instance secret read from %s holds control characters; it cannot be "
+                         "sent in a header" % what)
+    return secret
+
+
+def listen_socket(fd):
+    """The socket object of the inherited listening stream socket fd,
+    non-blocking and non-inheritable. Raises OSError when fd is not one."""
+    what = "--listen-fd %d" % fd
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError as e:
+        raise OSError(e.errno, "%s is not a listening stream socket (%s)" % (what, e.strerror or e))
+    why = None
+    try:
+        if sock.family not in (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6):
+            why = "address family %s" % getattr(sock.family, "name", sock.family)
+        elif sock.type != socket.SOCK_STREAM:
+            why = "type %s, not SOCK_STREAM" % getattr(sock.type, "name", sock.type)
+        elif not sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+            why = "not listening"
+    except OSError as e:
+        why = e.strerror or str(e)
+    if why is not None:
+        sock.detach()  # the fd stays the parent's business
+        raise OSError("%s is not a listening stream socket (%s)" % (what, why))
+    sock.set_inheritable(False)
+    sock.setblocking(False)
+    return sock
+
+
+def _unix_path(name):
+    """The path of a Unix socket address as text: "@name" for an abstract one."""
+    if isinstance(name, bytes):
+        if name[:1] == b"\0":
+            return "@" + name[1:].decode("utf-8", "backslashreplace")
+        return name.decode("utf-8", "backslashreplace")
+    return name or ""
+
+
 def load(args, log):
     """Load the model directory: (service, handler class, model_path).
     Raises _Failure with the stage and the LoadError or handler exception."""
@@ -303,6 +430,20 @@ def main(argv=None):
     start-up failed)."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
     log = get_logger("model_service")
+    secret = None
+    if args.secret_fd is not None:  # before any handler code runs: it never sees the fd
+        try:
+            secret = read_secret(args.secret_fd)
+        except (OSError, ValueError) as e:
+            return _fail(log, args.ready_file, "load", e, "")
+    sock = None
+    if args.listen_fd is not None:
+        try:
+            sock = listen_socket(args.listen_fd)
+        except OSError as e:
+            return _fail(log, args.ready_file, "bind", e, "")
+        if args.host_given:
+            log.warning("--host %s is ignored: serving on --listen-fd %d", args.host, args.listen_fd)
     try:
         service, cls, model_path = load(args, log)
     except _Failure as f:
@@ -314,12 +455,12 @@ def main(argv=None):
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        return _serve(loop, args, log, service, cls, model_path)
+        return _serve(loop, args, log, service, cls, model_path, sock, secret)
     finally:
         loop.close()
 
 
-def _serve(loop, args, log, service, cls, model_path):
+def _serve(loop, args, log, service, cls, model_path, sock=None, secret=None):
     http = None
     workers = None
 
@@ -328,30 +469,43 @@ def _serve(loop, args, log, service, cls, model_path):
 
     http = HTTPServer(loop, dispatch, max_header=args.max_header, max_body=args.max_body,
                       keepalive_timeout=args.keepalive_timeout, request_timeout=args.request_timeout,
-                      access_log=args.access_log)
+                      access_log=args.access_log, secret=secret, on_refused=log.warning)
     workers = _Workers(args.workers, service, http, log)
     try:
-        server = loop.run_until_complete(loop.create_server(http.protocol, args.host, args.port,
-                                                            backlog=1024, reuse_address=True))
+        if sock is None:
+            server = loop.run_until_complete(loop.create_server(http.protocol, args.host, args.port,
+                                                                backlog=1024, reuse_address=True))
+        else:  # asyncio sets TCP_NODELAY on accepted TCP connections, not on Unix ones
+            server = loop.run_until_complete(loop.create_server(http.protocol, sock=sock, backlog=1024))
     except (OSError, ValueError) as e:
         return _fail(log, args.ready_file, "bind", e, "")
-    port = server.sockets[0].getsockname()[1]
+    state = {"state": "ready"}
+    lsock = server.sockets[0]
+    if lsock.family == socket.AF_UNIX:
+        path = _unix_path(lsock.getsockname())
+        state["socket"] = path
+        where = "unix socket %s" % path if path else "fd %d" % args.listen_fd
+    else:
+        name = lsock.getsockname()
+        state["port"] = name[1]
+        where = "%s:%d" % (args.host, name[1]) if sock is None else "%s:%d (fd %d)" % (
+            name[0], name[1], args.listen_fd)
     workers.start()
     http.start()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     handler = "%s.%s" % (cls.__module__, cls.__name__)
+    state.update(pid=os.getpid(), handler=handler, model_path=model_path)
     if args.ready_file:
         try:
-            write_ready_file(args.ready_file, {"state": "ready", "port": port, "pid": os.getpid(),
-                                               "handler": handler, "model_path": model_path})
+            write_ready_file(args.ready_file, state)
         except OSError as e:
             log.error("cannot write the ready file %s: %s", args.ready_file, e)
             server.close()
             return EXIT_FAILED
-    log.info("serving model %s (%s) on %s:%d with %d worker thread(s)", args.model_name, handler, args.host,
-             port, args.workers)
+    log.info("serving model %s (%s) on %s with %d worker thread(s)%s", args.model_name, handler, where,
+             args.workers, "; requests must carry the instance secret" if secret is not None else "")
 
     async def run():
         await stop.wait()

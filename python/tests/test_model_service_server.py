@@ -1,7 +1,9 @@
 """model_service.server end to end: a real server process on a loopback
-port per test, driven with sockets and http.client."""
+port (or a Unix socket passed as --listen-fd) per test, driven with sockets
+and http.client."""
 
 import http.client
+import importlib
 import json
 import os
 import shutil
@@ -73,10 +75,33 @@ def read_response(f):
     return status, headers, body
 
 
-class Server(object):
-    """A model_service.server process for one model directory."""
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """http.client over a Unix socket."""
 
-    def __init__(self, model_dir, *extra, name="m"):
+    def __init__(self, path, timeout=30):
+        http.client.HTTPConnection.__init__(self, "localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        try:
+            s.connect(self.unix_path)
+        except BaseException:
+            s.close()
+            raise
+        self.sock = s
+
+
+TCP = ("--port", "0", "--host", "127.0.0.1")
+
+
+class Server(object):
+    """A model_service.server process for one model directory. listen: the
+    arguments that say where it listens (TCP: a free loopback port);
+    pass_fds: fds the process inherits."""
+
+    def __init__(self, model_dir, *extra, name="m", listen=TCP, pass_fds=()):
         self.model_dir = model_dir
         self.ready_file = os.path.join(model_dir, "..", "ready-%s.json" % uuid.uuid4().hex[:8])
         self.stderr_path = self.ready_file + ".log"
@@ -85,11 +110,12 @@ class Server(object):
         env["PYTHONUNBUFFERED"] = "1"
         self.err = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "model_service.server", "--model-dir", model_dir, "--model-name", name,
-             "--port", "0", "--host", "127.0.0.1", "--ready-file", self.ready_file] + list(extra),
-            stdout=self.err, stderr=self.err, env=env, cwd=tempfile.gettempdir())
+            [sys.executable, "-m", "model_service.server", "--model-dir", model_dir, "--model-name", name]
+            + list(listen) + ["--ready-file", self.ready_file] + list(extra),
+            stdout=self.err, stderr=self.err, env=env, cwd=tempfile.gettempdir(), pass_fds=tuple(pass_fds))
         self.state = self._wait_ready()
         self.port = self.state.get("port")
+        self.unix_path = self.state.get("socket")
 
     def _wait_ready(self, timeout=60):
         end = time.time() + timeout
@@ -109,6 +135,8 @@ class Server(object):
             return f.read().decode("utf-8", "replace")
 
     def conn(self):
+        if self.unix_path:
+            return UnixHTTPConnection(self.unix_path)
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
 
     def request(self, method, path, body=None, headers=None):
@@ -125,7 +153,12 @@ class Server(object):
         return status, json.loads(body)
 
     def raw(self):
-        s = socket.create_connection(("127.0.0.1", self.port), timeout=30)
+        if self.unix_path:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(30)
+            s.connect(self.unix_path)
+        else:
+            s = socket.create_connection(("127.0.0.1", self.port), timeout=30)
         return s, s.makefile("rb")
 
     def stop(self):
@@ -500,6 +533,332 @@ class LoadTests(ServerTestCase):
         self.assertIn("stopping: 1 request(s) in progress", s.log())
 
 
+# A handler that tells what it can see of the server's fds: the secret fd
+# must be closed and the listening socket non-inheritable before it is
+# imported, and requests reach it as the decoded body only.
+FDS = """
+import os
+import sys
+from model_service.model_service import SingleNodeService
+
+
+def _fd_after(flag):
+    return int(sys.argv[sys.argv.index(flag) + 1]) if flag in sys.argv else None
+
+
+def _is_open(fd):
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
+
+
+SECRET_FD = _fd_after("--secret-fd")
+LISTEN_FD = _fd_after("--listen-fd")
+SECRET_FD_OPEN = SECRET_FD is not None and _is_open(SECRET_FD)
+LISTEN_FD_INHERITABLE = LISTEN_FD is not None and os.get_inheritable(LISTEN_FD)
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "imported"), "w") as f:
+    f.write("yes")
+
+
+class Fds(SingleNodeService):
+    def __init__(self, model_name, model_path):
+        super().__init__(model_name, model_path)
+        self.calls = 0
+
+    def _inference(self, data):
+        self.calls += 1
+        return {"calls": self.calls, "data": data, "secret_fd_open": SECRET_FD_OPEN,
+                "listen_fd_inheritable": LISTEN_FD_INHERITABLE}
+"""
+
+SECRET = "s3cr3t-" + uuid.uuid4().hex
+SECRET_HEADER = "X-Atelier-Instance-Secret"
+REFUSED = {"error_code": "ATL.SVC.0512", "error_msg": "the request does not carry this instance's secret"}
+
+
+def secret_pipe(content):
+    """The read end of a pipe that holds content and is closed for writing."""
+    r, w = os.pipe()
+    os.write(w, content)
+    os.close(w)
+    return r
+
+
+class ListenFdTests(ServerTestCase):
+    """--listen-fd (a Unix socket the runner bound) and --secret-fd."""
+
+    def unix_listener(self, listen=True):
+        path = os.path.join(self.root, "http-%s.sock" % uuid.uuid4().hex[:8])
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(sock.close)
+        sock.bind(path)
+        if listen:
+            sock.listen(16)
+        return sock, path
+
+    def start(self, code=FDS, secret=SECRET.encode(), sock=None, extra=()):
+        """A server on sock (a new listening Unix socket when None) with
+        secret passed on a pipe (none when secret is None)."""
+        if sock is None:
+            sock, _ = self.unix_listener()
+        fds = [] if getattr(sock, "closed", False) else [sock.fileno()]
+        args = ["--listen-fd", str(sock.fileno())]
+        r = None
+        if secret is not None:
+            r = secret_pipe(secret)
+            fds.append(r)
+            args += ["--secret-fd", str(r)]
+        try:
+            s = Server(self.model(code), *extra, listen=args, pass_fds=fds)
+        finally:
+            if r is not None:
+                os.close(r)
+        self.addCleanup(s.stop)
+        return s
+
+    def start_ok(self, *a, **kw):
+        s = self.start(*a, **kw)
+        self.assertEqual(s.state["state"], "ready", s.log())
+        return s
+
+    def post(self, s, obj, secret=SECRET, path="/"):
+        headers = {"Content-Type": "application/json"}
+        if secret is not None:
+            headers[SECRET_HEADER] = secret
+        status, h, body = s.request("POST", path, json.dumps(obj), headers)
+        return status, h, json.loads(body)
+
+    def wait_log(self, s, text):
+        deadline = time.time() + 5
+        while text not in s.log() and time.time() < deadline:
+            time.sleep(0.02)
+        return s.log()
+
+    def test_unix_socket_ready_file_and_secret(self):
+        sock, path = self.unix_listener()
+        s = self.start_ok(sock=sock)
+        sock.close()  # the server holds its own copy
+        self.assertEqual(s.state["socket"], path)
+        self.assertNotIn("port", s.state)
+        self.assertEqual(s.state["pid"], s.proc.pid)
+        self.assertEqual(s.state["handler"], "customize_service.Fds")
+        self.assertEqual(s.state["model_path"], s.model_dir)
+        self.assertIn("on unix socket %s with 1 worker thread(s)" % path, s.log())
+        status, headers, r = self.post(s, {"x": 1})
+        self.assertEqual(status, 200, r)
+        self.assertNotIn("connection", headers)
+        self.assertEqual(r, {"calls": 1, "data": {"x": 1}, "secret_fd_open": False,
+                             "listen_fd_inheritable": False})
+        for method in ("GET", "HEAD"):
+            for path_ in ("/health/live", "/health/ready"):
+                status, _, _ = s.request(method, path_, headers={SECRET_HEADER: SECRET})
+                self.assertEqual(status, 200, (method, path_))
+        # keep-alive with the secret: several requests on one connection
+        c = s.conn()
+        try:
+            for i in range(3):
+                c.request("POST", "/", json.dumps({"i": i}),
+                          {"Content-Type": "application/json", SECRET_HEADER: SECRET})
+                resp = c.getresponse()
+                self.assertEqual((resp.status, json.loads(resp.read())["data"]), (200, {"i": i}))
+        finally:
+            c.close()
+
+    def test_refused_without_the_secret(self):
+        s = self.start_ok()
+        wrong = [None, "", "wrong", SECRET.upper(), SECRET[:-1], SECRET[:8], SECRET + "x", " x" + SECRET,
+                 SECRET + ", " + SECRET]
+        for value in wrong:
+            status, headers, r = self.post(s, {"x": 1}, secret=value)
+            self.assertEqual((status, r), (403, REFUSED), value)
+            self.assertEqual(headers.get("connection"), "close", value)
+            self.assertEqual(headers["content-type"], "application/json")
+        # the header given twice (joined: "S, S") is not the secret either
+        sk, f = s.raw()
+        try:
+            sk.sendall(("GET /health/live HTTP/1.1\r\n%s: %s\r\n%s: %s\r\n\r\n"
+                        % (SECRET_HEADER, SECRET, SECRET_HEADER, SECRET)).encode())
+            st, _, body = read_response(f)
+            self.assertEqual((st, json.loads(body)), (403, REFUSED))
+        finally:
+            f.close()
+            sk.close()
+        # every method and path needs it, the health paths included
+        for method, path in (("GET", "/health/ready"), ("GET", "/health/live"), ("HEAD", "/health/ready"),
+                             ("GET", "/nowhere"), ("DELETE", "/"), ("PUT", "/x")):
+            status, _, body = s.request(method, path)
+            self.assertEqual(status, 403, (method, path))
+            if method != "HEAD":
+                self.assertEqual(json.loads(body), REFUSED, (method, path))
+        self.assertEqual(s.request("GET", "/health/ready", headers={SECRET_HEADER: SECRET})[::2],
+                         (200, b'{"status":"ready"}'))
+        # the header name is case-insensitive, as any HTTP header's
+        status, _, r = s.request("POST", "/", b"{}", {"x-atelier-instance-SECRET": SECRET})
+        self.assertEqual(status, 200)
+        # the handler ran for none of the refused requests
+        self.assertEqual(self.post(s, {})[2]["calls"], 2)
+        log = self.wait_log(s, "refused request")
+        self.assertIn("WARNING model_service: refused request", log)
+        self.assertIn("no X-Atelier-Instance-Secret header", log)
+        self.assertIn("the X-Atelier-Instance-Secret header does not match", log)
+        self.assertEqual(log.count("refused request"), len(wrong) + 1 + 6)  # one line per refused request
+        self.assertNotIn(SECRET[7:], log)  # neither the secret nor a wrong value is logged
+        self.assertNotIn(SECRET.upper()[7:], log)
+
+    def test_refused_request_closes_the_connection(self):
+        # A refused request is answered 403 with `connection: close` before
+        # its body is read; the connection is then closed and nothing sent
+        # after it on that connection (a pipelined request with the secret
+        # included) is answered or run. A new connection works.
+        s = self.start_ok()
+        body = b'{"n": 1}'
+        good = (b"POST / HTTP/1.1\r\nContent-Type: application/json\r\n%s: %s\r\nContent-Length: %d\r\n\r\n%s"
+                % (SECRET_HEADER.encode(), SECRET.encode(), len(body), body))
+        bad = b"POST / HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
+            len(body), body)
+        sk, f = s.raw()
+        try:
+            sk.sendall(good)
+            st, h, b = read_response(f)
+            self.assertEqual((st, json.loads(b)["calls"]), (200, 1))
+            sk.sendall(bad + good)
+            st, h, b = read_response(f)
+            self.assertEqual((st, json.loads(b)), (403, REFUSED))
+            self.assertEqual(h.get("connection"), "close")
+            self.assertEqual(f.read(), b"")  # closed; the pipelined request got no answer
+        finally:
+            f.close()
+            sk.close()
+        # Expect: 100-continue without the secret: 403 at once, no 100
+        sk, f = s.raw()
+        try:
+            sk.sendall(b"POST / HTTP/1.1\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n")
+            st, h, b = read_response(f)
+            self.assertEqual((st, json.loads(b)), (403, REFUSED))
+            self.assertEqual(f.read(), b"")
+        finally:
+            f.close()
+            sk.close()
+        status, _, r = self.post(s, {"n": 2})
+        self.assertEqual((status, r["calls"], r["data"]), (200, 2, {"n": 2}))  # the pipelined one never ran
+
+    def test_no_secret_fd_no_check(self):
+        s = self.start_ok(secret=None)
+        status, _, r = self.post(s, {"a": 1}, secret=None)
+        self.assertEqual((status, r["data"]), (200, {"a": 1}))
+        status, _, r = self.post(s, {"a": 2}, secret="anything")
+        self.assertEqual((status, r["data"]), (200, {"a": 2}))
+        self.assertEqual(s.request("GET", "/health/ready")[0], 200)
+
+    def test_tcp_socket_as_listen_fd(self):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.addCleanup(sock.close)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(16)
+        s = self.start_ok(sock=sock)
+        self.assertEqual(s.state["port"], sock.getsockname()[1])
+        self.assertNotIn("socket", s.state)
+        self.assertIn("on 127.0.0.1:%d (fd %d)" % (s.port, sock.fileno()), s.log())
+        self.assertEqual(self.post(s, {"t": 1})[0], 200)
+        self.assertEqual(self.post(s, {"t": 1}, secret=None)[0], 403)
+
+    def test_sigterm(self):
+        sock, path = self.unix_listener()
+        s = self.start_ok(sock=sock)
+        self.assertEqual(self.post(s, {})[0], 200)
+        s.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(s.proc.wait(10), 0)
+        self.assertTrue(os.path.exists(path))  # the socket file is the runner's: left in place
+
+    def assert_bind_failure(self, s, fd, why):
+        self.assertEqual(s.proc.wait(30), 3, s.log())
+        self.assertEqual((s.state["state"], s.state["stage"]), ("failed", "bind"), s.state)
+        self.assertIn("--listen-fd %d is not a listening stream socket" % fd, s.state["error"])
+        self.assertIn(why, s.state["error"])
+        self.assertFalse(os.path.exists(os.path.join(self.root, "imported")))  # checked before loading
+
+    def test_listen_fd_not_a_socket(self):
+        r, w = os.pipe()
+        self.addCleanup(os.close, r)
+        self.addCleanup(os.close, w)
+        s = self.start(sock=_Fd(r))
+        self.assert_bind_failure(s, r, "non-socket")
+        self.assertIn("bind failed:", s.log())
+
+    def test_listen_fd_not_listening(self):
+        sock, _ = self.unix_listener(listen=False)
+        self.assert_bind_failure(self.start(sock=sock), sock.fileno(), "not listening")
+        dgram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.addCleanup(dgram.close)
+        dgram.bind(os.path.join(self.root, "dgram.sock"))
+        self.assert_bind_failure(self.start(sock=dgram), dgram.fileno(), "SOCK_STREAM")
+
+    def test_listen_fd_closed(self):
+        s = self.start(sock=_Fd(1000, closed=True), secret=None)
+        self.assert_bind_failure(s, 1000, "Bad file descriptor")
+
+    def test_listen_fd_and_port(self):
+        for extra in (["--port", "0"], ["--port", "8080"]):
+            p = subprocess.run([sys.executable, "-m", "model_service.server", "--model-dir", self.root,
+                                "--model-name", "m", "--listen-fd", "3"] + extra,
+                               env=dict(os.environ, PYTHONPATH=PYTHON_DIR), capture_output=True)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(b"--listen-fd and --port cannot be used together", p.stderr)
+        p = subprocess.run([sys.executable, "-m", "model_service.server", "--model-dir", self.root,
+                            "--model-name", "m", "--listen-fd", "x"],
+                           env=dict(os.environ, PYTHONPATH=PYTHON_DIR), capture_output=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(b"--listen-fd", p.stderr)
+
+    def test_empty_secret(self):
+        for content in (b"", b" \n\t\n"):
+            s = self.start(secret=content)
+            self.assertEqual(s.proc.wait(30), 3, s.log())
+            self.assertEqual((s.state["state"], s.state["stage"]), ("failed", "load"), s.state)
+            self.assertRegex(s.state["error"], r"^ValueError: the instance secret read from --secret-fd \d+ is empty$")
+            self.assertFalse(os.path.exists(os.path.join(self.root, "imported")))  # before the handler's import
+
+    def test_bad_secret_fd(self):
+        s = self.start(secret=b"a\x00b")
+        self.assertEqual(s.proc.wait(30), 3, s.log())
+        self.assertEqual(s.state["stage"], "load")
+        self.assertIn("control characters", s.state["error"])
+        self.assertNotIn("a\\u0000b", json.dumps(s.state))
+        sock, _ = self.unix_listener()
+        s = Server(self.model(FDS), "--secret-fd", "1000", listen=["--listen-fd", str(sock.fileno())],
+                   pass_fds=[sock.fileno()])
+        self.addCleanup(s.stop)
+        self.assertEqual(s.proc.wait(30), 3, s.log())
+        self.assertEqual(s.state["stage"], "load")
+        self.assertIn("cannot read the instance secret from --secret-fd 1000", s.state["error"])
+
+    def test_secret_over_tcp(self):
+        # --secret-fd works with --port too
+        r = secret_pipe(SECRET.encode() + b"\n")
+        try:
+            s = Server(self.model(FDS), "--secret-fd", str(r), pass_fds=[r])
+        finally:
+            os.close(r)
+        self.addCleanup(s.stop)
+        self.assertEqual(s.state["state"], "ready", s.log())
+        self.assertIsInstance(s.state["port"], int)
+        self.assertEqual(self.post(s, {})[0], 200)
+        self.assertEqual(self.post(s, {}, secret=None)[0], 403)
+
+
+class _Fd(object):
+    """A bare fd where ListenFdTests.start wants a socket."""
+
+    def __init__(self, fd, closed=False):
+        self.fd = fd
+        self.closed = closed  # not passed to the server
+
+    def fileno(self):
+        return self.fd
+
+
 MNIST_NET = """
 class Net(nn.Module):
     def __init__(self):
@@ -567,9 +926,8 @@ class TorchTests(ServerTestCase):
     def setUp(self):
         ServerTestCase.setUp(self)
         try:
-            import torch  # noqa: F401
-            import torchvision  # noqa: F401
-            from PIL import Image  # noqa: F401
+            for name in ("torch", "torchvision", "PIL.Image"):
+                importlib.import_module(name)
         except Exception as e:  # pragma: no cover - depends on the machine
             self.skipTest("torch, torchvision or PIL not importable: %s" % e)
 

@@ -22,11 +22,19 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	// ATELIER_E2E_BIN names a binary built already (CI's pass as a server
+	// that is not root has no Go toolchain cache of its own).
+	if b := os.Getenv("ATELIER_E2E_BIN"); b != "" {
+		bin = b
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "atelier-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Where an operator keeps binaries: the sandbox's user may run it.
+	os.Chmod(dir, 0o755)
 	bin = filepath.Join(dir, "atelier")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/atelier")
 	build.Dir = "../.."
@@ -74,6 +82,7 @@ type server struct {
 func startServer(t *testing.T, dataDir string, extra ...string) *server {
 	t.Helper()
 	args := append([]string{"server", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--s3-listen", "127.0.0.1:0"}, extra...)
+	passable(t, dataDir)
 	s := &server{t: t, dataDir: dataDir, log: &syncBuffer{}, done: make(chan error, 1)}
 	s.cmd = exec.Command(bin, args...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
@@ -103,6 +112,19 @@ func startServer(t *testing.T, dataDir string, extra ...string) *server {
 	}
 	t.Fatalf("server did not become healthy:\n%s", s.log.String())
 	return nil
+}
+
+// passable lets the sandbox's user pass the test's temporary dirs above
+// dir (0711, as an operator's /srv or /var/lib is), so the server keeps
+// its work_dir in the data dir.
+func passable(t *testing.T, dir string) {
+	t.Helper()
+	tmp := filepath.Clean(os.TempDir())
+	for d := filepath.Dir(filepath.Clean(dir)); d != tmp && strings.HasPrefix(d, tmp+"/"); d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func readAdmin(dataDir string) (adminConfig, error) {

@@ -515,7 +515,9 @@ func instancePythons(t *testing.T, dir string) []int {
 		}
 		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		args := strings.Split(string(cmd), "\x00")
-		if strings.Contains(string(cmd), "model_service.server") && !strings.HasSuffix(args[0], "bwrap") {
+		// Not bwrap, nor the sandbox's init, whose command lines name it.
+		if strings.Contains(string(cmd), "model_service.server") && !strings.HasSuffix(args[0], "bwrap") &&
+			!(len(args) > 1 && args[1] == "sandbox-init") {
 			out = append(out, pid)
 		}
 	}

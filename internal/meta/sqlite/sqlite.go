@@ -52,6 +52,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := checkDir(op, filepath.Dir(abs)); err != nil {
 		return nil, err
 	}
+	// Users, policies and job environments are in it: only the server may
+	// read it. SQLite gives -wal and -shm the database file's mode.
+	if err := private(abs); err != nil {
+		return nil, errs.E(op, errs.IO, fmt.Sprintf("cannot make the metadata database %s private: %v", abs, unwrapPath(err)))
+	}
 
 	w, err := openDB(ctx, abs, false)
 	if err != nil {
@@ -100,6 +105,32 @@ func openDB(ctx context.Context, abs string, readOnly bool) (*sql.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// private creates the database file with mode 0600 when it is missing and
+// takes group and other access from it and its -wal and -shm files.
+func private(abs string) error {
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		f.Close()
+	} else if !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	for _, p := range []string{abs, abs + "-wal", abs + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, fi.Mode().Perm()&0o700); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // openError reports a failure to open or migrate the file at path. The

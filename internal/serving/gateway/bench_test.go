@@ -23,7 +23,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 		io.WriteString(w, `{"predicted_label":"cat","scores":[["cat",0.91],["dog",0.09]]}`)
 	})
 	g := New(Options{Logger: slog.New(slog.DiscardHandler)})
-	g.Set(openRoute("s1", Backend{"i1", "m1", be.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: be.addr()}))
 	body := `{"inputs":[1,2,3]}`
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -44,7 +44,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 func BenchmarkFront(b *testing.B) {
 	inst := rawInstance(b)
 	g := newGW(b, Options{})
-	g.Set(openRoute("s1", Backend{"i1", "m1", inst}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: inst}))
 	c, err := net.Dial("tcp", strings.TrimPrefix(g.srv.URL, "http://"))
 	if err != nil {
 		b.Fatal(err)

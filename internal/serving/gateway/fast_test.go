@@ -234,7 +234,7 @@ func readResp(t *testing.T, br *bufio.Reader, method string) (*http.Response, st
 func TestFrontPipelinedAndSplitRequests(t *testing.T) {
 	b := newBackend(t, nil)
 	g := newGW(t, Options{})
-	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}))
 	c, br := rawDial(t, g)
 
 	// Two requests in one write: answered in order.
@@ -270,7 +270,7 @@ func TestFrontPipelinedAndSplitRequests(t *testing.T) {
 func TestFrontRepeatedFields(t *testing.T) {
 	b := newBackend(t, nil)
 	g := newGW(t, Options{})
-	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}))
 	c, br := rawDial(t, g)
 	head := func(n int, rid string) string {
 		h := "POST /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -310,7 +310,7 @@ func TestFrontHandsOver(t *testing.T) {
 	b := newBackend(t, nil)
 	reg := prometheus.NewRegistry()
 	g := New(Options{Logger: slog.New(slog.DiscardHandler), Registry: reg})
-	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}))
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/v1/infers/") {
 			g.ServeHTTP(w, r)
@@ -357,7 +357,7 @@ func TestFrontHandsOver(t *testing.T) {
 func TestFrontConnectionClose(t *testing.T) {
 	b := newBackend(t, nil)
 	g := newGW(t, Options{})
-	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}))
 	c, br := rawDial(t, g)
 	io.WriteString(c, "GET /v1/infers/s1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 	resp, _ := readResp(t, br, "GET")
@@ -381,7 +381,7 @@ func TestFrontLargeResponses(t *testing.T) {
 		}
 	})
 	g := newGW(t, Options{})
-	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}))
 	c, br := rawDial(t, g)
 	for _, path := range []string{"/sized", "/streamed", "/sized"} {
 		io.WriteString(c, "GET /v1/infers/s1"+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -400,7 +400,7 @@ func TestFrontTimeouts(t *testing.T) {
 	b := newBackend(t, nil)
 	reg := prometheus.NewRegistry()
 	g := New(Options{Logger: slog.New(slog.DiscardHandler), Registry: reg})
-	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}))
 	srv := httptest.NewUnstartedServer(g)
 	front := g.NewFront(srv.Listener, FrontOptions{ReadHeaderTimeout: 300 * time.Millisecond, IdleTimeout: 300 * time.Millisecond})
 	srv.Listener = front.Fallback()
@@ -440,7 +440,7 @@ func TestFrontShutdown(t *testing.T) {
 		io.WriteString(w, "done")
 	})
 	g := newGW(t, Options{})
-	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}))
 	idle, idleBR := rawDial(t, g)
 	io.WriteString(idle, "GET /v1/infers/s1 HTTP/1.1\r\nHost: x\r\n\r\n")
 	readResp(t, idleBR, "GET")
@@ -498,7 +498,7 @@ func TestFrontUpstreamCutAfterHeaders(t *testing.T) {
 		panic(http.ErrAbortHandler)
 	})
 	g := newGW(t, Options{})
-	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}))
 	c, br := rawDial(t, g)
 	io.WriteString(c, "GET /v1/infers/s1/cut HTTP/1.1\r\nHost: x\r\n\r\n")
 	resp, err := http.ReadResponse(br, nil)

@@ -20,7 +20,7 @@ import (
 func TestRouting(t *testing.T) {
 	b := newBackend(t, nil)
 	g := newGW(t, Options{})
-	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}))
 
 	r := g.call(t, "POST", "/v1/infers/s1", `{"x":1}`, "Content-Type", "application/json", "X-Request-Id", "req-123",
 		"X-Auth-Token", "secret", "X-Apig-AppCode", "code", "Connection", "X-Drop", "X-Drop", "1")
@@ -82,7 +82,7 @@ func TestRouting(t *testing.T) {
 func TestV2(t *testing.T) {
 	b1, b2 := newBackend(t, nil), newBackend(t, nil)
 	g := newGW(t, Options{})
-	rt := openRoute("s1", Backend{"i1", "m1", b1.addr()}, Backend{"i2", "m2", b2.addr()})
+	rt := openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b1.addr()}, Backend{InstanceID: "i2", ModelID: "m2", Addr: b2.addr()})
 	rt.Name = "resnet"
 	rt.Weights = map[string]int{"m1": 100, "m2": 0, "m3": 0}
 	g.Set(rt)
@@ -152,7 +152,7 @@ func TestV2(t *testing.T) {
 	if r.status != 503 || !strings.Contains(string(r.body), "stopped by the user") {
 		t.Errorf("ready when stopped: %d %s", r.status, r.body)
 	}
-	other := openRoute("s2", Backend{"i3", "m1", b1.addr()})
+	other := openRoute("s2", Backend{InstanceID: "i3", ModelID: "m1", Addr: b1.addr()})
 	other.Name = "resnet"
 	g.Set(other)
 	if r := g.call(t, "GET", "/v2/models/resnet/ready", nil); r.status != 409 || r.apiError(t).ErrorCode != string(CodeAmbiguousName) {
@@ -174,12 +174,12 @@ func TestAuth(t *testing.T) {
 		allowed: map[string]bool{"u-grant": true},
 	}
 	g := newGW(t, Options{Authenticator: fa})
-	tok := openRoute("tok", Backend{"i1", "m1", b.addr()})
+	tok := openRoute("tok", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()})
 	tok.Auth = api.AuthToken
-	code := openRoute("code", Backend{"i2", "m1", b.addr()})
+	code := openRoute("code", Backend{InstanceID: "i2", ModelID: "m1", Addr: b.addr()})
 	code.Auth, code.AppCode = api.AuthAppCode, "s3cr3t-app-code"
-	open := openRoute("open", Backend{"i3", "m1", b.addr()})
-	dflt := openRoute("dflt", Backend{"i4", "m1", b.addr()})
+	open := openRoute("open", Backend{InstanceID: "i3", ModelID: "m1", Addr: b.addr()})
+	dflt := openRoute("dflt", Backend{InstanceID: "i4", ModelID: "m1", Addr: b.addr()})
 	dflt.Auth = "" // token by default
 	for _, r := range []Route{tok, code, open, dflt} {
 		g.Set(r)
@@ -252,7 +252,7 @@ func TestAuth(t *testing.T) {
 func TestBodyLimit(t *testing.T) {
 	b := newBackend(t, nil)
 	g := newGW(t, Options{})
-	rt := openRoute("s1", Backend{"i1", "m1", b.addr()})
+	rt := openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()})
 	rt.MaxBody = 1024
 	g.Set(rt)
 
@@ -298,7 +298,7 @@ func TestTimeout(t *testing.T) {
 		}
 	})
 	g := newGW(t, Options{})
-	rt := openRoute("s1", Backend{"i1", "m1", b.addr()})
+	rt := openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()})
 	rt.Timeout = 300 * time.Millisecond
 	g.Set(rt)
 	start := time.Now()
@@ -335,11 +335,11 @@ func TestUnavailable(t *testing.T) {
 		{"stopped with reason", Route{ServiceID: "s", Name: "n", Status: api.ServiceStopped, Auth: api.AuthNone,
 			StoppedReason: "stop schedule: stopped after 8h"}, CodeStopped, "service n is stopped: stop schedule: stopped after 8h"},
 		{"stopped keeps refusing with instances", Route{ServiceID: "s", Name: "n", Status: api.ServiceStopped, Auth: api.AuthNone,
-			Backends: []Backend{{"i1", "m1", b.addr()}}}, CodeStopped, "service n is stopped"},
+			Backends: []Backend{{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}}}, CodeStopped, "service n is stopped"},
 		{"stopping", Route{ServiceID: "s", Name: "n", Status: api.ServiceStopping, Auth: api.AuthNone}, CodeStopped, "service n is stopping"},
 		{"no instance", Route{ServiceID: "s", Name: "n", Status: api.ServiceDeploying, Auth: api.AuthNone}, CodeNoInstance, "no ready instance (status deploying)"},
 		{"weights only on models without instances", Route{ServiceID: "s", Name: "n", Status: api.ServiceConcerning, Auth: api.AuthNone,
-			Weights: map[string]int{"m1": 0, "m2": 100}, Backends: []Backend{{"i1", "m1", b.addr()}}}, CodeNoInstance, "weight above 0"},
+			Weights: map[string]int{"m1": 0, "m2": 100}, Backends: []Backend{{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}}}, CodeNoInstance, "weight above 0"},
 		{"failed", Route{ServiceID: "s", Name: "n", Status: api.ServiceFailed, Auth: api.AuthNone}, CodeNotRunning, "failed to deploy"},
 		{"deleting", Route{ServiceID: "s", Name: "n", Status: api.ServiceDeleting, Auth: api.AuthNone}, CodeNotRunning, "being deleted"},
 	}
@@ -403,7 +403,7 @@ func TestWeights(t *testing.T) {
 			}
 		}
 	}
-	rt := openRoute("s1", Backend{"a1", "ma", b1.addr()}, Backend{"a2", "ma", b2.addr()}, Backend{"b1", "mb", b3.addr()})
+	rt := openRoute("s1", Backend{InstanceID: "a1", ModelID: "ma", Addr: b1.addr()}, Backend{InstanceID: "a2", ModelID: "ma", Addr: b2.addr()}, Backend{InstanceID: "b1", ModelID: "mb", Addr: b3.addr()})
 	rt.Weights = map[string]int{"ma": 90, "mb": 10}
 	g.Set(rt)
 	check(splitCounts(t, g, "/v1/infers/s1", 2000), map[string]float64{"ma": 0.9, "mb": 0.1}, 2000)
@@ -428,7 +428,7 @@ func TestWeights(t *testing.T) {
 	g.Set(rt)
 	check(splitCounts(t, g, "/v1/infers/s1", 200), map[string]float64{"ma": 1}, 200)
 	// No weights: equal.
-	rt.Backends = append(rt.Backends, Backend{"b1", "mb", b3.addr()})
+	rt.Backends = append(rt.Backends, Backend{InstanceID: "b1", ModelID: "mb", Addr: b3.addr()})
 	rt.Weights = nil
 	g.Set(rt)
 	check(splitCounts(t, g, "/v1/infers/s1", 400), map[string]float64{"ma": 0.5, "mb": 0.5}, 400)
@@ -448,7 +448,7 @@ func TestLeastOutstanding(t *testing.T) {
 	}
 	b1, b2 := newBackend(t, handler), newBackend(t, handler)
 	g := newGW(t, Options{})
-	g.Set(openRoute("s1", Backend{"i1", "m1", b1.addr()}, Backend{"i2", "m1", b2.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b1.addr()}, Backend{InstanceID: "i2", ModelID: "m1", Addr: b2.addr()}))
 
 	held := make(chan reply)
 	go func() { held <- g.call(t, "POST", "/v1/infers/s1", "{}", "X-Hold", "1") }()
@@ -483,7 +483,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		fmt.Fprint(w, "{}")
 	})
 	g := newGW(t, Options{ConcurrencyPerInstance: 2, QueueTimeout: 5 * time.Second})
-	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}))
 	var wg sync.WaitGroup
 	codes := make(chan int, 5)
 	for range 5 {
@@ -518,7 +518,7 @@ func TestBusy(t *testing.T) {
 	defer close(release)
 	b := newBackend(t, func(w http.ResponseWriter, r *http.Request) { <-release })
 	g := newGW(t, Options{ConcurrencyPerInstance: 1, QueueTimeout: 200 * time.Millisecond})
-	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}))
 	go g.call(t, "POST", "/v1/infers/s1", "{}")
 	for b.inflight.Load() == 0 {
 		time.Sleep(time.Millisecond)
@@ -544,7 +544,7 @@ func TestQueueFollowsScaleUp(t *testing.T) {
 	slow := newBackend(t, func(w http.ResponseWriter, r *http.Request) { <-release })
 	fast := newBackend(t, nil)
 	g := newGW(t, Options{ConcurrencyPerInstance: 1, QueueTimeout: 5 * time.Second})
-	rt := openRoute("s1", Backend{"i1", "m1", slow.addr()})
+	rt := openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: slow.addr()})
 	g.Set(rt)
 	go g.call(t, "POST", "/v1/infers/s1", "{}")
 	for slow.inflight.Load() == 0 {
@@ -555,7 +555,7 @@ func TestQueueFollowsScaleUp(t *testing.T) {
 	for g.Stats("s1").Extra["queued"] < 1 {
 		time.Sleep(time.Millisecond)
 	}
-	rt.Backends = append(rt.Backends, Backend{"i2", "m1", fast.addr()})
+	rt.Backends = append(rt.Backends, Backend{InstanceID: "i2", ModelID: "m1", Addr: fast.addr()})
 	g.Set(rt)
 	select {
 	case r := <-done:
@@ -587,7 +587,7 @@ func TestQueueFollowsScaleUp(t *testing.T) {
 func TestRetryOnRefused(t *testing.T) {
 	good := newBackend(t, nil)
 	g := newGW(t, Options{DownFor: time.Minute})
-	g.Set(openRoute("s1", Backend{"dead", "m1", closedAddr(t)}, Backend{"good", "m1", good.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "dead", ModelID: "m1", Addr: closedAddr(t)}, Backend{InstanceID: "good", ModelID: "m1", Addr: good.addr()}))
 	for i := range 20 {
 		r := g.call(t, "POST", "/v1/infers/s1", fmt.Sprintf(`{"n":%d}`, i))
 		if r.status != 200 || r.header.Get("X-Atelier-Instance") != "good" || r.echo(t).Body != fmt.Sprintf(`{"n":%d}`, i) {
@@ -607,7 +607,7 @@ func TestRetryOnRefused(t *testing.T) {
 	}
 
 	// Only dead instances: one retry, then 502.
-	g.Set(openRoute("s2", Backend{"d1", "m1", closedAddr(t)}, Backend{"d2", "m1", closedAddr(t)}))
+	g.Set(openRoute("s2", Backend{InstanceID: "d1", ModelID: "m1", Addr: closedAddr(t)}, Backend{InstanceID: "d2", ModelID: "m1", Addr: closedAddr(t)}))
 	r := g.call(t, "POST", "/v1/infers/s2", "{}")
 	if r.status != 502 || r.apiError(t).ErrorCode != string(CodeInstanceFailed) || !strings.Contains(r.apiError(t).ErrorMsg, "refused") {
 		t.Errorf("all dead: %d %s", r.status, r.body)
@@ -624,7 +624,7 @@ func TestNoRetryAfterResponse(t *testing.T) {
 	})
 	other := newBackend(t, nil)
 	g := newGW(t, Options{})
-	g.Set(openRoute("s1", Backend{"bad", "m1", b500.addr()}, Backend{"ok", "m1", other.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "bad", ModelID: "m1", Addr: b500.addr()}, Backend{InstanceID: "ok", ModelID: "m1", Addr: other.addr()}))
 	n500 := 0
 	for range 40 {
 		r := g.call(t, "POST", "/v1/infers/s1", "{}")
@@ -704,9 +704,9 @@ func TestNoRetryAfterPartialResponse(t *testing.T) {
 			other := newBackend(t, nil)
 			g := newGW(t, Options{})
 			// Only the broken instance first: least outstanding ties rotate, so pin it.
-			g.Set(openRoute("s1", Backend{"broken", "m1", addr}))
+			g.Set(openRoute("s1", Backend{InstanceID: "broken", ModelID: "m1", Addr: addr}))
 			r := g.call(t, "POST", "/v1/infers/s1", "{}")
-			g.Set(openRoute("s1", Backend{"broken", "m1", addr}, Backend{"ok", "m1", other.addr()}))
+			g.Set(openRoute("s1", Backend{InstanceID: "broken", ModelID: "m1", Addr: addr}, Backend{InstanceID: "ok", ModelID: "m1", Addr: other.addr()}))
 			for range 10 {
 				g.call(t, "POST", "/v1/infers/s1", "{}")
 			}
@@ -742,7 +742,7 @@ func TestRetryStaleConnection(t *testing.T) {
 		readRequest(br) // the next one on this connection: no answer
 	})
 	g := newGW(t, Options{})
-	g.Set(openRoute("s1", Backend{"only", "m1", addr}))
+	g.Set(openRoute("s1", Backend{InstanceID: "only", ModelID: "m1", Addr: addr}))
 	for i := range 5 {
 		if r := g.call(t, "POST", "/v1/infers/s1", "{}"); r.status != 200 {
 			t.Fatalf("request %d: %d %s", i, r.status, r.body)
@@ -763,7 +763,7 @@ func TestClientGone(t *testing.T) {
 		fmt.Fprint(w, "{}")
 	})
 	g := newGW(t, Options{})
-	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}))
 	c, err := net.Dial("tcp", strings.TrimPrefix(g.srv.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -802,7 +802,7 @@ func TestHeadAndStatusPassThrough(t *testing.T) {
 		fmt.Fprint(w, "short and stout")
 	})
 	g := newGW(t, Options{})
-	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}))
 	r := g.call(t, "GET", "/v1/infers/s1", nil)
 	if r.status != 418 || string(r.body) != "short and stout" || r.header.Get("X-Handler") != "yes" {
 		t.Errorf("%d %q %v", r.status, r.body, r.header)

@@ -17,9 +17,9 @@ func TestSetDuringTraffic(t *testing.T) {
 	}
 	g := newGW(t, Options{ConcurrencyPerInstance: 2})
 	routes := []Route{
-		openRoute("s1", Backend{"i0", "m1", bs[0].addr()}, Backend{"i1", "m2", bs[1].addr()}),
-		openRoute("s1", Backend{"i1", "m2", bs[1].addr()}, Backend{"i2", "m2", bs[2].addr()}),
-		openRoute("s1", Backend{"i0", "m1", bs[0].addr()}, Backend{"i3", "m1", bs[3].addr()}, Backend{"i2", "m2", bs[2].addr()}),
+		openRoute("s1", Backend{InstanceID: "i0", ModelID: "m1", Addr: bs[0].addr()}, Backend{InstanceID: "i1", ModelID: "m2", Addr: bs[1].addr()}),
+		openRoute("s1", Backend{InstanceID: "i1", ModelID: "m2", Addr: bs[1].addr()}, Backend{InstanceID: "i2", ModelID: "m2", Addr: bs[2].addr()}),
+		openRoute("s1", Backend{InstanceID: "i0", ModelID: "m1", Addr: bs[0].addr()}, Backend{InstanceID: "i3", ModelID: "m1", Addr: bs[3].addr()}, Backend{InstanceID: "i2", ModelID: "m2", Addr: bs[2].addr()}),
 	}
 	routes[0].Weights = map[string]int{"m1": 50, "m2": 50}
 	routes[2].Weights = map[string]int{"m1": 10, "m2": 90}
@@ -53,7 +53,7 @@ func TestSetDuringTraffic(t *testing.T) {
 			default:
 			}
 			g.Set(routes[i%len(routes)])
-			g.Set(openRoute("other", Backend{"x", "m", bs[3].addr()}))
+			g.Set(openRoute("other", Backend{InstanceID: "x", ModelID: "m", Addr: bs[3].addr()}))
 			g.Remove("other")
 			_ = g.Stats("s1")
 			_ = g.InFlight("s1")

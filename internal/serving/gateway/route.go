@@ -13,7 +13,11 @@ import (
 type Backend struct {
 	InstanceID string
 	ModelID    string
-	Addr       string // "127.0.0.1:PORT"
+	// Addr is the instance's Unix socket (a path) or host:port.
+	Addr string
+	// Secret goes with every request to the instance
+	// (api.InstanceSecretHeader); its model server requires it.
+	Secret string
 }
 
 // Route is what the gateway needs to know about a service.
@@ -68,6 +72,7 @@ type group struct {
 // route updates (keyed by instance id and address) so counts stay right.
 type backend struct {
 	id, model, addr string
+	secret          string
 	hdrID, hdrModel []string // response header values, built once
 	out             atomic.Int32
 	downUntil       atomic.Int64 // unix nanoseconds; set after a failed connection
@@ -148,10 +153,10 @@ func compile(r Route, svc *svcState) *route {
 			rt.byModel[b.ModelID] = g
 			models = append(models, b.ModelID)
 		}
-		key := b.InstanceID + "\x00" + b.Addr
+		key := b.InstanceID + "\x00" + b.Addr + "\x00" + b.Secret
 		be := svc.backends[key]
 		if be == nil || be.model != b.ModelID {
-			be = &backend{id: b.InstanceID, model: b.ModelID, addr: b.Addr,
+			be = &backend{id: b.InstanceID, model: b.ModelID, addr: b.Addr, secret: b.Secret,
 				hdrID: []string{b.InstanceID}, hdrModel: []string{b.ModelID}, wq: g.wq}
 		}
 		backends[key] = be

@@ -65,7 +65,7 @@ func TestScaleFromZeroHoldsTheRequest(t *testing.T) {
 		t.Fatalf("answered %d before an instance was ready: %s", r.status, r.body)
 	case <-time.After(150 * time.Millisecond):
 	}
-	rt.Backends = []Backend{{"i1", "m1", b.addr()}}
+	rt.Backends = []Backend{{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}}
 	g.Set(rt)
 	var r reply
 	select {
@@ -229,14 +229,14 @@ func TestScaleFromZeroPinnedVersion(t *testing.T) {
 	go func() { done <- g.call(t, "POST", "/v2/models/svc-s1/versions/m2/infer", "{}") }()
 	eventually(t, "the demand", func() bool { return d.count() == 1 })
 	// An instance of the other version does not end the wait.
-	rt.Backends = []Backend{{"i1", "m1", b1.addr()}}
+	rt.Backends = []Backend{{InstanceID: "i1", ModelID: "m1", Addr: b1.addr()}}
 	g.Set(rt)
 	select {
 	case r := <-done:
 		t.Fatalf("answered %d from %q before m2 had an instance", r.status, r.header.Get("X-Atelier-Instance"))
 	case <-time.After(150 * time.Millisecond):
 	}
-	rt.Backends = append(rt.Backends, Backend{"i2", "m2", b2.addr()})
+	rt.Backends = append(rt.Backends, Backend{InstanceID: "i2", ModelID: "m2", Addr: b2.addr()})
 	g.Set(rt)
 	select {
 	case r := <-done:

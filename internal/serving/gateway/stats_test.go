@@ -33,7 +33,7 @@ func TestStats(t *testing.T) {
 	clk := newClock(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
 	b := newBackend(t, sleepHandler(200*time.Millisecond))
 	g := newGW(t, Options{Now: clk.now})
-	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}))
 
 	// 80 fast requests and 20 that take 200 ms, all within one (fake) second.
 	for i := range 100 {
@@ -128,7 +128,7 @@ func TestSecRingConcurrent(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	b := newBackend(t, nil)
 	g := newGW(t, Options{})
-	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}))
 	rt := openRoute("s2")
 	rt.Status = "deploying"
 	g.Set(rt)

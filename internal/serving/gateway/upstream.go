@@ -13,9 +13,13 @@ import (
 	"net/textproto"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/sandbox/relay"
 )
 
 // The gateway talks to instances with its own small HTTP/1.1 client rather
@@ -188,7 +192,8 @@ type pool struct {
 
 var dialer = net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}
 
-// get returns an idle connection (reused) or dials a new one.
+// get returns an idle connection (reused) or dials a new one: addr is an
+// instance's Unix socket (a path) or, in tests and benchmarks, host:port.
 func (p *pool) get(ctx context.Context, addr string, now time.Time) (uc *uconn, reused bool, err error) {
 	p.mu.Lock()
 	for len(p.idle) > 0 {
@@ -202,7 +207,12 @@ func (p *pool) get(ctx context.Context, addr string, now time.Time) (uc *uconn, 
 		uc.c.Close()
 	}
 	p.mu.Unlock()
-	c, err := dialer.DialContext(ctx, "tcp", addr)
+	var c net.Conn
+	if strings.HasPrefix(addr, "/") {
+		c, err = relay.DialUnix(ctx, &dialer, addr)
+	} else {
+		c, err = dialer.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -295,7 +305,7 @@ func (g *Gateway) send(ctx context.Context, x *exchange, r *http.Request, b *bac
 	}
 	x.uc, x.reused = uc, reused
 	uc.setDeadline(deadline)
-	uc.head = appendRequestHead(uc.head[:0], r, fwd, rid, len(body), hc)
+	uc.head = appendRequestHead(uc.head[:0], r, fwd, rid, b.secret, len(body), hc)
 	if len(body) <= inlineBody {
 		// A small body goes in the head's buffer: one write(2), not writev.
 		uc.head = append(uc.head, body...)
@@ -337,7 +347,7 @@ func skipRequestHeader(k string) bool {
 	switch k {
 	case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te",
 		"Trailer", "Transfer-Encoding", "Upgrade", "X-Auth-Token", "X-Apig-Appcode", "Expect", "Content-Length",
-		"Host", "X-Request-Id", "X-Forwarded-For":
+		"Host", "X-Request-Id", "X-Forwarded-For", api.InstanceSecretHeader:
 		return true
 	}
 	return false
@@ -349,7 +359,7 @@ func skipRequestHeader(k string) bool {
 // parser state for r, the header lines it made while parsing are used when
 // they are usable (hc.fwdOK): the same the Header map would give, in the
 // client's order.
-func appendRequestHead(b []byte, r *http.Request, fwd, rid string, bodyLen int, hc *headCache) []byte {
+func appendRequestHead(b []byte, r *http.Request, fwd, rid, secret string, bodyLen int, hc *headCache) []byte {
 	b = append(b, r.Method...)
 	b = append(b, ' ')
 	b = append(b, fwd...)
@@ -370,6 +380,11 @@ func appendRequestHead(b []byte, r *http.Request, fwd, rid string, bodyLen int, 
 	b = append(b, "X-Request-Id: "...)
 	b = append(b, rid...)
 	b = append(b, "\r\n"...)
+	if secret != "" {
+		b = append(b, api.InstanceSecretHeader+": "...)
+		b = append(b, secret...)
+		b = append(b, "\r\n"...)
+	}
 	if bodyLen > 0 || r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
 		b = append(b, "Content-Length: "...)
 		b = strconv.AppendInt(b, int64(bodyLen), 10)

@@ -77,7 +77,7 @@ func testResponseFraming(t *testing.T, mode string, tt framingCase) {
 	if mode == "net/http" {
 		g = newPlainGW(t, Options{})
 	}
-	g.Set(openRoute("s1", Backend{"i1", "m1", addr}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: addr}))
 	for i := range 2 {
 		r := g.call(t, tt.method, "/v1/infers/s1", "{}")
 		if r.err != nil || r.status != tt.status || string(r.body) != tt.body {
@@ -128,7 +128,7 @@ func TestMalformedResponse(t *testing.T) {
 			}
 		})
 		g := newGW(t, Options{})
-		g.Set(openRoute("s1", Backend{"i1", "m1", addr}, Backend{"i2", "m1", addr}))
+		g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: addr}, Backend{InstanceID: "i2", ModelID: "m1", Addr: addr}))
 		r := g.call(t, "POST", "/v1/infers/s1", "{}")
 		if r.status != 502 || r.apiError(t).ErrorCode != string(CodeInstanceFailed) {
 			t.Errorf("%.40q: %d %s", resp, r.status, r.body)
@@ -156,7 +156,7 @@ func TestLargeBodies(t *testing.T) {
 		w.Write(body)
 	})
 	g := newGW(t, Options{})
-	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}))
 	big := bytes.Repeat([]byte("0123456789abcdef"), 400_000) // 6.4 MB
 	for _, p := range []string{"/v1/infers/s1", "/v1/infers/s1/chunked"} {
 		r := g.call(t, "POST", p, big)
@@ -178,7 +178,7 @@ func TestStreaming(t *testing.T) {
 		}
 	})
 	g := newGW(t, Options{})
-	g.Set(openRoute("s1", Backend{"i1", "m1", b.addr()}))
+	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}))
 	resp, err := http.Post(g.srv.URL+"/v1/infers/s1", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,137 @@
+package sandbox
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/atelier-dev/atelier/internal/errs"
+)
+
+// Modes of what the platform makes for user code.
+const (
+	// userDirMode: a directory user code owns (IdentityDrop), private to it.
+	userDirMode fs.FileMode = 0o700
+	// sharedDirMode: with IdentitySubUID user code and the server share
+	// the server's group (setgid, so that what user code makes keeps it).
+	sharedDirMode fs.FileMode = 0o770 | fs.ModeSetgid
+	// TraverseMode is a directory of the platform on the way to what the
+	// sandbox binds: bwrap runs as the sandbox's user and must pass it,
+	// nobody may list it.
+	TraverseMode fs.FileMode = 0o711
+)
+
+// OwnDir makes the directory dir user code's: owned by it, mode 0700
+// (IdentityDrop); group-shared with the server, mode 2770
+// (IdentitySubUID); unchanged (IdentityNone). dir must not be a symlink
+// (it is lchown'ed and checked).
+func (id Identity) OwnDir(dir string) error {
+	const op errs.Op = "sandbox.OwnDir"
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return errs.E(op, errs.IO, CodeSetup, "cannot inspect "+dir, err)
+	}
+	if !fi.IsDir() {
+		return errs.E(op, errs.Invalid, CodeSetup, dir+" is not a directory")
+	}
+	return id.own(dir, true)
+}
+
+// OwnTree is OwnDir for root and everything beneath it, files included
+// (made writable by user code), never following a symlink. Call it only
+// before user code runs there.
+func (id Identity) OwnTree(root string) error {
+	const op errs.Op = "sandbox.OwnTree"
+	if id.Mode == IdentityNone {
+		return nil
+	}
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return errs.E(op, errs.IO, CodeSetup, "cannot read "+p, err)
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			if id.Mode == IdentityDrop {
+				// lchown: the link itself, never its target.
+				if err := os.Lchown(p, id.UID, id.GID); err != nil {
+					return errs.E(op, errs.IO, CodeSetup, "cannot hand "+p+" to the sandbox user", err)
+				}
+			}
+			return nil
+		}
+		if !d.IsDir() && !d.Type().IsRegular() {
+			return nil
+		}
+		return id.own(p, d.IsDir())
+	})
+}
+
+// OwnSocket lets user code (and nobody else local) connect to the Unix
+// socket at p.
+func (id Identity) OwnSocket(p string) error {
+	switch id.Mode {
+	case IdentityDrop:
+		if err := os.Lchown(p, id.UID, id.GID); err != nil {
+			return errs.E("sandbox.OwnSocket", errs.IO, CodeSetup, "cannot hand "+p+" to the sandbox user", err)
+		}
+		return chmod(p, 0o600)
+	case IdentitySubUID:
+		return chmod(p, 0o660)
+	}
+	return nil
+}
+
+func (id Identity) own(p string, dir bool) error {
+	const op errs.Op = "sandbox.own"
+	switch id.Mode {
+	case IdentityDrop:
+		if err := os.Lchown(p, id.UID, id.GID); err != nil {
+			return errs.E(op, errs.IO, CodeSetup, "cannot hand "+p+" to the sandbox user", err)
+		}
+		if dir {
+			return chmod(p, userDirMode)
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return errs.E(op, errs.IO, CodeSetup, "cannot inspect "+p, err)
+		}
+		return chmod(p, fi.Mode().Perm()|0o600)
+	case IdentitySubUID:
+		if dir {
+			return chmod(p, sharedDirMode)
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return errs.E(op, errs.IO, CodeSetup, "cannot inspect "+p, err)
+		}
+		return chmod(p, fi.Mode().Perm()|0o660)
+	}
+	return nil
+}
+
+func chmod(p string, m fs.FileMode) error {
+	if err := os.Chmod(p, m); err != nil {
+		return errs.E("sandbox.chmod", errs.IO, CodeSetup, "cannot set the mode of "+p, err)
+	}
+	return nil
+}
+
+// Traversable makes each directory of dirs mode 0711 (when it is looser
+// or stricter): the platform's directories on the way to what a sandbox
+// binds.
+func Traversable(dirs ...string) error {
+	for _, d := range dirs {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			return errs.E("sandbox.Traversable", errs.IO, CodeSetup, "cannot inspect "+d, err)
+		}
+		if !fi.IsDir() {
+			return errs.E("sandbox.Traversable", errs.Invalid, CodeSetup, d+" is not a directory")
+		}
+		if fi.Mode().Perm() != TraverseMode.Perm() {
+			if err := chmod(d, TraverseMode); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
