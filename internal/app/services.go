@@ -35,7 +35,7 @@ func newServingService(ctx context.Context, cfg *config.Server, iso *isolation, 
 		advertise = "http://" + apiAddr
 	}
 	return serving.New(store, models, iam, iam, local.New(local.Options{Logger: log}), router, system, serving.Options{
-		Flavors: jobs.Flavors(), Engines: jobs.Engines(), Ledger: ledger, Sandbox: cfg.Sandbox, SandboxUser: cfg.SandboxUser, SandboxError: iso.err,
+		Flavors: jobs.Flavors(), Engines: jobs.Engines(), Ledger: ledger, Sandbox: cfg.Sandbox, SandboxUser: cfg.SandboxUser, SandboxError: iso.err, RemoveAll: iso.sb.Identity().RemoveAll,
 		DataDir: cfg.DataDir, WorkDir: cfg.WorkDir, ServerURL: advertise, S3Endpoint: s3URL, Region: cfg.Region,
 		RunnerArgv0: self, Logger: log,
 	}), nil

@@ -252,6 +252,15 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{t: t, work: t.TempDir(), store: obsmem.New()}
+	// What user code made there may be a subordinate uid's (a server that
+	// is not root): removed as that uid before TempDir's clean-up.
+	t.Cleanup(func() {
+		if id, err := sandbox.ResolveIdentity(context.Background(), sandbox.ResolveOptions{}); err == nil {
+			if err := id.RemoveAll(e.work); err != nil {
+				t.Errorf("removing the work dir: %v", err)
+			}
+		}
+	})
 	// The sandbox's user must pass the test's temporary dirs on the way
 	// to the work dir, as it passes an operator's /srv or /var/lib.
 	tmp := filepath.Clean(os.TempDir())

@@ -372,7 +372,7 @@ func (r *run) makeTree() error {
 		r.log.Warn("cannot unmount the cache of an earlier attempt", "dir", l.Cache, "err", err)
 	}
 	for _, d := range []string{l.Home, l.Cache} {
-		if err := os.RemoveAll(d); err != nil {
+		if err := r.box.id.RemoveAll(d); err != nil {
 			return errs.E(op, errs.IO, CodeJobTree, because(fmt.Sprintf("cannot clear %s", d), err), err)
 		}
 	}

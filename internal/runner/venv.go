@@ -114,7 +114,7 @@ func (in *installer) ensure(ctx context.Context, engine api.Engine, content []by
 		in.note("using cached environment %s", venv)
 		return venv, nil, nil
 	}
-	if err := os.RemoveAll(venv); err != nil {
+	if err := in.box.id.RemoveAll(venv); err != nil {
 		return "", nil, errs.E(op, errs.IO, CodeInstallIO, because(fmt.Sprintf("cannot remove the unfinished environment %s", venv), err), err)
 	}
 	if err := os.Mkdir(venv, 0o700); err != nil {
@@ -137,7 +137,7 @@ func (in *installer) ensure(ctx context.Context, engine api.Engine, content []by
 	}
 	tail, err = in.run(ctx, engine, venv, hosts, args)
 	if err != nil {
-		os.RemoveAll(venv)
+		in.box.id.RemoveAll(venv)
 		if ctx.Err() != nil {
 			return "", tail, ctx.Err()
 		}

@@ -470,3 +470,17 @@ func TestSandboxInCgroup(t *testing.T) {
 		t.Errorf("no OOM kill seen: %s", out.String())
 	}
 }
+
+// TestRemoveAllWhatUserCodeMade: the server removes a tree user code made,
+// also when that is a subordinate uid's (a server that is not root).
+func TestRemoveAllWhatUserCodeMade(t *testing.T) {
+	sb := testSandbox(t)
+	j := newJobTree(t, sb)
+	sh(t, sb, j.spec(), "mkdir -p /home/ma-user/deep/er && echo x > /home/ma-user/deep/er/f && chmod 0500 /home/ma-user/deep/er")
+	if err := sb.Identity().RemoveAll(j.home); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(j.home); !os.IsNotExist(err) {
+		t.Errorf("%s is still there: %v", j.home, err)
+	}
+}

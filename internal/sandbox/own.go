@@ -1,9 +1,16 @@
 package sandbox
 
 import (
+	"context"
+	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
 
 	"github.com/atelier-dev/atelier/internal/errs"
 )
@@ -132,6 +139,48 @@ func Traversable(dirs ...string) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// RemoveAll removes path and everything beneath it, never following a
+// link. With IdentitySubUID what user code made there is owned by a
+// subordinate uid, which a server that is not root may not remove: the
+// directories of that uid found beneath the server's own (whose names user
+// code cannot change) are emptied as that uid, in a user namespace like
+// the sandbox's, and the server removes the rest.
+func (id Identity) RemoveAll(path string) error {
+	const op errs.Op = "sandbox.RemoveAll"
+	err := os.RemoveAll(path)
+	if err == nil || id.Mode != IdentitySubUID || !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	var theirs []string
+	filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == id.UID {
+				theirs = append(theirs, p)
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+	var out []byte
+	for batch := range slices.Chunk(theirs, 256) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		// rm fails to remove each of these dirs itself (the server owns its
+		// parent) but empties it; GNU rm never follows a link.
+		o, _ := exec.CommandContext(ctx, id.Unshare, append([]string{"--user",
+			"--map-users=" + strconv.Itoa(id.UID) + ",0,1", "--map-groups=" + strconv.Itoa(id.GID) + ",0,1", "--setuid", "0",
+			"--", "/bin/rm", "-rf", "--"}, batch...)...).CombinedOutput()
+		cancel()
+		out = append(out, o...)
+	}
+	if err := os.RemoveAll(path); err != nil {
+		return errs.E(op, errs.IO, CodeSetup, "cannot remove "+path+" as the sandbox's user: "+firstLine(string(out)), err)
 	}
 	return nil
 }

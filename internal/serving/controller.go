@@ -422,7 +422,7 @@ func (s *Service) remove(ctx context.Context, r *record) error {
 		}
 	}
 	s.forget(id)
-	_ = os.RemoveAll(filepath.Join(s.o.WorkDir, "services", id))
+	_ = s.removeAll(filepath.Join(s.o.WorkDir, "services", id))
 	s.log.Info("service deleted", "service", id, "name", r.spec.ServiceName)
 	return nil
 }
@@ -439,7 +439,7 @@ func (s *Service) reap(serviceID string, ended []endedInstance, then func()) {
 			}
 		}
 		if d.Dir != "" {
-			_ = os.RemoveAll(d.Dir)
+			_ = s.removeAll(d.Dir)
 		}
 	}
 	if then != nil {
@@ -509,4 +509,12 @@ func (s *Service) count(ctx context.Context, id string) {
 	s.countMu.Lock()
 	s.counted[id] = counted{requests: st.Requests, errors: st.Errors}
 	s.countMu.Unlock()
+}
+
+// removeAll removes a dir of instances (Options.RemoveAll).
+func (s *Service) removeAll(path string) error {
+	if s.o.RemoveAll != nil {
+		return s.o.RemoveAll(path)
+	}
+	return os.RemoveAll(path)
 }

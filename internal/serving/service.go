@@ -106,6 +106,9 @@ type Options struct {
 	Sandbox string
 	// SandboxUser is the account a root runner runs model servers as.
 	SandboxUser string
+	// RemoveAll removes an instance's dirs (default os.RemoveAll; what
+	// user code made there may be another uid's).
+	RemoveAll func(path string) error
 	// Ledger is the machine's capacity, shared with training jobs: an
 	// instance starts only when its flavor fits, on GPU devices no job
 	// holds (capacity.Place). Default: a ledger of this service alone with

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/atelier-dev/atelier/internal/sandbox"
 )
 
 // bin is the atelier binary built for this test run.
@@ -90,7 +92,17 @@ func startServer(t *testing.T, dataDir string, extra ...string) *server {
 		t.Fatal(err)
 	}
 	go func() { s.done <- s.cmd.Wait() }()
-	t.Cleanup(func() { s.stop() })
+	t.Cleanup(func() {
+		s.stop()
+		// What user code made in the data dir is a subordinate uid's when
+		// the server is not root: removed as that uid, before TempDir's
+		// clean-up.
+		if id, err := sandbox.ResolveIdentity(context.Background(), sandbox.ResolveOptions{}); err == nil {
+			if err := id.RemoveAll(dataDir); err != nil {
+				t.Errorf("removing the data dir: %v", err)
+			}
+		}
+	})
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
