@@ -183,7 +183,8 @@ func RunInstance(ctx context.Context, cfg InstanceConfig) error {
 		cfg.Timing.Heartbeat = DefaultInstanceHeartbeat
 	}
 	in := &instance{cfg: cfg, ri: &ri, srv: srv, log: log, sink: sink, work: work, stop: newStopper(),
-		beat: make(chan struct{}, 1), state: api.InstanceReport{Phase: InstanceDownloading}}
+		beat: make(chan struct{}, 1), state: api.InstanceReport{Phase: InstanceDownloading},
+		pending: []api.InstanceReport{{Phase: InstanceDownloading}}}
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -206,8 +207,9 @@ type instance struct {
 	stop *stopper
 	beat chan struct{}
 
-	mu    sync.Mutex
-	state api.InstanceReport // what the next report says
+	mu      sync.Mutex
+	state   api.InstanceReport   // what the next report says
+	pending []api.InstanceReport // phase changes not reported yet, oldest first
 	// sending serializes reports, each of which says the state of the
 	// moment it is sent: the server never sees a state after a later one.
 	sending sync.Mutex
@@ -333,7 +335,7 @@ func (in *instance) prepare() error {
 	}
 	in.box = b
 	for _, d := range []string{l.Model, l.Home, l.Cache, l.DepsDir()} {
-		if err := os.RemoveAll(d); err != nil {
+		if err := b.id.RemoveAll(d); err != nil {
 			return errs.E(op, errs.IO, CodeInstanceTree, because(fmt.Sprintf("cannot clear %s", d), err), err)
 		}
 	}
@@ -730,9 +732,16 @@ func lastLines(lines []string, n int) []string {
 	return lines
 }
 
-// setState changes what the reports say and sends one at once.
+// setState changes what the reports say and sends one at once. A change of
+// phase is queued, so that the server sees every phase in order even when
+// the next one comes before the report of this one was sent.
 func (in *instance) setState(rep api.InstanceReport) {
 	in.mu.Lock()
+	if n := len(in.pending); (n == 0 && rep.Phase != in.state.Phase) || (n > 0 && rep.Phase != in.pending[n-1].Phase) {
+		in.pending = append(in.pending, rep)
+	} else if n > 0 {
+		in.pending[n-1] = rep
+	}
 	in.state = rep
 	in.mu.Unlock()
 	select {
@@ -741,18 +750,33 @@ func (in *instance) setState(rep api.InstanceReport) {
 	}
 }
 
-// report sends the current state (POST …/status).
+// report sends the queued phase changes in order, then the current state
+// (POST …/status), and returns the last reply.
 func (in *instance) report(ctx context.Context) (api.RunnerHeartbeatReply, error) {
 	in.sending.Lock()
 	defer in.sending.Unlock()
-	in.mu.Lock()
-	rep := in.state
-	in.mu.Unlock()
-	var reply api.RunnerHeartbeatReply
-	ctx, cancel := context.WithTimeout(ctx, max(in.cfg.Timing.Heartbeat, 10*time.Second))
-	defer cancel()
-	err := in.srv.call(ctx, "POST", "status", rep, &reply)
-	return reply, err
+	for {
+		in.mu.Lock()
+		rep, queued := in.state, len(in.pending) > 0
+		if queued {
+			rep = in.pending[0]
+		}
+		in.mu.Unlock()
+		var reply api.RunnerHeartbeatReply
+		cctx, cancel := context.WithTimeout(ctx, max(in.cfg.Timing.Heartbeat, 10*time.Second))
+		err := in.srv.call(cctx, "POST", "status", rep, &reply)
+		cancel()
+		if err != nil || !queued {
+			return reply, err
+		}
+		in.mu.Lock()
+		in.pending = in.pending[1:]
+		last := len(in.pending) == 0
+		in.mu.Unlock()
+		if last || reply.Action == "stop" {
+			return reply, nil
+		}
+	}
 }
 
 // heartbeats reports the state every Heartbeat (and at once on a change)
