@@ -1,17 +1,24 @@
 package e2e
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -384,3 +391,74 @@ func TestAttackFileModes(t *testing.T) {
 // workDir is the server's work_dir (in the data dir: the tests' temporary
 // dirs are passable).
 func (s *jobServer) workDir() string { return filepath.Join(s.dataDir, "work") }
+
+// tinyWheel is a wheel of package tinypkg 1.0 (VALUE = 42).
+func tinyWheel(t *testing.T) []byte {
+	t.Helper()
+	files := []struct{ name, body string }{
+		{"tinypkg/__init__.py", "VALUE = 42\n"},
+		{"tinypkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: tinypkg\nVersion: 1.0\n"},
+		{"tinypkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: atelier-e2e\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	var record strings.Builder
+	for _, f := range files {
+		w, err := zw.Create(f.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(w, f.body)
+		sum := sha256.Sum256([]byte(f.body))
+		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", f.name, base64.RawURLEncoding.EncodeToString(sum[:]), len(f.body))
+	}
+	record.WriteString("tinypkg-1.0.dist-info/RECORD,,\n")
+	w, _ := zw.Create("tinypkg-1.0.dist-info/RECORD")
+	io.WriteString(w, record.String())
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestInstallReachesOnlyItsIndex: a dependency install reaches the
+// package index its engine's pip_args name (through the runner's egress
+// proxy, although the index is on the host's loopback), and user code of
+// an engine without network reaches nothing, the same index included.
+func TestInstallReachesOnlyItsIndex(t *testing.T) {
+	wheel := tinyWheel(t)
+	sum := sha256.Sum256(wheel)
+	var hits atomic.Int32
+	index := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		switch r.URL.Path {
+		case "/simple/tinypkg/":
+			fmt.Fprintf(w, `<html><body><a href="/files/tinypkg-1.0-py3-none-any.whl#sha256=%x">tinypkg-1.0-py3-none-any.whl</a></body></html>`, sum)
+		case "/files/tinypkg-1.0-py3-none-any.whl":
+			w.Write(wheel)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer index.Close()
+	py := systemPython(t)
+	cfg := filepath.Join(t.TempDir(), "server.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("engines:\n  - {name: python3, python: %s, pip_args: [\"--index-url\", \"%s/simple/\"]}\n", py, index.URL)), 0o600)
+	s := &jobServer{server: startServer(t, t.TempDir(), "--config", cfg), py: py}
+	j, logs := s.runScript("from-index", map[string]string{
+		"requirements.txt": "tinypkg==1.0\n",
+		"main.py": fmt.Sprintf(`import tinypkg, urllib.request
+print("tinypkg", tinypkg.VALUE)
+try:
+    urllib.request.urlopen(%q, timeout=3)
+    print("index from user code ALLOWED")
+except OSError as e:
+    print("index from user code refused", type(e).__name__)
+`, index.URL+"/simple/tinypkg/"),
+	})
+	s.expectPhase(j, api.PhaseCompleted, "")
+	wantLines(t, logs, "tinypkg 42", "index from user code refused")
+	if hits.Load() < 2 {
+		t.Errorf("the install did not fetch from the index (%d requests)", hits.Load())
+	}
+}
