@@ -6,7 +6,9 @@
 #       input (cache); Slurm: `sbatch` → first line of the batch script, plain
 #       and with a `cp -r` of the same 2,000 files first (its staging);
 #   (b) output sync of a 1 GiB checkpoint written by a job, against
-#       `atelier obs cp` of the same file.
+#       `atelier obs cp` of the same file;
+#   (c) what each layer of the job sandbox adds to the start of user code,
+#       from the sandbox before the isolation work to the full one.
 # Writes bench/results/jobs.md. See bench/jobs/README.md.
 #
 # Every knob is an environment variable (defaults in brackets):
@@ -17,6 +19,7 @@
 #   SYNC_RUNS [2]         rounds of (b)
 #   DATA_FILES [2000] DATA_BYTES [52428800]   input data set (bench/jobs/gendata.py, fixed seed)
 #   CKPT_MIB [1024]       checkpoint size of (b)
+#   LAYER_RUNS [30]       interleaved rounds of (c), each sandbox layer's start cost (bench/jobs/layers; needs root)
 #   SANDBOX [bubblewrap]  the server's `sandbox:` setting
 #   ENGINE_PYTHON [/usr/bin/python3, resolved]  the interpreter of the job's engine (what make demo configures);
 #                         "detect" leaves the server's auto-detection (python3 on PATH, e.g. a pyenv build)
@@ -41,6 +44,7 @@ SYNC_RUNS=${SYNC_RUNS:-2}
 DATA_FILES=${DATA_FILES:-2000}
 DATA_BYTES=${DATA_BYTES:-52428800}
 CKPT_MIB=${CKPT_MIB:-1024}
+LAYER_RUNS=${LAYER_RUNS:-30}
 SANDBOX=${SANDBOX:-bubblewrap}
 CODE_FROM=${CODE_FROM:-local}
 SLURM=${SLURM:-1}
@@ -412,6 +416,20 @@ CACHE_DU=""
 [[ -d $ATL_WORKDIR/cache/objects ]] && CACHE_DU=$(du -sh "$ATL_WORKDIR/cache/objects" | cut -f1)
 CACHE_FILES=$(find "$ATL_WORKDIR/cache/objects" -type f 2>/dev/null | wc -l || true)
 
+# ---------------------------------------------------------------- (c) sandbox layers
+# The same trivial program through bubblewrap command lines that add one
+# layer at a time, interleaved (bench/jobs/layers).
+LAYERS_OK=0
+log "(c) sandbox layers: $LAYER_RUNS rounds"
+if go run ./bench/jobs/layers -n "$LAYER_RUNS" -atelier "$ATL" -python "$ENGINE_PY" >"$WORK/layers.md" 2>"$WORK/layers.err"; then
+	LAYERS_OK=1
+else
+	log "layers failed: $(head -c 300 "$WORK/layers.err")"
+fi
+# The full sandbox's cost over the committed run's (the "full" row's last column).
+LAYERS_OVER=$(awk -F'|' '$2 ~ /^ full / { gsub(/[ +ms]/, "", $6); print $6 }' "$WORK/layers.md" 2>/dev/null)
+LAYERS_OVER=${LAYERS_OVER:-n/a}
+
 # ---------------------------------------------------------------- (b) output sync
 mibs() { awk -v s="$1" -v m="$CKPT_MIB" 'BEGIN { if (s=="" || s+0<=0) print ""; else printf "%.1f", m/s }'; }
 if [[ $ATELIER_OK == 1 ]]; then
@@ -538,6 +556,7 @@ SYNC_RATIO=$(ratio "$SYNC_MIBS" "$CP_MIBS")
 	echo "| the same two, measured from the server's create_time (Atelier only) | ${A_FIRST_SRV} s / ${A_CACHED_SRV} s | | | | |"
 	echo "| Slurm plain \`sbatch\` with default SchedulerParameters (batch_sched_delay=3) | | ${S_DEF} s | | | |"
 	echo "| output sync of a $CKPT_MIB MiB checkpoint: job's final sync vs \`atelier obs cp\`, MiB/s (**higher is better**) | sync ${SYNC_MIBS} MiB/s | obs cp ${CP_MIBS} MiB/s | ${SYNC_RATIO}× of obs cp | ≥ 0.8× | $(verdict "$SYNC_RATIO" 0.8 higher) |"
+	echo "| start cost of the sandbox's layers alone over the sandbox before the isolation work (section (c), interleaved; the end-to-end comparison is \`bench/jobs/ab.sh\`) | +${LAYERS_OVER} ms | | | | |"
 	echo
 	echo "SUMMARY_NOTES"
 	echo
@@ -604,6 +623,19 @@ SYNC_RATIO=$(ratio "$SYNC_MIBS" "$CP_MIBS")
 		echo
 		break
 	done
+	echo "## (c) What each sandbox layer adds to the start of user code"
+	echo
+	echo "\`go run ./bench/jobs/layers\`: the same program started through bubblewrap command lines that add one"
+	echo "layer at a time, from the sandbox of the committed run before the isolation work (host root read-only,"
+	echo "pid/ipc/uts namespaces, as root) to the full sandbox the runner starts; the variants are interleaved"
+	echo "round by round (order reversed every other round), so a drifting machine affects them alike."
+	echo
+	if [[ $LAYERS_OK == 1 ]]; then
+		cat "$WORK/layers.md"
+	else
+		echo "**Not measured:** $(head -c 500 "$WORK/layers.err")"
+	fi
+	echo
 	echo "## How it was measured"
 	echo
 	echo "- **Data**: \`bench/jobs/gendata.py\`: $GEN, in 20 directories,"
