@@ -130,15 +130,20 @@ func (v *verifier) Read(p []byte) (int, error) {
 		}
 		return 0, v.finish()
 	case err != nil:
-		var e *errs.Error
-		if errors.As(err, &e) {
-			v.err = errs.E(v.op, err)
-		} else {
-			v.err = errs.E(v.op, errs.IO, "reading the body", err)
-		}
+		v.err = v.readErr(err)
 		return n, v.err
 	}
 	return n, nil
+}
+
+// readErr is the error of a failed read of the body: a decoder's own
+// error (a chunk signature, a trailer) keeps its kind and code.
+func (v *verifier) readErr(err error) error {
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return errs.E(v.op, err)
+	}
+	return errs.E(v.op, errs.IO, "reading the body", err)
 }
 
 // finish checks the size and the digests once the body has ended. It
@@ -158,13 +163,22 @@ func (v *verifier) finish() error {
 				"the upload was interrupted or Content-Length is wrong; send it again")
 			return v.err
 		}
-		// The declared size is reached: a body that goes on is a caller's
-		// mistake (HTTP bodies end at Content-Length by themselves).
+		// The declared size is reached: the body must end here. Reading on
+		// to its end is what verifies the rest of an encoded body (the last
+		// aws-chunked chunk's signature, the final chunk, the trailer and
+		// its checksum), so its error is the upload's. A body that goes on
+		// is a caller's mistake (HTTP bodies end at Content-Length by
+		// themselves).
 		var one [1]byte
-		if k, _ := io.ReadFull(v.r, one[:]); k > 0 {
+		k, err := io.ReadFull(v.r, one[:])
+		switch {
+		case k > 0:
 			v.err = fail(v.op, CodeIncompleteBody,
 				fmt.Sprintf("the body is longer than the declared %d bytes", v.want),
 				"declare the size of the body, or -1 when it is unknown")
+			return v.err
+		case err != io.EOF:
+			v.err = v.readErr(err)
 			return v.err
 		}
 	}

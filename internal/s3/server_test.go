@@ -19,13 +19,13 @@ import (
 )
 
 type testEnv struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *httptest.Server
 	iam    *auth.Service
 	ak, sk string
 }
 
-func newTestEnv(t *testing.T, domain string) *testEnv {
+func newTestEnv(t testing.TB, domain string) *testEnv {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
