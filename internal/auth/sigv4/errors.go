@@ -50,6 +50,7 @@ const (
 	CodeBodyRead           errs.Code = "ATL.AUTH.0023" // reading the body to hash failed
 	CodeMissingContentHash errs.Code = "ATL.AUTH.0024" // s3 request without x-amz-content-sha256
 	CodeBadPresignArgs     errs.Code = "ATL.AUTH.0025" // Presign called with an expiry out of range
+	CodeQueryAmbiguous     errs.Code = "ATL.AUTH.0042" // the query has a malformed escape or a ';', which the handlers would read otherwise than the signature covers
 )
 
 const (

@@ -130,17 +130,16 @@ func (b *verifyingBody) Close() error { return b.body.Close() }
 
 // signatureMatches reports whether the claimed signature is the one of any
 // canonical form of r the client may have signed. It compares in constant
-// time.
+// time. The query has one canonical form, the one that means what the
+// handlers read (url.ParseQuery: '+' is a space): a '+' is never also
+// tried as a literal plus, or a signed %2B could be sent as '+' and read
+// as a space.
 func signatureMatches(r *http.Request, c claim, service string, key []byte, payloadHash string) bool {
 	skip := ""
 	if c.presigned {
 		skip = paramSignature
 	}
 	queries := []string{canonicalQuery(r.URL.RawQuery, true, skip)}
-	if strings.Contains(r.URL.RawQuery, "+") {
-		// A '+' some clients sign as a literal plus rather than a space.
-		queries = append(queries, canonicalQuery(r.URL.RawQuery, false, skip))
-	}
 	if !c.presigned && !contains(queries, r.URL.RawQuery) {
 		// curl before 8.x signs the query exactly as it sends it, unsorted.
 		queries = append(queries, r.URL.RawQuery)

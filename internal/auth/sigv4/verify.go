@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -101,6 +102,9 @@ func (v *Verifier) Verify(r *http.Request) (*Result, error) {
 	}
 	c, f := readClaim(r)
 	if f == nil {
+		f = checkQuery(r.URL.RawQuery)
+	}
+	if f == nil {
 		f = v.checkClaim(r, c)
 	}
 	if f != nil {
@@ -122,6 +126,19 @@ func (v *Verifier) Verify(r *http.Request) (*Result, error) {
 		r.Body = newVerifyingBody(r.Body, pl.hash)
 	}
 	return newResult(c, key, pl.hash), nil
+}
+
+// checkQuery refuses a query the handlers would read otherwise than the
+// signature covers: url.ParseQuery drops a pair with a malformed escape or
+// a ';', which the canonical query keeps as literal characters, so a
+// signed %25 or %3B could be sent unescaped to remove a parameter.
+func checkQuery(raw string) *failure {
+	if _, err := url.ParseQuery(raw); err != nil {
+		return &failure{errs.Invalid, CodeQueryAmbiguous, S3InvalidArgument,
+			"the query string is malformed (" + err.Error() + ")",
+			"percent-encode '%' as %25 and ';' as %3B in query names and values (signing libraries do)"}
+	}
+	return nil
 }
 
 func (v *Verifier) validate() error {
