@@ -10,6 +10,9 @@
 // The decision itself is the pure function Decide: an explicit Deny in any
 // attached policy wins; a session policy (temporary credentials) must also
 // allow the request; then the admin and the owner of a resource are allowed;
-// otherwise an Allow from an attached policy is needed. Sub-packages:
+// otherwise an Allow from an attached policy is needed. List is the one
+// authorization of every list of platform resources: it refuses a list an
+// explicit Deny or a session policy refuses, and keeps only the records a
+// get would be allowed, so a new resource's list cannot forget it. Sub-packages:
 // policy (documents, parsing, evaluation) and sigv4 (AWS Signature V4).
 package auth

@@ -69,20 +69,15 @@ func (s *Service) lookupUser(ctx context.Context, op errs.Op, name string) (*met
 	return u, nil
 }
 
-// ListUsers returns the users p may see: all of them for callers allowed
-// atelier:user:List, else only p itself.
+// ListUsers returns the users p may see: all of them for an admin allowed
+// atelier:user:List, else those p may get (itself, and users a policy
+// grants).
 func (s *Service) ListUsers(ctx context.Context, p *Principal, opts meta.ListOptions) ([]*meta.User, int, error) {
-	const op errs.Op = "auth.ListUsers"
-	if !s.Allowed(p, "user", "List", Resource("user", "*"), "") {
-		opts = opts.Normalize()
-		if opts.Offset > 0 {
-			return []*meta.User{}, 1, nil
-		}
-		return []*meta.User{p.User}, 1, nil
-	}
-	us, total, err := s.store.ListUsers(ctx, opts)
+	us, total, err := List(ctx, s, p, "user", opts, func(ctx context.Context, _ string, opts meta.ListOptions) ([]*meta.User, int, error) {
+		return s.store.ListUsers(ctx, opts)
+	}, func(u *meta.User) (string, string) { return u.Name, u.ID })
 	if err != nil {
-		return nil, 0, errs.E(op, err)
+		return nil, 0, errs.E("auth.ListUsers", err)
 	}
 	return us, total, nil
 }
@@ -206,7 +201,10 @@ func (s *Service) ListAccessKeys(ctx context.Context, p *Principal, userName str
 	if err := s.Authorize(p, "accesskey", "List", Resource("user", u.Name), u.ID, userNotFound(op, userName)); err != nil {
 		return nil, 0, err
 	}
-	ks, total, err := s.store.ListAccessKeys(ctx, meta.AccessKeyFilter{UserID: u.ID}, opts)
+	// The keys of u, each as a get of it would see it.
+	ks, total, err := List(ctx, s, p, "accesskey", opts, func(ctx context.Context, _ string, opts meta.ListOptions) ([]*meta.AccessKey, int, error) {
+		return s.store.ListAccessKeys(ctx, meta.AccessKeyFilter{UserID: u.ID}, opts)
+	}, func(k *meta.AccessKey) (string, string) { return k.AccessKey, k.UserID })
 	if err != nil {
 		return nil, 0, errs.E(op, err)
 	}
@@ -250,7 +248,9 @@ func (s *Service) DeleteAccessKey(ctx context.Context, p *Principal, ak string) 
 
 // ListTokens lists the caller's tokens.
 func (s *Service) ListTokens(ctx context.Context, p *Principal, opts meta.ListOptions) ([]*meta.Token, int, error) {
-	ts, total, err := s.store.ListTokens(ctx, p.User.ID, opts)
+	ts, total, err := List(ctx, s, p, "token", opts, func(ctx context.Context, _ string, opts meta.ListOptions) ([]*meta.Token, int, error) {
+		return s.store.ListTokens(ctx, p.User.ID, opts)
+	}, func(t *meta.Token) (string, string) { return t.ID, t.UserID })
 	if err != nil {
 		return nil, 0, errs.E("auth.ListTokens", err)
 	}
@@ -358,41 +358,16 @@ func (s *Service) GetPolicy(ctx context.Context, p *Principal, name string) (*me
 	return mp, names, nil
 }
 
-// ListPolicies lists the policies p may see.
+// ListPolicies lists the policies p may see: all of them for an admin
+// allowed atelier:policy:List, else those p may get.
 func (s *Service) ListPolicies(ctx context.Context, p *Principal, opts meta.ListOptions) ([]*meta.Policy, int, error) {
-	const op errs.Op = "auth.ListPolicies"
-	if s.Allowed(p, "policy", "List", Resource("policy", "*"), "") {
-		ps, total, err := s.store.ListPolicies(ctx, opts)
-		if err != nil {
-			return nil, 0, errs.E(op, err)
-		}
-		return ps, total, nil
+	ps, total, err := List(ctx, s, p, "policy", opts, func(ctx context.Context, _ string, opts meta.ListOptions) ([]*meta.Policy, int, error) {
+		return s.store.ListPolicies(ctx, opts)
+	}, func(mp *meta.Policy) (string, string) { return mp.Name, mp.OwnerID })
+	if err != nil {
+		return nil, 0, errs.E("auth.ListPolicies", err)
 	}
-	// Without the list grant: filter everything down to what p may see.
-	var visible []*meta.Policy
-	for off := 0; ; off += meta.MaxLimit {
-		page, total, err := s.store.ListPolicies(ctx, meta.ListOptions{Offset: off, Limit: meta.MaxLimit})
-		if err != nil {
-			return nil, 0, errs.E(op, err)
-		}
-		for _, mp := range page {
-			if s.Allowed(p, "policy", "Get", Resource("policy", mp.Name), mp.OwnerID) {
-				visible = append(visible, mp)
-			}
-		}
-		if off+len(page) >= total || len(page) == 0 {
-			break
-		}
-	}
-	return pageOf(visible, opts), len(visible), nil
-}
-
-func pageOf[T any](all []T, opts meta.ListOptions) []T {
-	opts = opts.Normalize()
-	if opts.Offset >= len(all) {
-		return []T{}
-	}
-	return all[opts.Offset:min(len(all), opts.Offset+opts.Limit)]
+	return ps, total, nil
 }
 
 // DeletePolicy deletes a policy that is attached to nobody.

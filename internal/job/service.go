@@ -411,11 +411,9 @@ func (s *Service) Get(ctx context.Context, p *auth.Principal, id string) (*api.J
 // first.
 func (s *Service) ListJobs(ctx context.Context, p *auth.Principal, name string, phases []string, opts meta.ListOptions) ([]*api.Job, int, error) {
 	const op errs.Op = "job.List"
-	mf := meta.JobFilter{OwnerID: p.User.ID, Phases: phases, NameLike: name}
-	if s.authz.Allowed(p, "job", "List", auth.Resource("job", "*"), "") && p.User.Admin {
-		mf.OwnerID = ""
-	}
-	recs, total, err := s.store.ListJobs(ctx, mf, opts.Normalize())
+	recs, total, err := auth.List(ctx, s.authz, p, "job", opts.Normalize(), func(ctx context.Context, owner string, opts meta.ListOptions) ([]*meta.JobRecord, int, error) {
+		return s.store.ListJobs(ctx, meta.JobFilter{OwnerID: owner, Phases: phases, NameLike: name}, opts)
+	}, func(r *meta.JobRecord) (string, string) { return r.ID, r.OwnerID })
 	if err != nil {
 		return nil, 0, errs.E(op, err)
 	}

@@ -263,11 +263,9 @@ func (s *Service) Lookup(ctx context.Context, id string) (*api.Model, error) {
 // input ETags of the lineage: Get has them.
 func (s *Service) ListModels(ctx context.Context, p *auth.Principal, name, version string, opts meta.ListOptions) ([]*api.Model, int, error) {
 	const op errs.Op = "model.List"
-	f := meta.ModelFilter{OwnerID: p.User.ID, NameLike: name, Version: version}
-	if p.User.Admin && s.authz.Allowed(p, "model", "List", auth.Resource("model", "*"), "") {
-		f.OwnerID = ""
-	}
-	recs, total, err := s.store.ListModels(ctx, f, opts.Normalize())
+	recs, total, err := auth.List(ctx, s.authz, p, "model", opts.Normalize(), func(ctx context.Context, owner string, opts meta.ListOptions) ([]*meta.ModelRecord, int, error) {
+		return s.store.ListModels(ctx, meta.ModelFilter{OwnerID: owner, NameLike: name, Version: version}, opts)
+	}, func(r *meta.ModelRecord) (string, string) { return r.ID, r.OwnerID })
 	if err != nil {
 		return nil, 0, errs.E(op, err)
 	}

@@ -655,11 +655,9 @@ func (s *Service) present(r *record) *api.Service {
 // empty), newest first.
 func (s *Service) ListServices(ctx context.Context, p *auth.Principal, name string, statuses []string, opts meta.ListOptions) ([]*api.Service, int, error) {
 	const op errs.Op = "serving.List"
-	f := meta.ServiceFilter{OwnerID: p.User.ID, Statuses: statuses, NameLike: name}
-	if p.User.Admin && s.authz.Allowed(p, "service", "List", auth.Resource("service", "*"), "") {
-		f.OwnerID = ""
-	}
-	recs, total, err := s.store.ListServices(ctx, f, opts.Normalize())
+	recs, total, err := auth.List(ctx, s.authz, p, "service", opts.Normalize(), func(ctx context.Context, owner string, opts meta.ListOptions) ([]*meta.ServiceRecord, int, error) {
+		return s.store.ListServices(ctx, meta.ServiceFilter{OwnerID: owner, Statuses: statuses, NameLike: name}, opts)
+	}, func(r *meta.ServiceRecord) (string, string) { return r.ID, r.OwnerID })
 	if err != nil {
 		return nil, 0, errs.E(op, err)
 	}

@@ -27,16 +27,26 @@ type jobRun struct {
 func (s *Service) Usage(ctx context.Context, p *auth.Principal, all bool) (*api.Usage, error) {
 	const op errs.Op = "serving.Usage"
 	owner := p.User.ID
+	if err := s.authz.Authorize(p, "usage", "Get", auth.Resource("usage", p.User.Name), owner, nil); err != nil {
+		return nil, errs.E(op, err)
+	}
 	if all {
-		if !p.User.Admin {
+		if !p.User.Admin || !s.authz.Allowed(p, "usage", "Get", auth.Resource("usage", "*"), "") {
 			return nil, errs.E(op, errs.PermissionDenied, CodeUsage, "only an admin may see the usage of every user",
 				errs.Hint("leave out all=true (--all) to see your own"))
 		}
 		owner = ""
 	}
-	svc, err := s.store.ListServiceUsage(ctx, meta.UsageFilter{OwnerID: owner})
+	// Each service and job is counted as a get of it would see it.
+	recs, err := s.store.ListServiceUsage(ctx, meta.UsageFilter{OwnerID: owner})
 	if err != nil {
 		return nil, errs.E(op, err)
+	}
+	svc := recs[:0]
+	for _, u := range recs {
+		if s.authz.Allowed(p, "service", "Get", auth.Resource("service", u.ServiceID), u.OwnerID) {
+			svc = append(svc, u)
+		}
 	}
 	var jobs []jobRun
 	for off := 0; ; {
@@ -45,6 +55,9 @@ func (s *Service) Usage(ctx context.Context, p *auth.Principal, all bool) (*api.
 			return nil, errs.E(op, err)
 		}
 		for _, raw := range page {
+			if !s.authz.Allowed(p, "job", "Get", auth.Resource("job", raw.ID), raw.OwnerID) {
+				continue
+			}
 			if j, ok := decodeJobRun(raw); ok {
 				jobs = append(jobs, j)
 			}

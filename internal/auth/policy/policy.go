@@ -48,6 +48,11 @@ type Policy struct {
 // Kind reports whether p is an identity or a resource policy.
 func (p *Policy) Kind() Kind { return p.kind }
 
+// HasDeny reports whether a statement of p denies something.
+func (p *Policy) HasDeny() bool {
+	return slices.ContainsFunc(p.statements, func(s statement) bool { return s.deny })
+}
+
 // statement is one normalised statement.
 type statement struct {
 	sid          string
