@@ -36,6 +36,7 @@ const (
 	CodeDataDir errs.Code = "ATL.SRV.0001"
 	CodeListen  errs.Code = "ATL.SRV.0002"
 	CodeMetaDSN errs.Code = "ATL.SRV.0003"
+	CodeInUse   errs.Code = "ATL.SRV.0004"
 )
 
 // AdminConfigFile is the client config the server writes for the admin.
@@ -55,15 +56,20 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	if err := prepareDataDir(cfg.DataDir, log); err != nil {
 		return err
 	}
-	if cfg.Sandbox == config.SandboxNone {
-		log.Warn("sandbox: none — jobs and services will run without isolation from each other and from the server's files")
-	}
-	iso := newIsolation(ctx, cfg, log)
 	store, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	unlock, err := lockServer(ctx, cfg, store)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if cfg.Sandbox == config.SandboxNone {
+		log.Warn("sandbox: none — jobs and services will run without isolation from each other and from the server's files")
+	}
+	iso := newIsolation(ctx, cfg, log)
 
 	key, err := auth.LoadOrCreateMasterKey(cfg.DataDir)
 	if err != nil {

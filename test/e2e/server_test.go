@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -324,4 +325,46 @@ func TestServerOnPostgres(t *testing.T) {
 	if !strings.Contains(out, "pguser") {
 		t.Errorf("user list on postgres: %s", out)
 	}
+}
+
+// TestSecondServerRefused: a second server on a data dir, on a SQLite
+// database outside it, or on a PostgreSQL database another server uses
+// exits at start naming the first one; the first keeps serving.
+func TestSecondServerRefused(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	first := startServer(t, dataDir)
+	pid := strconv.Itoa(first.cmd.Process.Pid)
+	out, _ := runServerExpectFailure(t, "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--s3-listen", "127.0.0.1:0")
+	for _, w := range []string{"ATL.SRV.0004", "in use by atelier server pid " + pid, "hint"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("second server on the data dir: output lacks %q:\n%s", w, out)
+		}
+	}
+	db := filepath.Join(t.TempDir(), "meta.db")
+	sq := startServer(t, filepath.Join(t.TempDir(), "d1"), "--meta", "sqlite://"+db)
+	out, _ = runServerExpectFailure(t, "--data-dir", filepath.Join(t.TempDir(), "d2"), "--meta", "sqlite://"+db, "--listen", "127.0.0.1:0", "--s3-listen", "127.0.0.1:0")
+	if !strings.Contains(out, "ATL.SRV.0004") || !strings.Contains(out, "pid "+strconv.Itoa(sq.cmd.Process.Pid)) {
+		t.Errorf("second server on the SQLite database: %s", out)
+	}
+	if _, errOut, code := first.cli(nil, "whoami"); code != 0 {
+		t.Errorf("the first server stopped answering: %s", errOut)
+	}
+	dsn := os.Getenv("ATELIER_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("ATELIER_TEST_POSTGRES_DSN is required in CI: .ci/run must start PostgreSQL")
+		}
+		t.Skip("ATELIER_TEST_POSTGRES_DSN not set")
+	}
+	pg := freshDatabase(t, dsn)
+	pgFirst := startServer(t, filepath.Join(t.TempDir(), "p1"), "--meta", pg)
+	out, _ = runServerExpectFailure(t, "--data-dir", filepath.Join(t.TempDir(), "p2"), "--meta", pg, "--listen", "127.0.0.1:0", "--s3-listen", "127.0.0.1:0")
+	if !strings.Contains(out, "ATL.SRV.0004") || !strings.Contains(out, "pid "+strconv.Itoa(pgFirst.cmd.Process.Pid)) {
+		t.Errorf("second server on the PostgreSQL database: %s", out)
+	}
+	// Once the first stops, another may start.
+	if err := pgFirst.stop(); err != nil {
+		t.Fatal(err)
+	}
+	startServer(t, pgFirst.dataDir, "--meta", pg)
 }

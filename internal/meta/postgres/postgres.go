@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"embed"
 	"errors"
@@ -46,6 +47,7 @@ var _ meta.Store = (*Store)(nil)
 // Store is a meta.Store in a PostgreSQL database.
 type Store struct {
 	*sqlcore.Store
+	db *sql.DB
 }
 
 // Open connects to the PostgreSQL database named by dsn (a postgres:// URL or
@@ -84,7 +86,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 			fmt.Sprintf("cannot migrate the metadata database at %s", address(cfg)),
 			redact(err, cfg.Password))
 	}
-	return &Store{sqlcore.New(dialect, db, db)}, nil
+	return &Store{Store: sqlcore.New(dialect, db, db), db: db}, nil
 }
 
 // parseDetail explains a DSN parse error without repeating the DSN, which
