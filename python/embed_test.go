@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 func TestShipped(t *testing.T) {
@@ -176,7 +177,7 @@ func TestExtractUnwritable(t *testing.T) {
 func TestExtractedTreeImports(t *testing.T) {
 	py := "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
-		t.Skip("no /usr/bin/python3")
+		testenv.Need(t, "no /usr/bin/python3")
 	}
 	p, err := Extract(t.TempDir())
 	if err != nil {

@@ -52,7 +52,7 @@ chown "$user:" "$out/tmp"
 run_as() { # dir, command…
   local dir=$1
   shift
-  local cmd="cd '$dir' && exec env TMPDIR='$out/tmp' HOME='$out/tmp' PATH=/usr/local/bin:/usr/bin:/bin CI='${CI:-}' $*"
+  local cmd="cd '$dir' && exec env TMPDIR='$out/tmp' HOME='$out/tmp' PATH=/usr/local/bin:/usr/bin:/bin CI='${CI:-}' ATELIER_TEST_NONROOT=1 $*"
   if [ "$cgroup_v2" = 1 ]; then
     # The tests (and the servers they start) run in the delegated subtree.
     cmd="echo \$\$ > /sys/fs/cgroup/atelier/server/cgroup.procs && $cmd"

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/atelier-dev/atelier/internal/errs"
@@ -195,17 +196,38 @@ func checkClientErr(t *testing.T, err error, kind errs.Kind, code errs.Code, msg
 }
 
 func TestLoadClientConfigUnreadable(t *testing.T) {
-	if runtime.GOOS == "windows" || os.Geteuid() == 0 {
-		t.Skip("needs a non-root Unix user to make a file unreadable")
-	}
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(clientGoodYAML), 0o000); err != nil {
 		t.Fatal(err)
 	}
-	_, err := LoadClientConfig(path, clientEnv(nil))
+	var err error
+	asUnprivileged(t, func() { _, err = LoadClientConfig(path, clientEnv(nil)) })
 	if errs.CodeOf(err) != ClientCodeIO {
 		t.Fatalf("err = %v, want code %s", err, ClientCodeIO)
 	}
+}
+
+// asUnprivileged runs f with an effective uid that is not root (nobody's,
+// 65534, when the test runs as root), so that file modes apply: on a
+// thread of its own, whose credentials alone change (setresuid(2) on
+// Linux is per thread) and which ends with f.
+func asUnprivileged(t *testing.T, f func()) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		f()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, ^uintptr(0), 65534, ^uintptr(0)); e != 0 {
+			t.Errorf("setresuid: %v", e)
+			return
+		}
+		f()
+	}()
+	<-done
 }
 
 func TestLoadClientConfigDirectory(t *testing.T) {

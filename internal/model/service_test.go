@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -22,6 +21,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/meta/sqlite"
 	"github.com/atelier-dev/atelier/internal/obs"
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 // env is a registry over a real SQLite store, a real disk blob store and a
@@ -429,10 +429,7 @@ func TestInitRemovesInterruptedImports(t *testing.T) {
 func needRuntime(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("no python3")
-	}
-	if _, err := os.Stat("../../python/model_service/server.py"); err != nil {
-		t.Skip("python/model_service is not there yet")
+		testenv.Need(t, "no python3")
 	}
 }
 

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 // pythonWithPip skips the test unless /usr/bin/python3 can make venvs.
 func pythonWithPip(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skip("no /usr/bin/python3")
+		testenv.Need(t, "no /usr/bin/python3")
 	}
 }
 
@@ -94,7 +95,7 @@ func TestVenvName(t *testing.T) {
 func TestInstallInSandbox(t *testing.T) {
 	pythonWithPip(t)
 	if err := sandboxWorks(); err != nil {
-		t.Skip(err)
+		testenv.Need(t, "%v", err)
 	}
 	e := newEnv(t)
 	j := e.job("j-req-box", "train.py")

@@ -15,6 +15,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/obsclient/obsmem"
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 func TestInstanceServesAndStops(t *testing.T) {
@@ -342,7 +343,7 @@ func TestInstanceBadCommandLine(t *testing.T) {
 
 func TestInstanceBubblewrap(t *testing.T) {
 	if err := sandboxWorks(); err != nil {
-		t.Skip(err)
+		testenv.Need(t, "%v", err)
 	}
 	e := newInstanceEnv(t)
 	loc := e.model("m-box", nil, true)
@@ -387,13 +388,7 @@ func TestInstanceBubblewrap(t *testing.T) {
 	}
 }
 
-// realModelService is the model_service package of this repository.
-const realModelService = "../../python/model_service/server.py"
-
 func TestInstanceRealModelService(t *testing.T) {
-	if _, err := os.Stat(realModelService); err != nil {
-		t.Skip("python/model_service is not there yet")
-	}
 	e := newInstanceEnv(t)
 	handler := `from model_service.pytorch_model_service import PTServingBaseService
 
@@ -431,9 +426,6 @@ class Echo(PTServingBaseService):
 }
 
 func TestInstanceRealModelServiceLoadFailure(t *testing.T) {
-	if _, err := os.Stat(realModelService); err != nil {
-		t.Skip("python/model_service is not there yet")
-	}
 	e := newInstanceEnv(t)
 	handler := `from model_service.pytorch_model_service import PTServingBaseService
 

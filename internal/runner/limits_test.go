@@ -2,19 +2,17 @@ package runner
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/cgroup"
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 func TestDiskFull(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting the job's tmpfs needs root")
-	}
+	testenv.Root(t, "mounting the job's tmpfs")
 	e := newEnv(t)
 	j := e.job("j-disk", "fill.sh")
 	j.Flavor.Disk = 4 << 20
@@ -23,7 +21,7 @@ func TestDiskFull(t *testing.T) {
 	e.run(context.Background(), cfg)
 	ex := fs.exit()
 	if strings.Contains(strings.Join(fs.texts(StreamRunner), "\n"), "cannot mount") {
-		t.Skipf("no tmpfs here: %q", fs.texts(StreamRunner))
+		testenv.Need(t, "no tmpfs here: %q", fs.texts(StreamRunner))
 	}
 	if ex.Reason != api.FailureDiskFull {
 		t.Fatalf("exit %+v\n%q", ex, fs.texts(""))
@@ -37,7 +35,7 @@ func TestDiskFull(t *testing.T) {
 func TestMemoryLimit(t *testing.T) {
 	g, err := cgroup.New("atelier-runner-probe", cgroup.Limits{MemoryBytes: 64 << 20})
 	if err != nil {
-		t.Skip(err)
+		testenv.Need(t, "%v", err)
 	}
 	g.Close()
 	e := newEnv(t)

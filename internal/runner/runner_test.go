@@ -16,6 +16,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/obsclient"
 	"github.com/atelier-dev/atelier/internal/obsclient/obsmem"
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 // withIO gives a job an input "data_url" and an output "train_url".
@@ -483,7 +484,7 @@ func TestBootFileMissing(t *testing.T) {
 
 func TestBubblewrap(t *testing.T) {
 	if err := sandboxWorks(); err != nil {
-		t.Skip(err)
+		testenv.Need(t, "%v", err)
 	}
 	e := newEnv(t)
 	e.put("data/a.txt", "input")
@@ -526,7 +527,7 @@ func TestBadCommandLine(t *testing.T) {
 
 func TestBubblewrapStop(t *testing.T) {
 	if err := sandboxWorks(); err != nil {
-		t.Skip(err)
+		testenv.Need(t, "%v", err)
 	}
 	e := newEnv(t)
 	j := e.job("j-bwrap-stop", "term.py")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/cgroup"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 // These tests run real sandboxes. Where bubblewrap or an identity for
@@ -34,10 +35,7 @@ func testSandbox(t *testing.T) *Sandbox {
 	t.Helper()
 	skip := func(format string, args ...any) {
 		t.Helper()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf(format, args...)
-		}
-		t.Skipf(format, args...)
+		testenv.Need(t, format, args...)
 	}
 	id, err := ResolveIdentity(context.Background(), ResolveOptions{Create: true})
 	if err != nil {
@@ -254,7 +252,7 @@ func TestSandboxNetworkIsLoopbackOnly(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	py := "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
-		t.Skip("no /usr/bin/python3")
+		testenv.Need(t, "no /usr/bin/python3")
 	}
 	s := j.spec(py, "-c", fmt.Sprintf(`
 import socket
@@ -442,7 +440,7 @@ func TestSandboxInCgroup(t *testing.T) {
 	sb := testSandbox(t)
 	g, err := cgroup.New("sandbox-test-"+strconv.Itoa(os.Getpid()), cgroup.Limits{MemoryBytes: 64 << 20, CPUs: 1})
 	if errs.KindOf(err) == errs.Unsupported {
-		t.Skipf("no cgroups: %v", err)
+		testenv.Need(t, "no cgroups: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)

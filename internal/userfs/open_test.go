@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 // needs names a root-only entry of the fixture a case depends on.
@@ -83,7 +84,7 @@ func TestOpen(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(strings.ReplaceAll(tt.rel, "/", "|"), func(t *testing.T) {
 				if !fx.has(tt.needs, d) {
-					t.Skip("needs root (mknod, mount) or statx mount ids")
+					testenv.Need(t, "needs root (mknod, mount) or statx mount ids")
 				}
 				var (
 					f   *os.File
@@ -147,7 +148,7 @@ func TestSub(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(strings.ReplaceAll(tt.rel, "/", "|"), func(t *testing.T) {
 				if !fx.has(tt.needs, d) {
-					t.Skip("needs root (mount) or statx mount ids")
+					testenv.Need(t, "needs root (mount) or statx mount ids")
 				}
 				var (
 					s   *Dir

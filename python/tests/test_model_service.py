@@ -21,6 +21,7 @@ from model_service.model_service import BaseService, ModelService, SingleNodeSer
 from model_service.pytorch_model_service import PTServingBaseService  # noqa: E402
 from model_service.tfserving_model_service import TfServingBaseService  # noqa: E402
 from model_service import log_util, log as ms_log  # noqa: E402
+from need import need_if  # noqa: E402
 
 try:
     import numpy
@@ -246,7 +247,7 @@ class EncodeTests(unittest.TestCase):
         with self.assertRaises(TypeError):
             _body.encode(object())
 
-    @unittest.skipIf(numpy is None, "numpy is not installed")
+    @need_if(numpy is None, "numpy is not installed")
     def test_encode_numpy(self):
         r = {"i": numpy.int64(7), "f": numpy.float32(0.5), "a": numpy.arange(3), "m": numpy.eye(2)}
         self.assertEqual(json.loads(_body.encode(r)), {"i": 7, "f": 0.5, "a": [0, 1, 2],

@@ -18,6 +18,8 @@ import time
 import unittest
 import uuid
 
+from need import need
+
 PYTHON_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 ECHO = """
@@ -929,7 +931,7 @@ class TorchTests(ServerTestCase):
             for name in ("torch", "torchvision", "PIL.Image"):
                 importlib.import_module(name)
         except Exception as e:  # pragma: no cover - depends on the machine
-            self.skipTest("torch, torchvision or PIL not importable: %s" % e)
+            need(self, "torch, torchvision or PIL not importable: %s" % e)
 
     def test_mnist_handler(self):
         import io

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 // TestMakeDemo runs the README's first command, `make demo`, end to end: a
@@ -24,7 +26,7 @@ func TestMakeDemo(t *testing.T) {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("the demo's Python packages are missing (.ci/run installs them)")
 		}
-		t.Skip("python3-torch, python3-torchvision, python3-sklearn or python3-pil is not installed")
+		testenv.Need(t, "python3-torch, python3-torchvision, python3-sklearn or python3-pil is not installed")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -3,7 +3,6 @@ package e2e
 import (
 	"crypto/md5"
 	"encoding/hex"
-	"os"
 	"os/exec"
 	"sort"
 	"strings"
@@ -296,9 +295,6 @@ func TestModelImportFromJob(t *testing.T) {
 }
 
 func TestModelImportCheck(t *testing.T) {
-	if _, err := os.Stat("../../python/model_service/server.py"); err != nil {
-		t.Skip("python/model_service is not there: --check needs it")
-	}
 	s := startJobServer(t)
 	s.must(nil, "obs", "mb", "obs://bkt")
 	s.must(nil, "obs", "cp", "-r", codeDir(t, map[string]string{"config.json": modelConfig, "customize_service.py": modelHandler, "model.pth": "w"}), "obs://bkt/good/")

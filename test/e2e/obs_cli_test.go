@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -176,8 +178,12 @@ func TestObsResumeInterruptedUpload(t *testing.T) {
 	obsWrite(t, src, data)
 	args := []string{"obs", "cp", src, "obs://resume/huge.bin", "--part-size", "5MiB", "-p", "1"}
 
+	// The upload goes through a proxy that lets 12 MiB through (two parts
+	// of 5 MiB and their requests) and then holds the rest, so that it is
+	// always interrupted in the middle, however fast the machine.
+	gate := newGateProxy(t, strings.TrimPrefix(s.cfg.S3Endpoint, "http://"), 12<<20)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(cleanEnv(), "ATELIER_CONFIG="+filepath.Join(dataDir, "admin.yaml"))
+	cmd.Env = append(cleanEnv(), "ATELIER_CONFIG="+filepath.Join(dataDir, "admin.yaml"), "ATELIER_S3_ENDPOINT=http://"+gate.addr())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -185,34 +191,25 @@ func TestObsResumeInterruptedUpload(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	// Interrupt a moment after the upload started (its checkpoint exists):
-	// the parts already sent are found on the server and verified against
+	// Interrupt once the proxy holds the upload and the parts before are
+	// stored and indexed: they are found on the server and verified against
 	// the local bytes even if the checkpoint has not recorded them yet.
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) && !(gate.holding() && countFiles(t, filepath.Join(dataDir, "objects", "data")) >= 2) {
 		select {
 		case err := <-done:
-			if err == nil {
-				t.Skip("the upload finished before it could be interrupted")
-			}
-			t.Fatalf("upload failed: %v\n%s", err, stderr.String())
-		default:
+			t.Fatalf("the upload ended while the proxy held it: %v\n%s", err, stderr.String())
+		case <-time.After(10 * time.Millisecond):
 		}
-		if cps, _ := filepath.Glob(filepath.Join(dataDir, "checkpoints", "*.json")); len(cps) > 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
-	// Wait until at least one part is stored and indexed: with -p 1 the
-	// second part's bytes reach the server's disk only after the first
-	// part's request has completed.
-	for time.Now().Before(deadline) && countFiles(t, filepath.Join(dataDir, "objects", "data")) < 2 {
-		time.Sleep(10 * time.Millisecond)
+	if !gate.holding() {
+		t.Fatalf("the upload never reached the proxy's limit:\n%s", stderr.String())
 	}
 	cmd.Process.Signal(syscall.SIGINT)
 	if err := <-done; err == nil {
-		t.Skip("the upload finished before it could be interrupted")
+		t.Fatalf("the interrupted upload exited 0:\n%s", stderr.String())
 	}
+	gate.close()
 	if !strings.Contains(stderr.String(), "atelier: interrupted") {
 		t.Fatalf("interrupted run: %s", stderr.String())
 	}
@@ -230,5 +227,89 @@ func TestObsResumeInterruptedUpload(t *testing.T) {
 	got, err := os.ReadFile(back)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("resumed object differs (%v)", err)
+	}
+}
+
+// gateProxy forwards TCP connections to a server, letting the first limit
+// bytes from clients through and holding the rest until it is closed.
+type gateProxy struct {
+	ln    net.Listener
+	to    string
+	limit int64
+	mu    sync.Mutex
+	sent  int64
+	held  bool
+	stop  chan struct{}
+}
+
+func newGateProxy(t *testing.T, to string, limit int64) *gateProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gateProxy{ln: ln, to: to, limit: limit, stop: make(chan struct{})}
+	t.Cleanup(g.close)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go g.serve(c)
+		}
+	}()
+	return g
+}
+
+func (g *gateProxy) addr() string { return g.ln.Addr().String() }
+
+func (g *gateProxy) holding() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held
+}
+
+func (g *gateProxy) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.stop:
+	default:
+		close(g.stop)
+		g.ln.Close()
+	}
+}
+
+func (g *gateProxy) serve(c net.Conn) {
+	defer c.Close()
+	up, err := net.Dial("tcp", g.to)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	go io.Copy(c, up)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			g.mu.Lock()
+			allowed := min(int64(n), max(0, g.limit-g.sent))
+			g.sent += allowed
+			if allowed < int64(n) {
+				g.held = true
+			}
+			g.mu.Unlock()
+			if _, werr := up.Write(buf[:allowed]); werr != nil {
+				return
+			}
+			if allowed < int64(n) {
+				<-g.stop
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/atelier-dev/atelier/python"
+
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 const pysdkInterpreter = "/usr/bin/python3"
@@ -24,7 +26,7 @@ const pysdkInterpreter = "/usr/bin/python3"
 // job sees them.
 func TestPythonSDK(t *testing.T) {
 	if _, err := os.Stat(pysdkInterpreter); err != nil {
-		t.Skip("no " + pysdkInterpreter)
+		testenv.Need(t, "no %s", pysdkInterpreter)
 	}
 	s := startServer(t, filepath.Join(t.TempDir(), "data"))
 	if _, err := sdkClient(s).CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String("mox")}); err != nil {

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 // The third-party S3 clients the conformance suite drives. Each does the
@@ -26,7 +28,7 @@ func needTool(t *testing.T, path string) {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s is required in CI: .ci/run must install it", path)
 		}
-		t.Skipf("%s not installed", path)
+		testenv.Need(t, "%s is not installed", path)
 	}
 }
 
@@ -139,7 +141,7 @@ func TestBoto3(t *testing.T) {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("python3-boto3 is required in CI")
 		}
-		t.Skip("boto3 not installed")
+		testenv.Need(t, "boto3 is not installed")
 	}
 	s := startServer(t, filepath.Join(t.TempDir(), "data"))
 	script := `

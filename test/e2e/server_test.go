@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 type apiError struct {
@@ -28,7 +30,7 @@ func curl(t *testing.T, args ...string) (int, string) {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("curl is required in CI")
 		}
-		t.Skip("curl not installed")
+		testenv.Need(t, "curl is not installed")
 	}
 	out, err := exec.Command("curl", append([]string{"-sS", "-w", "\n%{http_code}"}, args...)...).CombinedOutput()
 	if err != nil {
@@ -311,10 +313,7 @@ func TestServerStartFailures(t *testing.T) {
 func TestServerOnPostgres(t *testing.T) {
 	dsn := os.Getenv("ATELIER_TEST_POSTGRES_DSN")
 	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ATELIER_TEST_POSTGRES_DSN is required in CI: .ci/run must start PostgreSQL")
-		}
-		t.Skip("ATELIER_TEST_POSTGRES_DSN not set")
+		testenv.Need(t, "ATELIER_TEST_POSTGRES_DSN is not set: .ci/run starts PostgreSQL (scripts/pg-tmp.sh)")
 	}
 	db := freshDatabase(t, dsn)
 	s := startServer(t, filepath.Join(t.TempDir(), "data"), "--meta", db)
@@ -351,10 +350,7 @@ func TestSecondServerRefused(t *testing.T) {
 	}
 	dsn := os.Getenv("ATELIER_TEST_POSTGRES_DSN")
 	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ATELIER_TEST_POSTGRES_DSN is required in CI: .ci/run must start PostgreSQL")
-		}
-		t.Skip("ATELIER_TEST_POSTGRES_DSN not set")
+		testenv.Need(t, "ATELIER_TEST_POSTGRES_DSN is not set: .ci/run starts PostgreSQL (scripts/pg-tmp.sh)")
 	}
 	pg := freshDatabase(t, dsn)
 	pgFirst := startServer(t, filepath.Join(t.TempDir(), "p1"), "--meta", pg)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 // echoHandler is a trivial ModelArts handler: it answers which model
@@ -795,7 +796,7 @@ const torchConfig = `{"model_type": "PyTorch", "runtime": "pytorch_1.8.0-cuda_10
 func TestServiceFromTrainedPyTorchModel(t *testing.T) {
 	s := startServiceServer(t)
 	if err := exec.Command(s.py, "-c", "import torch").Run(); err != nil {
-		t.Skip("python3-torch is not installed")
+		testenv.Need(t, "python3-torch is not installed")
 	}
 	s.must(nil, "obs", "mb", "obs://train")
 	src := codeDir(t, map[string]string{"fit.py": torchTrain, "config.json": torchConfig, "customize_service.py": torchHandler})

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 // tutorialBlocks are the shell blocks of README.md marked <!-- tutorial -->,
@@ -42,7 +44,7 @@ func TestREADMETutorial(t *testing.T) {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("the tutorial's Python packages are missing (.ci/run installs them)")
 		}
-		t.Skip("python3-torch, python3-sklearn or python3-pil is not installed")
+		testenv.Need(t, "python3-torch, python3-sklearn or python3-pil is not installed")
 	}
 	work := t.TempDir()
 	examples, err := filepath.Abs("../../examples")

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 const curlPath = "/usr/bin/curl"
@@ -40,11 +41,11 @@ func curlServer(t *testing.T) *httptest.Server {
 func curlAvailable(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(curlPath); err != nil {
-		t.Skip("no " + curlPath)
+		testenv.Need(t, "no %s", curlPath)
 	}
 	out, err := exec.Command(curlPath, "--help", "all").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--aws-sigv4") {
-		t.Skip("curl without --aws-sigv4")
+		testenv.Need(t, "curl without --aws-sigv4")
 	}
 }
 

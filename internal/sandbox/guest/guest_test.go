@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 func TestParseArgsRoundTrip(t *testing.T) {
@@ -111,7 +113,7 @@ func freePort(t *testing.T) string {
 func TestRunForwardsAndExitStatus(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("no python3")
+		testenv.Need(t, "no python3")
 	}
 	sock := unixEcho(t)
 	addr := freePort(t)
