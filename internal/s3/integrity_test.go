@@ -306,14 +306,15 @@ func TestPlainUploadsVerified(t *testing.T) {
 	data := []byte("the bytes that were meant")
 	other := []byte("the bytes that arrived!!")
 	md5sum := md5.Sum(data)
-	cases := []struct {
+	type plainCase struct {
 		name   string
-		sign   string // payload hash signed; "" for the body's
+		sign   string // payload hash signed
 		hdr    []string
 		body   []byte
 		status int
 		code   string
-	}{
+	}
+	cases := []plainCase{
 		{name: "signed payload hash", sign: sigv4.HashPayload(data), body: data, status: 200},
 		{name: "signed payload hash, other body", sign: sigv4.HashPayload(data), body: other, status: 400, code: "XAmzContentSHA256Mismatch"},
 		{name: "Content-MD5", sign: sigv4.UnsignedPayload, hdr: []string{"Content-MD5", base64.StdEncoding.EncodeToString(md5sum[:])}, body: data, status: 200},
@@ -321,22 +322,8 @@ func TestPlainUploadsVerified(t *testing.T) {
 	}
 	for _, alg := range []checksum.Algorithm{"CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"} {
 		cases = append(cases,
-			struct {
-				name   string
-				sign   string
-				hdr    []string
-				body   []byte
-				status int
-				code   string
-			}{name: string(alg), sign: sigv4.UnsignedPayload, hdr: []string{alg.Header(), alg.Sum(data)}, body: data, status: 200},
-			struct {
-				name   string
-				sign   string
-				hdr    []string
-				body   []byte
-				status int
-				code   string
-			}{name: string(alg) + ", other body", sign: sigv4.UnsignedPayload, hdr: []string{alg.Header(), alg.Sum(data)}, body: other, status: 400, code: "BadDigest"})
+			plainCase{name: string(alg), sign: sigv4.UnsignedPayload, hdr: []string{alg.Header(), alg.Sum(data)}, body: data, status: 200},
+			plainCase{name: string(alg) + ", other body", sign: sigv4.UnsignedPayload, hdr: []string{alg.Header(), alg.Sum(data)}, body: other, status: 400, code: "BadDigest"})
 	}
 	n := 0
 	for _, target := range e.targets() {
