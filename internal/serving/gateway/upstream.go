@@ -27,8 +27,9 @@ import (
 // handler's goroutine, over a keep-alive connection taken from the
 // instance's pool, with no goroutine handoffs, no per-request context or
 // timer, and the response headers parsed straight into the client's
-// response. It knows exactly whether a byte of a response has arrived,
-// which decides whether a failed attempt may be retried.
+// response. It knows exactly whether the request was written whole and
+// whether a byte of a response has arrived, which decides (with how the
+// connection ended) whether a failed attempt may be retried (mayRetry).
 
 // idleTimeout is how long an unused connection to an instance is kept.
 const idleTimeout = 60 * time.Second
@@ -260,6 +261,7 @@ type exchange struct {
 	reused  bool      // on a kept-alive connection
 	gotByte bool      // a byte of the response arrived
 	dialErr bool
+	unsent  bool // writing the request failed: it was not written whole
 	status  int
 	keep    bool  // the connection may be reused after the body
 	length  int64 // of the body; -1: chunked or until close
@@ -316,6 +318,7 @@ func (g *Gateway) send(ctx context.Context, x *exchange, r *http.Request, b *bac
 	if _, err := uc.br.Peek(1); err != nil { // writes the request, then waits for the answer
 		var we *errWrite
 		if errors.As(err, &we) {
+			x.unsent = true
 			return &errAttempt{"sending the request", we.err}
 		}
 		return &errAttempt{"reading the response", err}
