@@ -455,6 +455,64 @@ func TestUpdateCountsWeightsAndAppCode(t *testing.T) {
 	}
 }
 
+// TestHealthReachesTheRunner: the liveness probe and load timeout of a
+// service (defaults, or what deploy and update give) and its request
+// timeout (the model server's stuck limit) reach its instances' runners.
+func TestHealthReachesTheRunner(t *testing.T) {
+	e := newEnv(t)
+	v := e.deploy(api.DeployRequest{ServiceName: "s", TimeoutSeconds: 8, Config: one("m1", 1)})
+	id := v.ServiceID
+	def := api.InstanceHealth{LivenessPeriodSeconds: 5, LivenessTimeoutSeconds: 5, LivenessFailureThreshold: 3, LoadTimeoutSeconds: 600}
+	if v.Health == nil || *v.Health != def {
+		t.Errorf("deployed health %+v, want the defaults %+v", v.Health, def)
+	}
+	runnerHealth := func() (api.InstanceHealth, float64) {
+		t.Helper()
+		e.tick()
+		ins := e.instances(id, PhaseStarting)
+		if len(ins) == 0 {
+			t.Fatalf("no starting instance: %+v", e.get(id).Instances)
+		}
+		in := ins[len(ins)-1]
+		ri, err := e.s.RunnerInstance(e.ctx, in.InstanceID, e.token(id, in.InstanceID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ri.Health, ri.StuckAfterSeconds
+	}
+	if h, stuck := runnerHealth(); h != def || stuck != 8 {
+		t.Errorf("runner health %+v, stuck after %g; want %+v, 8", h, stuck, def)
+	}
+	v, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Health: &api.InstanceHealth{LivenessPeriodSeconds: 2, LoadTimeoutSeconds: 60}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := api.InstanceHealth{LivenessPeriodSeconds: 2, LivenessTimeoutSeconds: 5, LivenessFailureThreshold: 3, LoadTimeoutSeconds: 60}
+	if *v.Health != want {
+		t.Errorf("updated health %+v, want %+v", *v.Health, want)
+	}
+	if _, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: []api.ServiceConfig{{ModelID: "m1", InstanceCount: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := runnerHealth(); h != want {
+		t.Errorf("runner health after the update %+v, want %+v", h, want)
+	}
+	if _, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Health: &api.InstanceHealth{LivenessFailureThreshold: 50}}); errs.CodeOf(err) != CodeHealth {
+		t.Errorf("a threshold of 50: %v", err)
+	}
+	evs, _, err := e.s.Events(e.ctx, e.alice, id, meta.ListOptions{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, ev := range evs {
+		found = found || strings.Contains(ev.Message, "health: liveness probe every 2s, 5s to answer, 3 failures in a row; load timeout 60s")
+	}
+	if !found {
+		t.Errorf("no event of the health update: %+v", evs)
+	}
+}
+
 func TestDeleteStopsThenRemoves(t *testing.T) {
 	e := newEnv(t)
 	id := e.deploy(api.DeployRequest{ServiceName: "s", Config: one("m1", 1)}).ServiceID
