@@ -193,6 +193,36 @@ func TestCrashedInstanceRestartsWithBackoff(t *testing.T) {
 	}
 }
 
+// TestUnhealthyInstanceLeavesTheRoute: a ready instance its runner
+// reports Failed (its liveness probe failed) leaves the gateway's route
+// with the report, before any controller pass, and is restarted after the
+// backoff, with an event saying why.
+func TestUnhealthyInstanceLeavesTheRoute(t *testing.T) {
+	e := newEnv(t)
+	id := e.deploy(api.DeployRequest{ServiceName: "s", Config: one("m1", 2)}).ServiceID
+	e.tick()
+	e.readyAll(id, 44000)
+	e.wantStatus(id, api.ServiceRunning)
+	hung := e.instances(id, PhaseReady)[0]
+	const why = "liveness probe failed 3 times: no answer in 5s"
+	if r := e.report(id, hung.InstanceID, PhaseFailed, 0, why, ""); r.Action != "stop" {
+		t.Errorf("reply %+v", r)
+	}
+	if r, _ := e.router.route(id); len(r.Backends) != 1 || r.Backends[0].InstanceID == hung.InstanceID {
+		t.Errorf("route after the report %+v", r)
+	}
+	if p := e.instances(id, PhasePending); len(p) != 1 || p[0].Restarts != 1 {
+		t.Fatalf("instances %+v", e.get(id).Instances)
+	}
+	e.clock.add(time.Second)
+	e.tick()
+	e.readyAll(id, 44010)
+	e.wantStatus(id, api.ServiceRunning)
+	if !strings.Contains(e.events(id), "instance "+hung.InstanceID+" of model m1 failed: "+why+"; restarting in 1s (restart 1)") {
+		t.Errorf("events:\n%s", e.events(id))
+	}
+}
+
 func TestBackoffGrowsOnRepeatedFailures(t *testing.T) {
 	e := newEnv(t)
 	id := e.deploy(api.DeployRequest{ServiceName: "s", Config: one("m1", 1)}).ServiceID
