@@ -33,7 +33,12 @@
 //     after the first byte of an answer are never retried, and neither is
 //     an answer, even a 500 (mayRetry states the rule and its reasons);
 //  5. is answered 504 with a JSON body when the route's timeout (default
-//     40 s, counted from the request's arrival) passes first.
+//     40 s, counted from the request's arrival) passes first. A request
+//     given up on after it was written to an instance keeps its slot there
+//     until the instance answers it (the answer is dropped), breaks the
+//     connection or leaves the routes (at most 10 minutes): the instance
+//     still works on it, so a hung one fills its slots rather than take one
+//     more request per timeout.
 //
 // Instances that fail are set aside. One that refuses connections is
 // skipped for DownFor (2 s) while another is up. One whose exchanges fail

@@ -516,17 +516,24 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt *route, grp
 			b.release()
 			return res
 		}
-		if x.uc != nil {
+		lastErr = err
+		fault = classify(&x, err)
+		switch {
+		case fault == faultTimeout && x.uc != nil && !x.unsent:
+			// The instance has the request and may still be working on it:
+			// its slot stays taken until it answers (see orphan).
+			g.orphan(b, x.uc)
+		case x.uc != nil:
 			x.uc.c.Close()
+			b.release()
+		default:
+			b.release()
 		}
-		b.release()
 		if fw != nil {
 			fw.raw = fw.raw[:0]
 		} else {
 			dropHeaders(h, keep)
 		}
-		lastErr = err
-		fault = classify(&x, err)
 		if fault == faultDial {
 			if r.Context().Err() == nil {
 				b.downUntil.Store(time.Now().Add(g.o.DownFor).UnixNano())
@@ -677,6 +684,35 @@ func idempotent(r *http.Request) bool {
 	}
 	v := r.Header["Idempotency-Key"] // the parsers store canonical keys
 	return len(v) > 0 && v[0] != ""
+}
+
+// orphanFor bounds how long the gateway waits for the answer to a request
+// it gave up on (see orphan): as long as the longest service timeout.
+const orphanFor = 10 * time.Minute
+
+// orphan keeps the slot on b of a request whose timeout passed after it
+// was written to the instance whole: the instance may still be working on
+// it (a model server's worker runs a request to its end), so the slot stays
+// taken until the answer arrives (it is read and dropped), the instance
+// breaks the connection (its runner killed a hung server), it leaves the
+// routes, or orphanFor passes. A hung instance thus fills its slots and
+// gets no more requests while others have room, instead of one more
+// request per timeout.
+func (g *Gateway) orphan(b *backend, uc *uconn) {
+	if !b.pool.adopt(uc) {
+		uc.c.Close()
+		b.release()
+		return
+	}
+	go func() {
+		defer b.release()
+		defer b.pool.disown(uc)
+		uc.c.SetDeadline(time.Now().Add(orphanFor))
+		if res, err := http.ReadResponse(uc.br, nil); err == nil {
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+	}()
 }
 
 // failed counts a failed exchange with b, an instance that was connected

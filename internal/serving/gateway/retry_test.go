@@ -44,11 +44,21 @@ type scripted struct {
 
 	mu   sync.Mutex
 	read map[string]int // body → how many times it was read whole
+
+	before func(stop <-chan struct{}) // called before each answer
 }
 
 func newScripted(t *testing.T, script func(conn, req int) act) *scripted {
 	t.Helper()
-	s := &scripted{path: filepath.Join(t.TempDir(), "http.sock"), script: script, closed: make(chan struct{}), read: map[string]int{}}
+	return newScriptedBefore(t, script, nil)
+}
+
+// newScriptedBefore is newScripted with a function called before each
+// answer (with the channel closed at the test's end).
+func newScriptedBefore(t *testing.T, script func(conn, req int) act, before func(stop <-chan struct{})) *scripted {
+	t.Helper()
+	s := &scripted{path: filepath.Join(t.TempDir(), "http.sock"), script: script, closed: make(chan struct{}), read: map[string]int{},
+		before: before}
 	l, err := relay.ListenUnix(s.path, 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +101,9 @@ func newScripted(t *testing.T, script func(conn, req int) act) *scripted {
 					case actPartial:
 						io.WriteString(c, "HTTP/1.1 200 O")
 						return
+					}
+					if s.before != nil {
+						s.before(stop)
 					}
 					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 					if a == actAnswerClose {
@@ -430,8 +443,8 @@ func backendOf(t *testing.T, g *testGW, serviceID, instanceID string) *backend {
 }
 
 // TestEjectAfterFailuresInARow: an instance whose exchanges fail three
-// times in a row (it breaks the connection, does not answer within the
-// timeout, or cuts its answer) is skipped while another one is up; when
+// times in a row (it breaks the connection, or cuts its answer) is skipped
+// while another one is up; when
 // its time is over it is tried again, ejected again at the first failure,
 // and counted from zero again after a whole answer.
 func TestEjectAfterFailuresInARow(t *testing.T) {
@@ -439,7 +452,7 @@ func TestEjectAfterFailuresInARow(t *testing.T) {
 		name string
 		act  act
 		code int
-	}{{"closes", actReadClose, 502}, {"hangs", actHang, 504}, {"cuts its answer", actPartial, 502}} {
+	}{{"closes", actReadClose, 502}, {"cuts its answer", actPartial, 502}} { // timeouts: TestTimeoutsEject
 		for _, gw := range gateways {
 			t.Run(fault.name+"/"+gw.name, func(t *testing.T) {
 				var healthy atomic.Bool
@@ -451,9 +464,7 @@ func TestEjectAfterFailuresInARow(t *testing.T) {
 				})
 				good := newScripted(t, func(int, int) act { return actAnswer })
 				g := gw.new(t, Options{EjectFor: time.Hour})
-				rt := openRoute("s1", Backend{InstanceID: "bad", ModelID: "m1", Addr: bad.path}, Backend{InstanceID: "good", ModelID: "m1", Addr: good.path})
-				rt.Timeout = 200 * time.Millisecond
-				g.Set(rt)
+				g.Set(openRoute("s1", Backend{InstanceID: "bad", ModelID: "m1", Addr: bad.path}, Backend{InstanceID: "good", ModelID: "m1", Addr: good.path}))
 				n := 0
 				send := func(k int) (toBad int) {
 					t.Helper()
@@ -563,5 +574,109 @@ func TestEjectionWindow(t *testing.T) {
 		if gotA != tc.wantA {
 			t.Errorf("at ejection end %+d ns: instance a picked %v, want %v", tc.now-until, gotA, tc.wantA)
 		}
+	}
+}
+
+// lateInstance answers each request only when the test lets it (late).
+type lateInstance struct {
+	*scripted
+	late chan struct{}
+}
+
+func newLateInstance(t *testing.T) *lateInstance {
+	t.Helper()
+	late := make(chan struct{})
+	return &lateInstance{late: late, scripted: newScriptedBefore(t, func(int, int) act { return actAnswer }, func(stop <-chan struct{}) {
+		select {
+		case <-late:
+		case <-stop:
+		}
+	})}
+}
+
+// waitFree waits until b has no request outstanding.
+func waitFree(t *testing.T, b *backend) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for b.out.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("instance %s still has %d requests", b.id, b.out.Load())
+		}
+		runtime.Gosched()
+	}
+}
+
+// TestTimedOutRequestKeepsItsSlot: a request the gateway answered 504
+// still occupies its instance, which works on it, until the instance
+// answers (the answer is dropped), breaks the connection, or leaves the
+// routes; meanwhile requests go to the other instance.
+func TestTimedOutRequestKeepsItsSlot(t *testing.T) {
+	for _, gw := range gateways {
+		t.Run(gw.name, func(t *testing.T) {
+			slow := newLateInstance(t)
+			good := newScripted(t, func(int, int) act { return actAnswer })
+			g := gw.new(t, Options{})
+			rt := openRoute("s1", Backend{InstanceID: "slow", ModelID: "m1", Addr: slow.path}, Backend{InstanceID: "good", ModelID: "m1", Addr: good.path})
+			rt.Timeout = 200 * time.Millisecond
+			g.Set(rt)
+			b := backendOf(t, g, "s1", "slow")
+			n, gave := 0, 0
+			for gave == 0 { // until a request goes to the slow instance
+				n++
+				if r := g.call(t, "POST", "/v1/infers/s1", fmt.Sprint(n)); r.status == 504 {
+					gave = n
+				}
+			}
+			for i := range 20 {
+				body := fmt.Sprintf("after-%d", i)
+				if r := g.call(t, "POST", "/v1/infers/s1", body); r.status != 200 || good.times(body) != 1 {
+					t.Fatalf("%s: %d %s (the slow instance's slot is taken)", body, r.status, r.body)
+				}
+			}
+			if out := b.out.Load(); out != 1 {
+				t.Errorf("the slow instance has %d requests outstanding, want 1 (the one given up on)", out)
+			}
+			slow.late <- struct{}{} // its answer, at last: dropped, the slot given back
+			waitFree(t, b)
+			if st := g.Stats("s1"); st.Codes["504"] != 1 || st.Codes["200"] != int64(n-1+20) {
+				t.Errorf("codes %v", st.Codes)
+			}
+
+			// Given up on again; the instance leaves the routes: the slot goes.
+			for {
+				n++
+				if r := g.call(t, "POST", "/v1/infers/s1", fmt.Sprint(n)); r.status == 504 {
+					break
+				}
+			}
+			g.Set(openRoute("s1", Backend{InstanceID: "good", ModelID: "m1", Addr: good.path}))
+			waitFree(t, b)
+		})
+	}
+}
+
+// TestTimeoutsEject: three timeouts in a row eject an instance (which
+// answers each request late, after the gateway gave up on it).
+func TestTimeoutsEject(t *testing.T) {
+	slow := newLateInstance(t)
+	good := newScripted(t, func(int, int) act { return actAnswer })
+	g := newGW(t, Options{EjectFor: time.Hour})
+	rt := openRoute("s1", Backend{InstanceID: "slow", ModelID: "m1", Addr: slow.path}, Backend{InstanceID: "good", ModelID: "m1", Addr: good.path})
+	rt.Timeout = 200 * time.Millisecond
+	g.Set(rt)
+	b := backendOf(t, g, "s1", "slow")
+	toSlow := 0
+	for i := range 30 {
+		r := g.call(t, "POST", "/v1/infers/s1", fmt.Sprint(i))
+		if r.status == 504 {
+			toSlow++
+			slow.late <- struct{}{}
+			waitFree(t, b)
+		} else if r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+	}
+	if toSlow != 3 || g.Stats("s1").Extra["ejections"] != 1 {
+		t.Errorf("%d requests timed out on the slow instance, %v ejections; want 3 and 1", toSlow, g.Stats("s1").Extra["ejections"])
 	}
 }

@@ -184,11 +184,36 @@ func (uc *uconn) step(fd uintptr) bool {
 	}
 }
 
-// pool holds an instance's idle connections, most recently used last.
+// pool holds an instance's idle connections, most recently used last, and
+// the connections of requests the gateway gave up on (Gateway.orphan).
 type pool struct {
-	mu     sync.Mutex
-	idle   []*uconn
-	closed bool
+	mu      sync.Mutex
+	idle    []*uconn
+	orphans map[*uconn]struct{}
+	closed  bool
+}
+
+// adopt keeps uc, a connection of a request the gateway gave up on, until
+// disown; close closes it. It reports false when the pool is closed.
+func (p *pool) adopt(uc *uconn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	if p.orphans == nil {
+		p.orphans = map[*uconn]struct{}{}
+	}
+	p.orphans[uc] = struct{}{}
+	return true
+}
+
+// disown closes uc and forgets it.
+func (p *pool) disown(uc *uconn) {
+	p.mu.Lock()
+	delete(p.orphans, uc)
+	p.mu.Unlock()
+	uc.c.Close()
 }
 
 var dialer = net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}
@@ -242,12 +267,15 @@ func (p *pool) put(uc *uconn, now time.Time) {
 	p.mu.Unlock()
 }
 
-// close drops the idle connections; connections in use are closed when
-// they are put back.
+// close drops the idle connections and those of requests given up on;
+// connections in use are closed when they are put back.
 func (p *pool) close() {
 	p.mu.Lock()
 	idle := p.idle
 	p.idle, p.closed = nil, true
+	for uc := range p.orphans {
+		idle = append(idle, uc) // their readers end, and give their slots back
+	}
 	p.mu.Unlock()
 	for _, uc := range idle {
 		uc.c.Close()
