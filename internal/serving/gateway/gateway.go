@@ -522,7 +522,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt *route, grp
 		case fault == faultTimeout && x.uc != nil && !x.unsent:
 			// The instance has the request and may still be working on it:
 			// its slot stays taken until it answers (see orphan).
-			g.orphan(b, x.uc)
+			g.orphan(b, x.uc, r.Method)
 		case x.uc != nil:
 			x.uc.c.Close()
 			b.release()
@@ -698,7 +698,7 @@ const orphanFor = 10 * time.Minute
 // routes, or orphanFor passes. A hung instance thus fills its slots and
 // gets no more requests while others have room, instead of one more
 // request per timeout.
-func (g *Gateway) orphan(b *backend, uc *uconn) {
+func (g *Gateway) orphan(b *backend, uc *uconn, method string) {
 	if !b.pool.adopt(uc) {
 		uc.c.Close()
 		b.release()
@@ -708,7 +708,7 @@ func (g *Gateway) orphan(b *backend, uc *uconn) {
 		defer b.release()
 		defer b.pool.disown(uc)
 		uc.c.SetDeadline(time.Now().Add(orphanFor))
-		if res, err := http.ReadResponse(uc.br, nil); err == nil {
+		if res, err := http.ReadResponse(uc.br, &http.Request{Method: method}); err == nil { // the method: a HEAD's answer has no body
 			io.Copy(io.Discard, res.Body)
 			res.Body.Close()
 		}

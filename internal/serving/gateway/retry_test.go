@@ -82,7 +82,7 @@ func newScriptedBefore(t *testing.T, script func(conn, req int) act, before func
 						peekRequest(c)
 						return
 					}
-					body, err := readBody1(br)
+					method, body, err := readBody1(br)
 					if err != nil {
 						return
 					}
@@ -105,6 +105,10 @@ func newScriptedBefore(t *testing.T, script func(conn, req int) act, before func
 					if s.before != nil {
 						s.before(stop)
 					}
+					if method == "HEAD" { // the length of what a GET would get, no body
+						fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\n")
+						continue
+					}
 					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 					if a == actAnswerClose {
 						c.Close()
@@ -125,16 +129,21 @@ func (s *scripted) times(body string) int {
 	return s.read[body]
 }
 
-// readBody1 reads one request from br and returns its body.
-func readBody1(br *bufio.Reader) (string, error) {
+// readBody1 reads one request from br and returns its method and body.
+func readBody1(br *bufio.Reader) (string, string, error) {
 	cl := 0
+	method := ""
 	for {
 		line, err := br.ReadString('\n')
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		if line == "\r\n" {
 			break
+		}
+		if method == "" {
+			method, _, _ = strings.Cut(line, " ")
+			continue
 		}
 		if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(k, "Content-Length") {
 			cl, _ = strconv.Atoi(strings.TrimSpace(v))
@@ -142,7 +151,7 @@ func readBody1(br *bufio.Reader) (string, error) {
 	}
 	b := make([]byte, cl)
 	_, err := io.ReadFull(br, b)
-	return string(b), err
+	return method, string(b), err
 }
 
 // peekRequest waits until a whole request (its head and Content-Length
@@ -641,6 +650,18 @@ func TestTimedOutRequestKeepsItsSlot(t *testing.T) {
 			if st := g.Stats("s1"); st.Codes["504"] != 1 || st.Codes["200"] != int64(n-1+20) {
 				t.Errorf("codes %v", st.Codes)
 			}
+
+			// A HEAD given up on: its late answer has no body.
+			for {
+				n++
+				if r := g.call(t, "HEAD", "/v1/infers/s1", nil); r.status == 504 {
+					break
+				} else if r.status != 200 {
+					t.Fatalf("HEAD: %d", r.status)
+				}
+			}
+			slow.late <- struct{}{}
+			waitFree(t, b)
 
 			// Given up on again; the instance leaves the routes: the slot goes.
 			for {
