@@ -67,7 +67,8 @@ few milliseconds); it answers 200 {"status": "alive"}, except with
 --stuck-after S when every worker thread has been running its current
 request for more than S seconds: then 503 {"error_code": "ATL.SVC.0513",
 "error_msg": "every worker (1 of 1) has been running one request for more
-than 40s: the handler is stuck"}, as the instance can serve nothing more.
+than 40s (the shortest for 41.2s): the handler is stuck"}, as the instance
+can serve nothing more.
 (The runner passes the service's request timeout: past it the gateway has
 answered 504 anyway.) A handler that holds the interpreter lock in C code,
 a deadlock or a stopped process leave the probe with no answer at all.
