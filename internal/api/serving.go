@@ -122,6 +122,49 @@ type Autoscale struct {
 	CooldownSeconds int     `json:"cooldown_seconds,omitempty"` // before scaling down (default 60)
 }
 
+// InstanceHealth is how the instances of a service are watched (an Atelier
+// extension): the liveness probe of a ready instance's model server and
+// the limit on loading its model. A field left out (0) takes its default.
+type InstanceHealth struct {
+	// LivenessPeriodSeconds is the time between two probes (default 5).
+	LivenessPeriodSeconds float64 `json:"liveness_period_seconds,omitempty"`
+	// LivenessTimeoutSeconds is how long a probe waits for its answer
+	// (default 5).
+	LivenessTimeoutSeconds float64 `json:"liveness_timeout_seconds,omitempty"`
+	// LivenessFailureThreshold failed probes in a row fail the instance,
+	// which is then restarted (default 3).
+	LivenessFailureThreshold int `json:"liveness_failure_threshold,omitempty"`
+	// LoadTimeoutSeconds bounds the model server's start: the handler's
+	// __init__ and the warm-up request, until it is ready (default 600).
+	LoadTimeoutSeconds float64 `json:"load_timeout_seconds,omitempty"`
+}
+
+// Defaults of InstanceHealth.
+const (
+	DefaultLivenessPeriodSeconds    = 5
+	DefaultLivenessTimeoutSeconds   = 5
+	DefaultLivenessFailureThreshold = 3
+	DefaultLoadTimeoutSeconds       = 600
+)
+
+// WithDefaults is h with the fields left out (0 or less) set to their
+// defaults.
+func (h InstanceHealth) WithDefaults() InstanceHealth {
+	if h.LivenessPeriodSeconds <= 0 {
+		h.LivenessPeriodSeconds = DefaultLivenessPeriodSeconds
+	}
+	if h.LivenessTimeoutSeconds <= 0 {
+		h.LivenessTimeoutSeconds = DefaultLivenessTimeoutSeconds
+	}
+	if h.LivenessFailureThreshold <= 0 {
+		h.LivenessFailureThreshold = DefaultLivenessFailureThreshold
+	}
+	if h.LoadTimeoutSeconds <= 0 {
+		h.LoadTimeoutSeconds = DefaultLoadTimeoutSeconds
+	}
+	return h
+}
+
 // Schedule is a ModelArts schedule entry: {"type":"stop","time_unit":"HOURS","duration":8}.
 type Schedule struct {
 	Type     string `json:"type"`
@@ -156,6 +199,7 @@ type Service struct {
 	TimeoutSeconds  float64         `json:"timeout_seconds"`
 	MaxBodyBytes    int64           `json:"max_body_bytes"`
 	Autoscale       *Autoscale      `json:"autoscale,omitempty"`
+	Health          *InstanceHealth `json:"health,omitempty"` // with its defaults filled in
 	Schedule        []Schedule      `json:"schedule,omitempty"`
 	DueTime         int64           `json:"due_time,omitempty"` // when the stop schedule stops it (ms)
 	StoppedReason   string          `json:"stopped_reason,omitempty"`
@@ -176,6 +220,7 @@ type DeployRequest struct {
 	TimeoutSeconds float64         `json:"timeout_seconds,omitempty"` // default 40
 	MaxBodyBytes   int64           `json:"max_body_bytes,omitempty"`  // default 12 MiB
 	Autoscale      *Autoscale      `json:"autoscale,omitempty"`
+	Health         *InstanceHealth `json:"health,omitempty"` // liveness probe and load timeout (defaults: 5 s, 5 s, 3, 600 s)
 	Schedule       []Schedule      `json:"schedule,omitempty"`
 }
 
@@ -185,6 +230,7 @@ type UpdateServiceRequest struct {
 	Status        string          `json:"status,omitempty"` // running | stopped
 	Config        []ServiceConfig `json:"config,omitempty"`
 	Autoscale     *Autoscale      `json:"autoscale,omitempty"`
+	Health        *InstanceHealth `json:"health,omitempty"` // the fields given replace the service's; instances started after take them
 	RotateAppCode bool            `json:"rotate_app_code,omitempty"`
 	Description   *string         `json:"description,omitempty"`
 }
@@ -238,6 +284,13 @@ type RunnerInstance struct {
 	GPUs             []int             `json:"gpus,omitempty"`
 	Envs             map[string]string `json:"envs,omitempty"`
 	HeartbeatSeconds int               `json:"heartbeat_seconds"`
+	// Health is the liveness probe and load limit of the instance, with
+	// its defaults filled in (a field left out takes its default).
+	Health InstanceHealth `json:"health"`
+	// StuckAfterSeconds is the service's request timeout: the model
+	// server's liveness fails once every worker has run one request for
+	// longer (0: never).
+	StuckAfterSeconds float64 `json:"stuck_after_seconds,omitempty"`
 }
 
 // InstanceSecretHeader carries an instance's secret from the gateway to

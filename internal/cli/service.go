@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/client"
@@ -217,6 +218,79 @@ func parseAutoscale(s string) (*api.Autoscale, error) {
 	return as, nil
 }
 
+// parseLiveness reads period=5s,timeout=5s,failures=3 (any of the keys,
+// at least one) into h.
+func parseLiveness(s string, h *api.InstanceHealth) error {
+	s = strings.TrimSpace(s)
+	seen := map[string]bool{}
+	bad := func(format string, args ...any) error {
+		return usagef("--liveness %q: "+format+"; expected [period=DURATION][,timeout=DURATION][,failures=N]",
+			append([]any{s}, args...)...)
+	}
+	for _, part := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		k = strings.ToLower(strings.TrimSpace(k))
+		v = strings.TrimSpace(v)
+		if !ok || k == "" || v == "" {
+			return bad("%q is not KEY=VALUE", part)
+		}
+		if seen[k] {
+			return bad("%s is given twice", k)
+		}
+		seen[k] = true
+		switch k {
+		case "period", "timeout":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return bad("%s must be a duration such as 5s", k)
+			}
+			if k == "period" {
+				h.LivenessPeriodSeconds = d.Seconds()
+			} else {
+				h.LivenessTimeoutSeconds = d.Seconds()
+			}
+		case "failures", "failure-threshold", "failure_threshold":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return bad("%s must be a whole number of at least 1", k)
+			}
+			h.LivenessFailureThreshold = n
+		default:
+			return bad("unknown key %q", k)
+		}
+	}
+	return nil
+}
+
+// healthFlags are the --liveness and --load-timeout of deploy and update.
+type healthFlags struct {
+	liveness    string
+	loadTimeout time.Duration
+}
+
+func (hf *healthFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&hf.liveness, "liveness", "", "liveness probe of ready instances: [period=5s][,timeout=5s][,failures=3] (the defaults)")
+	f.DurationVar(&hf.loadTimeout, "load-timeout", 0, "longest model load and warm-up of an instance, 10s to 24h (default 10m)")
+}
+
+// request is the health the flags ask for, nil when they ask for none.
+func (hf *healthFlags) request() (*api.InstanceHealth, error) {
+	if hf.liveness == "" && hf.loadTimeout == 0 {
+		return nil, nil
+	}
+	h := &api.InstanceHealth{}
+	if hf.liveness != "" {
+		if err := parseLiveness(hf.liveness, h); err != nil {
+			return nil, err
+		}
+	}
+	if hf.loadTimeout < 0 {
+		return nil, usagef("--load-timeout must not be negative")
+	}
+	h.LoadTimeoutSeconds = hf.loadTimeout.Seconds()
+	return h, nil
+}
+
 // parseDurationDays is time.ParseDuration that also accepts whole days
 // ("2d").
 func parseDurationDays(s string) (time.Duration, error) {
@@ -237,6 +311,7 @@ func (s *serviceCmds) deploy() *cobra.Command {
 		instances                                               int
 		timeout, stopAfter, waitFor                             time.Duration
 		wait                                                    bool
+		health                                                  healthFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "deploy --name NAME --model MODEL_ID[:WEIGHT] [--model …]",
@@ -252,6 +327,9 @@ many as the load needs within min and max.
   --auth none     anyone who reaches the server may call it
 
 --stop-after stops the service that long after it starts (8h, 90m, 2d).
+--liveness sets the probe of ready instances (an instance whose model server
+fails it failures times in a row is restarted), --load-timeout the longest
+model load and warm-up (an instance that takes longer fails).
 With --wait the command waits until the service is running.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -307,6 +385,11 @@ With --wait the command waits until the service is running.`,
 			if stopAfter > 0 {
 				req.Schedule = []api.Schedule{serving.ScheduleFor(stopAfter)}
 			}
+			h, err := health.request()
+			if err != nil {
+				return err
+			}
+			req.Health = h
 			c, err := s.a.client()
 			if err != nil {
 				return err
@@ -335,6 +418,7 @@ With --wait the command waits until the service is running.`,
 	f.Var((*daysDuration)(&stopAfter), "stop-after", "stop the service this long after it starts, e.g. 8h or 2d")
 	f.BoolVar(&wait, "wait", false, "wait until the service is running")
 	f.DurationVar(&waitFor, "wait-timeout", 0, "with --wait, give up after this long (default: no limit)")
+	health.add(f)
 	return cmd
 }
 
@@ -533,22 +617,29 @@ func (s *serviceCmds) update() *cobra.Command {
 		models           []string
 		autoscale, descr string
 		rotate, setDescr bool
+		health           healthFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "update SERVICE",
-		Short: "Change instance counts, weights or autoscaling, or rotate the app code",
+		Short: "Change instance counts, weights, autoscaling or health checks, or rotate the app code",
 		Long: `Change a running (or stopped) service:
 
   --instances N          every model gets N instances
   --model ID:WEIGHT      new weights (repeat for each model; they sum to 100);
                          a model the service does not have yet is added
   --autoscale min=1,max=4[,target-inflight=2][,cooldown=60s]   or --autoscale off
+  --liveness period=5s,timeout=5s,failures=3   --load-timeout 10m
+                         for instances started from then on (keys left out stay)
   --rotate-appcode       a new app code (auth appcode); the old one stops working`,
 		Args: exactArgs("SERVICE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			setDescr = cmd.Flags().Changed("description")
-			if instances == 0 && len(models) == 0 && autoscale == "" && !rotate && !setDescr {
-				return usagef("nothing to change: give --instances, --model, --autoscale, --rotate-appcode or --description")
+			h, err := health.request()
+			if err != nil {
+				return err
+			}
+			if instances == 0 && len(models) == 0 && autoscale == "" && !rotate && !setDescr && h == nil {
+				return usagef("nothing to change: give --instances, --model, --autoscale, --liveness, --load-timeout, --rotate-appcode or --description")
 			}
 			if instances < 0 {
 				return usagef("--instances must be positive")
@@ -557,7 +648,7 @@ func (s *serviceCmds) update() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := &api.UpdateServiceRequest{RotateAppCode: rotate}
+			req := &api.UpdateServiceRequest{RotateAppCode: rotate, Health: h}
 			if setDescr {
 				req.Description = &descr
 			}
@@ -588,6 +679,7 @@ func (s *serviceCmds) update() *cobra.Command {
 	f.StringVar(&autoscale, "autoscale", "", "min=N,max=N[,target-inflight=X][,target-qps=X][,cooldown=DURATION], or off")
 	f.BoolVar(&rotate, "rotate-appcode", false, "replace the app code")
 	f.StringVar(&descr, "description", "", "new description")
+	health.add(f)
 	return cmd
 }
 
@@ -1028,6 +1120,11 @@ func serviceDetail(w io.Writer, v *api.Service) {
 	field(w, "Max body", obsclient.HumanBytes(v.MaxBodyBytes))
 	if as := v.Autoscale; as != nil {
 		field(w, "Autoscale", fmt.Sprintf("%d…%d instances, target %g in flight, cooldown %ds", as.Min, as.Max, as.TargetInflight, as.CooldownSeconds))
+	}
+	if h := v.Health; h != nil {
+		field(w, "Liveness", fmt.Sprintf("every %gs, %gs to answer, restart after %d failures in a row", h.LivenessPeriodSeconds,
+			h.LivenessTimeoutSeconds, h.LivenessFailureThreshold))
+		field(w, "Load timeout", (time.Duration(h.LoadTimeoutSeconds * float64(time.Second))).String())
 	}
 	if v.DueTime > 0 {
 		field(w, "Stops at", timeMs(v.DueTime))

@@ -284,6 +284,34 @@ func TestParseAutoscale(t *testing.T) {
 	}
 }
 
+func TestHealthFlags(t *testing.T) {
+	tests := []struct {
+		liveness string
+		load     time.Duration
+		want     *api.InstanceHealth
+	}{
+		{"", 0, nil},
+		{"period=2s,timeout=1500ms,failures=4", 0, &api.InstanceHealth{LivenessPeriodSeconds: 2, LivenessTimeoutSeconds: 1.5, LivenessFailureThreshold: 4}},
+		{" FAILURES=1 ", 0, &api.InstanceHealth{LivenessFailureThreshold: 1}},
+		{"", 15 * time.Minute, &api.InstanceHealth{LoadTimeoutSeconds: 900}},
+		{"timeout=3s", time.Minute, &api.InstanceHealth{LivenessTimeoutSeconds: 3, LoadTimeoutSeconds: 60}},
+	}
+	for _, tc := range tests {
+		got, err := (&healthFlags{liveness: tc.liveness, loadTimeout: tc.load}).request()
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("--liveness %q --load-timeout %s = %+v, %v; want %+v", tc.liveness, tc.load, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"period", "period=5", "period=-1s", "failures=0", "failures=x", "period=1s,period=2s", "speed=1", "period=1s,,"} {
+		if _, err := (&healthFlags{liveness: bad}).request(); err == nil {
+			t.Errorf("--liveness %q accepted", bad)
+		}
+	}
+	if _, err := (&healthFlags{loadTimeout: -time.Second}).request(); err == nil {
+		t.Error("a negative --load-timeout accepted")
+	}
+}
+
 func TestParseModelAndFileFlags(t *testing.T) {
 	if m, err := parseModelFlag("abc:70"); err != nil || m != (modelFlag{id: "abc", weight: 70, has: true}) {
 		t.Errorf("abc:70 = %+v %v", m, err)

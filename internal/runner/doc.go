@@ -96,17 +96,30 @@
 //     (InstanceInvocation), in the sandbox and a cgroup of the flavor; the
 //     model dir is read-only at /home/ma-user/infer/model, the network is
 //     the host's. Its output is the instance log (POST …/logs, attempt 1,
-//     spooled as a job's). The ready file is read every 50 ms.
+//     spooled as a job's). The ready file is read every 50 ms. With the
+//     service's timeout as --stuck-after (see 5).
 //  4. Ready with the port, once the ready file says so; Failed with the
 //     error and traceback when it says failed, or with the exit code and the
-//     last 50 log lines when the server exits before.
-//  5. Exited with the exit code and the log tail when the server ends, or
+//     last 50 log lines when the server exits before; Failed with "model
+//     load exceeded 10m: …" (reason max_runtime, the server stopped) when it
+//     is not ready within health.load_timeout_seconds of its start.
+//  5. While ready, a liveness probe (instance_health.go) every
+//     health.liveness_period_seconds: GET /health/live with the instance's
+//     secret on a new connection to its socket, which must answer 200
+//     within health.liveness_timeout_seconds. The model server answers on
+//     its event loop, whatever its handlers do, and 503 once every worker
+//     has run one request for longer than the service's timeout. After
+//     health.liveness_failure_threshold failed probes in a row the runner
+//     reports Failed at once ("liveness probe failed 3 times: no answer in
+//     5s"; the controller takes the instance out of the routes and restarts
+//     it), then kills the server without a grace period (reason hung).
+//  6. Exited with the exit code and the log tail when the server ends, or
 //     with "stopped" after a stop ("stop", SIGTERM: SIGTERM to the server,
 //     the grace period, SIGKILL to it and its cgroup).
 //
 // The runner writes final.json (reason stopped, user_error, install,
-// platform or completed) and exits 0; the controller decides about
-// restarts, the runner never restarts the server.
+// platform, hung, max_runtime or completed) and exits 0; the controller
+// decides about restarts, the runner never restarts the server.
 //
 // # Limits
 //

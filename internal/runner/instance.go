@@ -529,10 +529,20 @@ func (in *instance) runServer() ending {
 	in.started = time.Now().UnixMilli()
 	in.sink.Runner("started %s", strings.Join(argv, " "))
 
-	rf, outcome := in.waitReady(p)
+	health := ri.Health.WithDefaults()
+	loadTimeout := seconds(health.LoadTimeoutSeconds)
+	rf, outcome := in.waitReady(p, loadTimeout)
 	switch outcome {
 	case waitStopped:
 		return in.stopped(in.terminate(p))
+	case waitTimedOut:
+		msg := fmt.Sprintf("model load exceeded %s: the model server was not ready (the handler's __init__ and warm-up done) within the service's load timeout",
+			shortDuration(loadTimeout))
+		in.sink.Runner("%s; stopping it", msg)
+		code := in.terminate(p)
+		end := in.failed(api.FailureMaxRuntime, msg, strings.Join(lastLines(in.sink.Tail(), traceLines), "\n"), code)
+		end.hint = "deploy with a longer --load-timeout (atelier service update --load-timeout), or make the model load faster"
+		return end
 	case waitExited:
 		code := in.ended(p)
 		if rf.State == ReadyStateFailed {
@@ -560,12 +570,35 @@ func (in *instance) runServer() ending {
 		return in.failed(api.FailureUserError, rf.Message(), rf.Traceback, code)
 	}
 
-	in.sink.Runner("the model server is ready on %s", l.Socket())
+	in.sink.Runner("the model server is ready on %s; liveness probe every %gs (%gs to answer, %d failures in a row fail it)",
+		l.Socket(), health.LivenessPeriodSeconds, health.LivenessTimeoutSeconds, health.LivenessFailureThreshold)
 	in.setState(api.InstanceReport{Phase: InstanceReady})
+	watch, stopWatch := context.WithCancel(in.work)
+	defer stopWatch()
+	dead := make(chan string, 1)
+	go func() {
+		if msg := watchLiveness(watch, health, probeLive(l.Socket(), ri.Secret)); msg != "" {
+			dead <- msg
+		}
+	}()
 	select {
 	case <-p.exited:
 	case <-in.stop.ch:
 		return in.stopped(in.terminate(p))
+	case msg := <-dead:
+		// Reported before the kill, so that the gateway stops sending
+		// requests at once; a server that does not answer its probes is
+		// not asked to drain them. The server answers the report with a
+		// stop, and its executor stops the runner: this is the end already.
+		in.stop.once.Do(func() { close(in.stop.ch) })
+		in.setState(api.InstanceReport{Phase: InstanceFailed, Message: msg})
+		in.sink.Runner("%s; killing the model server", msg)
+		killUser(p, in.group, in.log)
+		code := in.ended(p)
+		end := in.failed(api.FailureHung, msg, "", &code)
+		end.hint = "the handler hangs or the model server stopped answering; the instance is restarted. " +
+			"A slow model needs a longer --timeout (a request may run that long) or --liveness timeout"
+		return end
 	}
 	code := in.ended(p)
 	reason := api.FailureUserError
@@ -620,14 +653,17 @@ const (
 	waitFailed
 	waitExited
 	waitStopped
+	waitTimedOut
 )
 
 // waitReady polls the ready file until it says ready or failed, the server
-// exits or a stop is requested. After an exit it returns the ready file as
-// the server left it.
-func (in *instance) waitReady(p *userProc) (ReadyFile, int) {
+// exits, a stop is requested or the load timeout passes. After an exit it
+// returns the ready file as the server left it.
+func (in *instance) waitReady(p *userProc, loadTimeout time.Duration) (ReadyFile, int) {
 	t := time.NewTicker(in.cfg.ReadyPoll)
 	defer t.Stop()
+	limit := time.NewTimer(loadTimeout)
+	defer limit.Stop()
 	var lastErr string
 	rel := in.layout.rel(in.layout.ReadyFile())
 	read := func() ReadyFile {
@@ -657,6 +693,14 @@ func (in *instance) waitReady(p *userProc) (ReadyFile, int) {
 			return read(), waitExited
 		case <-in.stop.ch:
 			return ReadyFile{}, waitStopped
+		case <-limit.C:
+			switch rf := read(); rf.State { // it may have made it just now
+			case ReadyStateReady:
+				return rf, waitReady
+			case ReadyStateFailed:
+				return rf, waitFailed
+			}
+			return ReadyFile{}, waitTimedOut
 		case <-t.C:
 		}
 		switch rf := read(); rf.State {

@@ -182,14 +182,19 @@ func (fs *fakeInstanceServer) texts(stream string) []string {
 // model_service with this server.py, found first on PYTHONPATH. FAKE_MODE
 // picks its behaviour: ok (serve; SIGTERM ends it), ignore-term (serve;
 // SIGTERM is ignored), fail (a failed ready file, exit 1), crash-before
-// (exit 3 before ready), crash-after (exit 5 after the first request).
-const fakeModelServer = `import argparse, http.server, json, os, signal, socket, socketserver, sys, traceback
+// (exit 3 before ready), crash-after (exit 5 after the first request),
+// live-hang (serve, but never answer GET /health/live), live-503 (serve,
+// GET /health/live answers 503 as a stuck server does), slow-load (never
+// ready). It prints "liveness probe" for every GET /health/live with the
+// secret.
+const fakeModelServer = `import argparse, http.server, json, os, signal, socket, socketserver, sys, threading, time, traceback
 
 ap = argparse.ArgumentParser()
 for f in ("--model-dir", "--model-name", "--ready-file"):
     ap.add_argument(f, required=True)
 ap.add_argument("--listen-fd", type=int, required=True)
 ap.add_argument("--secret-fd", type=int, required=True)
+ap.add_argument("--stuck-after", type=float)
 a = ap.parse_args()
 with os.fdopen(a.secret_fd) as f:
     secret = f.read().strip()
@@ -201,6 +206,7 @@ print("env", e("ATELIER_SERVICE_ID"), e("ATELIER_MODEL_ID"), e("ATELIER_INSTANCE
 print("cwd", os.getcwd(), "model_dir", a.model_dir, "ready_file", a.ready_file, flush=True)
 print("prefix", sys.prefix, flush=True)
 print("files", ",".join(sorted(os.listdir(a.model_dir))), flush=True)
+print("stuck-after", a.stuck_after, flush=True)
 probe = e("FAKE_PROBE")
 if probe:
     print("probe", len(os.listdir(probe)) if os.path.isdir(probe) else "absent", flush=True)
@@ -221,6 +227,10 @@ if mode == "crash-before":
     print("Traceback (most recent call last):", file=sys.stderr, flush=True)
     print("RuntimeError: weights are corrupt", file=sys.stderr, flush=True)
     sys.exit(3)
+if mode == "slow-load":
+    print("loading for ever", flush=True)
+    while True:
+        time.sleep(60)
 if mode == "fail":
     try:
         raise ValueError("bad weights")
@@ -256,6 +266,13 @@ class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if self.refused():
             return
+        if self.path == "/health/live":
+            print("liveness probe", flush=True)
+            if mode == "live-hang":
+                threading.Event().wait()
+            if mode == "live-503":
+                self.reply(503, {"error_code": "ATL.SVC.0513", "error_msg": "every worker (1 of 1) has been running one request for more than 8s: the handler is stuck"})
+                return
         self.reply(200, {"status": "ready"})
     def log_message(self, *args):
         pass
@@ -331,7 +348,8 @@ func (e *instanceEnv) instance(id, modelID, location, mode string) api.RunnerIns
 		Sandbox:     "none", Secret: testSecret,
 		Envs: map[string]string{"FAKE_MODE": mode, "PYTHONPATH": filepath.Join(dir, "model", "fake")},
 		// The tests' Timing sets the heartbeat.
-		HeartbeatSeconds: 2,
+		HeartbeatSeconds:  2,
+		StuckAfterSeconds: 40,
 	}
 }
 

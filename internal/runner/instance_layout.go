@@ -125,7 +125,9 @@ const (
 // Argv is the model server's command line: python -m model_service.server
 // with the model dir, the service name, the listening Unix socket the
 // runner made (descriptor 3), the secret every request must carry
-// (descriptor 4) and the ready file.
+// (descriptor 4), the ready file and, when the service has a timeout, the
+// stuck limit of its liveness answer (--stuck-after: no request may run
+// longer than the service's timeout).
 func (iv InstanceInvocation) Argv() ([]string, error) {
 	ri, l := iv.Instance, iv.Layout
 	if iv.Python == "" {
@@ -137,10 +139,14 @@ func (iv InstanceInvocation) Argv() ([]string, error) {
 	if name == "" {
 		name = ri.ServiceID
 	}
-	return []string{iv.Python, "-m", ModelServerModule,
+	argv := []string{iv.Python, "-m", ModelServerModule,
 		"--model-dir", l.View(l.Model), "--model-name", name,
 		"--listen-fd", strconv.Itoa(listenFD), "--secret-fd", strconv.Itoa(secretFD),
-		"--ready-file", l.View(l.ReadyFile())}, nil
+		"--ready-file", l.View(l.ReadyFile())}
+	if s := ri.StuckAfterSeconds; s > 0 {
+		argv = append(argv, "--stuck-after", strconv.FormatFloat(s, 'f', -1, 64))
+	}
+	return argv, nil
 }
 
 // Env is the model server's complete environment (ARCHITECTURE.md §5),

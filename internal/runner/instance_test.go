@@ -78,6 +78,7 @@ func TestInstanceServesAndStops(t *testing.T) {
 		"cwd " + filepath.Join(dir, "model") + " model_dir " + filepath.Join(dir, "model") + " ready_file " + filepath.Join(dir, "home", "infer", "ready.json"),
 		"prefix /usr",
 		"files config.json,customize_service.py,fake,weights.pth",
+		"stuck-after 40.0",
 		"serving", "got TERM",
 	}
 	if !slices.Equal(out, want) {
@@ -369,6 +370,7 @@ func TestInstanceBubblewrap(t *testing.T) {
 		"cwd /home/ma-user/infer/model model_dir /home/ma-user/infer/model ready_file /home/ma-user/infer/ready.json",
 		"prefix /usr",
 		"files config.json,customize_service.py,fake,weights.pth",
+		"stuck-after 40.0",
 		"probe hidden", "model read-only",
 		"serving", "got TERM",
 	}

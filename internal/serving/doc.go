@@ -50,6 +50,13 @@
 //     waits ahead of every queued job. Every pass syncs the ledger from the
 //     records (started instances hold, wanted pending ones wait), so a
 //     restarted server's ledger is rebuilt from what runs.
+//   - A service's health (api.InstanceHealth: the liveness probe's period,
+//     timeout and failures in a row, and the load timeout; defaults 5 s,
+//     5 s, 3, 10 min) goes to its instances' runners with its timeout as
+//     the model server's stuck limit (RunnerInstance); the runner probes a
+//     ready instance and reports it Failed when the probe fails, or when
+//     the model does not load in time. A Failed report takes the instance
+//     out of the gateway's route at once (RunnerInstanceStatus).
 //   - An instance that exits, fails or is lost (silent for LostAfter and
 //     not running by the executor) is replaced after a backoff of 1 s, 2 s,
 //     4 s, … at most 30 s; an instance that was ready for a minute starts

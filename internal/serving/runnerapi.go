@@ -114,7 +114,8 @@ func (s *Service) RunnerInstance(ctx context.Context, id, token string) (*api.Ru
 	}
 	ri := &api.RunnerInstance{InstanceID: id, ServiceID: r.raw.ID, ServiceName: r.spec.ServiceName, Model: *m, Engine: eng,
 		Flavor: fl, Credentials: *creds, Sandbox: s.o.Sandbox, SandboxUser: s.o.SandboxUser, Owner: r.raw.OwnerID,
-		HeartbeatSeconds: max(int(s.o.HeartbeatInterval/time.Second), 1)}
+		HeartbeatSeconds: max(int(s.o.HeartbeatInterval/time.Second), 1),
+		Health:           healthOf(r.spec), StuckAfterSeconds: r.spec.TimeoutSeconds}
 	if c := r.config(in.ModelID); c != nil && len(c.Envs) > 0 {
 		ri.Envs = c.Envs
 	}

@@ -47,6 +47,7 @@ const (
 	CodeEnvs          errs.Code = "ATL.SVC.0020" // config[].envs names a variable a service may not set
 	CodeUsage         errs.Code = "ATL.SVC.0021" // usage of every user asked by a non-admin
 	CodeReport        errs.Code = "ATL.SVC.0022" // an instance report with an unknown phase or a bad port
+	CodeHealth        errs.Code = "ATL.SVC.0023" // health (liveness probe, load timeout) outside its bounds
 )
 
 // Instance phases (api.Instance.Phase). The runner reports Downloading,
@@ -380,6 +381,8 @@ func (r *record) config(modelID string) *api.ServiceConfig {
 func (r *record) view() *api.Service {
 	v := *r.spec
 	v.Config = slices.Clone(r.spec.Config)
+	h := healthOf(r.spec) // also for a service deployed before it had health
+	v.Health = &h
 	v.Status = r.st.Status
 	v.ErrorMsg = r.st.ErrorMsg
 	v.StoppedReason = r.st.StoppedReason
@@ -692,16 +695,19 @@ func (s *Service) Update(ctx context.Context, p *auth.Principal, id string, req 
 		return nil, errs.E(op, errs.Invalid, CodeStatus, fmt.Sprintf("status %q is not running or stopped", req.Status),
 			errs.Hint(`send {"status":"running"} to start a service, {"status":"stopped"} to stop it`))
 	}
-	if req.Config == nil && req.Autoscale == nil && !req.RotateAppCode && req.Description == nil {
+	if req.Config == nil && req.Autoscale == nil && !req.RotateAppCode && req.Description == nil && req.Health == nil {
 		return nil, errs.E(op, errs.Invalid, CodeConfig, "the update changes nothing",
-			errs.Hint("send status, config, autoscale, rotate_app_code or description"))
+			errs.Hint("send status, config, autoscale, health, rotate_app_code or description"))
 	}
 	// Validate the new definition as a deploy of it would be.
 	next := &api.DeployRequest{ServiceName: cur.spec.ServiceName, Description: cur.spec.Description, Auth: cur.spec.Auth,
 		TimeoutSeconds: cur.spec.TimeoutSeconds, MaxBodyBytes: cur.spec.MaxBodyBytes, Autoscale: cur.spec.Autoscale,
-		Schedule: cur.spec.Schedule, Config: mergeConfig(cur.spec.Config, req.Config)}
+		Schedule: cur.spec.Schedule, Config: mergeConfig(cur.spec.Config, req.Config), Health: cur.spec.Health}
 	if req.Description != nil {
 		next.Description = *req.Description
+	}
+	if req.Health != nil {
+		next.Health = mergeHealth(cur.spec.Health, *req.Health)
 	}
 	if req.Autoscale != nil {
 		next.Autoscale = req.Autoscale
@@ -768,6 +774,12 @@ func (s *Service) Update(ctx context.Context, p *auth.Principal, id string, req 
 			u.spec.Description = spec.Description
 			changes = append(changes, "description")
 		}
+		if req.Health != nil {
+			u.spec.Health = spec.Health
+			h := spec.Health
+			changes = append(changes, fmt.Sprintf("health: liveness probe every %gs, %gs to answer, %d failures in a row; load timeout %gs (instances started from now on)",
+				h.LivenessPeriodSeconds, h.LivenessTimeoutSeconds, h.LivenessFailureThreshold, h.LoadTimeoutSeconds))
+		}
 		if req.RotateAppCode {
 			u.spec.AppCode = newAppCode()
 			changes = append(changes, "app code rotated")
@@ -781,6 +793,28 @@ func (s *Service) Update(ctx context.Context, p *auth.Principal, id string, req 
 	s.publish(r)
 	s.Kick()
 	return s.present(r), nil
+}
+
+// mergeHealth is the health of an update: the fields it gives replace the
+// service's.
+func mergeHealth(old *api.InstanceHealth, upd api.InstanceHealth) *api.InstanceHealth {
+	h := api.InstanceHealth{}
+	if old != nil {
+		h = *old
+	}
+	if upd.LivenessPeriodSeconds != 0 {
+		h.LivenessPeriodSeconds = upd.LivenessPeriodSeconds
+	}
+	if upd.LivenessTimeoutSeconds != 0 {
+		h.LivenessTimeoutSeconds = upd.LivenessTimeoutSeconds
+	}
+	if upd.LivenessFailureThreshold != 0 {
+		h.LivenessFailureThreshold = upd.LivenessFailureThreshold
+	}
+	if upd.LoadTimeoutSeconds != 0 {
+		h.LoadTimeoutSeconds = upd.LoadTimeoutSeconds
+	}
+	return &h
 }
 
 // mergeConfig is the config of an update: entries for models the service

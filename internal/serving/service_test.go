@@ -193,6 +193,36 @@ func TestCrashedInstanceRestartsWithBackoff(t *testing.T) {
 	}
 }
 
+// TestUnhealthyInstanceLeavesTheRoute: a ready instance its runner
+// reports Failed (its liveness probe failed) leaves the gateway's route
+// with the report, before any controller pass, and is restarted after the
+// backoff, with an event saying why.
+func TestUnhealthyInstanceLeavesTheRoute(t *testing.T) {
+	e := newEnv(t)
+	id := e.deploy(api.DeployRequest{ServiceName: "s", Config: one("m1", 2)}).ServiceID
+	e.tick()
+	e.readyAll(id, 44000)
+	e.wantStatus(id, api.ServiceRunning)
+	hung := e.instances(id, PhaseReady)[0]
+	const why = "liveness probe failed 3 times: no answer in 5s"
+	if r := e.report(id, hung.InstanceID, PhaseFailed, 0, why, ""); r.Action != "stop" {
+		t.Errorf("reply %+v", r)
+	}
+	if r, _ := e.router.route(id); len(r.Backends) != 1 || r.Backends[0].InstanceID == hung.InstanceID {
+		t.Errorf("route after the report %+v", r)
+	}
+	if p := e.instances(id, PhasePending); len(p) != 1 || p[0].Restarts != 1 {
+		t.Fatalf("instances %+v", e.get(id).Instances)
+	}
+	e.clock.add(time.Second)
+	e.tick()
+	e.readyAll(id, 44010)
+	e.wantStatus(id, api.ServiceRunning)
+	if !strings.Contains(e.events(id), "instance "+hung.InstanceID+" of model m1 failed: "+why+"; restarting in 1s (restart 1)") {
+		t.Errorf("events:\n%s", e.events(id))
+	}
+}
+
 func TestBackoffGrowsOnRepeatedFailures(t *testing.T) {
 	e := newEnv(t)
 	id := e.deploy(api.DeployRequest{ServiceName: "s", Config: one("m1", 1)}).ServiceID
@@ -452,6 +482,64 @@ func TestUpdateCountsWeightsAndAppCode(t *testing.T) {
 	}
 	if ids, _ := e.s.ServicesUsing(e.ctx, "m2"); len(ids) != 0 {
 		t.Errorf("ServicesUsing m2 = %v", ids)
+	}
+}
+
+// TestHealthReachesTheRunner: the liveness probe and load timeout of a
+// service (defaults, or what deploy and update give) and its request
+// timeout (the model server's stuck limit) reach its instances' runners.
+func TestHealthReachesTheRunner(t *testing.T) {
+	e := newEnv(t)
+	v := e.deploy(api.DeployRequest{ServiceName: "s", TimeoutSeconds: 8, Config: one("m1", 1)})
+	id := v.ServiceID
+	def := api.InstanceHealth{LivenessPeriodSeconds: 5, LivenessTimeoutSeconds: 5, LivenessFailureThreshold: 3, LoadTimeoutSeconds: 600}
+	if v.Health == nil || *v.Health != def {
+		t.Errorf("deployed health %+v, want the defaults %+v", v.Health, def)
+	}
+	runnerHealth := func() (api.InstanceHealth, float64) {
+		t.Helper()
+		e.tick()
+		ins := e.instances(id, PhaseStarting)
+		if len(ins) == 0 {
+			t.Fatalf("no starting instance: %+v", e.get(id).Instances)
+		}
+		in := ins[len(ins)-1]
+		ri, err := e.s.RunnerInstance(e.ctx, in.InstanceID, e.token(id, in.InstanceID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ri.Health, ri.StuckAfterSeconds
+	}
+	if h, stuck := runnerHealth(); h != def || stuck != 8 {
+		t.Errorf("runner health %+v, stuck after %g; want %+v, 8", h, stuck, def)
+	}
+	v, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Health: &api.InstanceHealth{LivenessPeriodSeconds: 2, LoadTimeoutSeconds: 60}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := api.InstanceHealth{LivenessPeriodSeconds: 2, LivenessTimeoutSeconds: 5, LivenessFailureThreshold: 3, LoadTimeoutSeconds: 60}
+	if *v.Health != want {
+		t.Errorf("updated health %+v, want %+v", *v.Health, want)
+	}
+	if _, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: []api.ServiceConfig{{ModelID: "m1", InstanceCount: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := runnerHealth(); h != want {
+		t.Errorf("runner health after the update %+v, want %+v", h, want)
+	}
+	if _, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Health: &api.InstanceHealth{LivenessFailureThreshold: 50}}); errs.CodeOf(err) != CodeHealth {
+		t.Errorf("a threshold of 50: %v", err)
+	}
+	evs, _, err := e.s.Events(e.ctx, e.alice, id, meta.ListOptions{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, ev := range evs {
+		found = found || strings.Contains(ev.Message, "health: liveness probe every 2s, 5s to answer, 3 failures in a row; load timeout 60s")
+	}
+	if !found {
+		t.Errorf("no event of the health update: %+v", evs)
 	}
 }
 

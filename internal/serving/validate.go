@@ -28,6 +28,12 @@ const (
 	// policy that leaves them out.
 	DefaultTargetInflight  = 2.0
 	DefaultCooldownSeconds = 60
+	// Bounds of health (api.InstanceHealth).
+	MinLivenessSeconds = 1
+	MaxLivenessSeconds = 300
+	MaxLivenessFailure = 20
+	MinLoadTimeout     = 10 * time.Second
+	MaxLoadTimeout     = 24 * time.Hour
 )
 
 var (
@@ -110,7 +116,53 @@ func Normalize(req *api.DeployRequest, env Env) (*api.Service, error) {
 	if svc.Schedule, err = normalizeSchedule(op, req.Schedule); err != nil {
 		return nil, err
 	}
+	if svc.Health, err = normalizeHealth(op, req.Health); err != nil {
+		return nil, err
+	}
 	return svc, nil
+}
+
+// normalizeHealth checks the liveness probe and load timeout (periods and
+// timeouts 1…300 s, a threshold of 1…20 probes, a load timeout of 10 s…24
+// h) and fills the defaults of the fields left out.
+func normalizeHealth(op errs.Op, in *api.InstanceHealth) (*api.InstanceHealth, error) {
+	var h api.InstanceHealth
+	if in != nil {
+		h = *in
+	}
+	bad := func(msg string) error {
+		return errs.E(op, errs.Invalid, CodeHealth, "health: "+msg,
+			errs.Hint("e.g. --liveness period=5s,timeout=5s,failures=3 --load-timeout 10m"))
+	}
+	seconds := func(name string, v, lo, hi float64) error {
+		if v != 0 && (math.IsNaN(v) || v < lo || v > hi) {
+			return bad(fmt.Sprintf("%s %g is outside %g…%g", name, v, lo, hi))
+		}
+		return nil
+	}
+	if err := seconds("liveness_period_seconds", h.LivenessPeriodSeconds, MinLivenessSeconds, MaxLivenessSeconds); err != nil {
+		return nil, err
+	}
+	if err := seconds("liveness_timeout_seconds", h.LivenessTimeoutSeconds, MinLivenessSeconds, MaxLivenessSeconds); err != nil {
+		return nil, err
+	}
+	if err := seconds("load_timeout_seconds", h.LoadTimeoutSeconds, MinLoadTimeout.Seconds(), MaxLoadTimeout.Seconds()); err != nil {
+		return nil, err
+	}
+	if h.LivenessFailureThreshold < 0 || h.LivenessFailureThreshold > MaxLivenessFailure {
+		return nil, bad(fmt.Sprintf("liveness_failure_threshold %d is outside 1…%d", h.LivenessFailureThreshold, MaxLivenessFailure))
+	}
+	h = h.WithDefaults()
+	return &h, nil
+}
+
+// healthOf is the health of a service, the defaults for one deployed
+// before services had it.
+func healthOf(spec *api.Service) api.InstanceHealth {
+	if spec.Health == nil {
+		return api.InstanceHealth{}.WithDefaults()
+	}
+	return spec.Health.WithDefaults()
 }
 
 // normalizeConfig checks the model entries: 1…MaxConfigs of them, each

@@ -19,7 +19,8 @@ func TestNormalizeDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &api.Service{ServiceName: "mnist", InferType: "real-time", Auth: api.AuthToken, TimeoutSeconds: 40, MaxBodyBytes: 12 << 20,
-		Config: []api.ServiceConfig{{ModelID: "m1", Specification: "cpu.1", InstanceCount: 1, Weight: 100}}}
+		Config: []api.ServiceConfig{{ModelID: "m1", Specification: "cpu.1", InstanceCount: 1, Weight: 100}},
+		Health: &api.InstanceHealth{LivenessPeriodSeconds: 5, LivenessTimeoutSeconds: 5, LivenessFailureThreshold: 3, LoadTimeoutSeconds: 600}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
@@ -30,6 +31,7 @@ func TestNormalizeFull(t *testing.T) {
 		TimeoutSeconds: 5, MaxBodyBytes: 1 << 30,
 		Autoscale: &api.Autoscale{Min: 1, Max: 4},
 		Schedule:  []api.Schedule{{Type: "Stop", TimeUnit: "hours", Duration: 8}},
+		Health:    &api.InstanceHealth{LivenessPeriodSeconds: 2, LivenessFailureThreshold: 1, LoadTimeoutSeconds: 30},
 		Config: []api.ServiceConfig{
 			{ModelID: "m1", Weight: 90, Specification: "cpu.2", Envs: map[string]string{"MODEL_NAME": "x"}},
 			{ModelID: "m2", Weight: 10, InstanceCount: 3},
@@ -42,6 +44,7 @@ func TestNormalizeFull(t *testing.T) {
 		TimeoutSeconds: 5, MaxBodyBytes: 1 << 30,
 		Autoscale: &api.Autoscale{Min: 1, Max: 4, TargetInflight: 2, CooldownSeconds: 60},
 		Schedule:  []api.Schedule{{Type: "stop", TimeUnit: "HOURS", Duration: 8}},
+		Health:    &api.InstanceHealth{LivenessPeriodSeconds: 2, LivenessTimeoutSeconds: 5, LivenessFailureThreshold: 1, LoadTimeoutSeconds: 30},
 		Config: []api.ServiceConfig{
 			{ModelID: "m1", Weight: 90, Specification: "cpu.2", InstanceCount: 1, Envs: map[string]string{"MODEL_NAME": "x"}},
 			{ModelID: "m2", Weight: 10, Specification: "cpu.1", InstanceCount: 3},
@@ -89,6 +92,11 @@ func TestNormalizeErrors(t *testing.T) {
 		{"schedule type", api.DeployRequest{ServiceName: "s", Config: one, Schedule: []api.Schedule{{Type: "start", TimeUnit: "HOURS", Duration: 1}}}, CodeSchedule, "start"},
 		{"schedule zero", api.DeployRequest{ServiceName: "s", Config: one, Schedule: []api.Schedule{{Type: "stop", TimeUnit: "HOURS"}}}, CodeSchedule, "outside"},
 		{"schedule long", api.DeployRequest{ServiceName: "s", Config: one, Schedule: []api.Schedule{{Type: "stop", TimeUnit: "DAYS", Duration: 400}}}, CodeSchedule, "366"},
+		{"liveness period", api.DeployRequest{ServiceName: "s", Config: one, Health: &api.InstanceHealth{LivenessPeriodSeconds: 0.5}}, CodeHealth, "liveness_period_seconds 0.5 is outside 1…300"},
+		{"liveness timeout", api.DeployRequest{ServiceName: "s", Config: one, Health: &api.InstanceHealth{LivenessTimeoutSeconds: 301}}, CodeHealth, "liveness_timeout_seconds 301"},
+		{"liveness threshold", api.DeployRequest{ServiceName: "s", Config: one, Health: &api.InstanceHealth{LivenessFailureThreshold: 21}}, CodeHealth, "1…20"},
+		{"liveness threshold negative", api.DeployRequest{ServiceName: "s", Config: one, Health: &api.InstanceHealth{LivenessFailureThreshold: -1}}, CodeHealth, "-1"},
+		{"load timeout", api.DeployRequest{ServiceName: "s", Config: one, Health: &api.InstanceHealth{LoadTimeoutSeconds: 5}}, CodeHealth, "load_timeout_seconds 5 is outside 10…86400"},
 		{"two schedules", api.DeployRequest{ServiceName: "s", Config: one, Schedule: []api.Schedule{{Type: "stop", TimeUnit: "HOURS", Duration: 1}, {Type: "stop", TimeUnit: "HOURS", Duration: 2}}}, CodeSchedule, "2 entries"},
 	}
 	for _, tt := range tests {

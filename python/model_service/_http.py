@@ -9,10 +9,14 @@ connection handles one request at a time and answers in order; bytes that
 arrive meanwhile wait in its buffer (reading pauses when they pass 256 KiB).
 
 GET and HEAD of /health/live and /health/ready are answered on the event
-loop. A POST (any path) is handed to HTTPServer.dispatch, which runs it
-elsewhere (the worker threads of model_service.server) and hands the answer
-back with HTTPServer.complete(req, status, body) from any thread. Every
-other request gets a JSON error {"error_code", "error_msg"}.
+loop, never queued behind a request: /health/live answers 200
+{"status":"alive"} as long as the loop runs, unless HTTPServer's liveness
+callback says why the server is not live (503 {"error_code":
+"ATL.SVC.0513", "error_msg": <why>}). A POST (any path) is handed to
+HTTPServer.dispatch, which runs it elsewhere (the worker threads of
+model_service.server) and hands the answer back with
+HTTPServer.complete(req, status, body) from any thread. Every other request
+gets a JSON error {"error_code", "error_msg"}.
 
 When HTTPServer has a secret, every request must carry the header
 X-Atelier-Instance-Secret with exactly that value (compared in constant
@@ -121,17 +125,21 @@ class HTTPServer(object):
     None): the value every request's X-Atelier-Instance-Secret header must
     have (see the module doc); on_refused(message) is called with one line
     (without the header's value) for every request refused for it.
+    liveness: None, or a function called on the event loop for every GET
+    or HEAD of /health/live that returns None (live) or why the server is
+    not live (answered 503 STUCK).
     """
 
     def __init__(self, loop, dispatch, max_header=64 * 1024, max_body=64 * 1024 * 1024,
                  keepalive_timeout=200.0, request_timeout=60.0, access_log=True, log_fd=2,
-                 secret=None, on_refused=None):
+                 secret=None, on_refused=None, liveness=None):
         if secret is not None and not isinstance(secret, bytes):
             raise TypeError("secret must be bytes")
         if secret == b"":
             raise ValueError("secret must not be empty")
         self.secret = secret
         self.on_refused = on_refused
+        self.liveness = liveness
         self.loop = loop
         self.dispatch = dispatch
         self.max_header = max_header
@@ -563,7 +571,11 @@ class Connection(asyncio.Protocol):
         if method == b"GET" or method == b"HEAD":
             path = req.path
             if path == b"/health/live":
-                self._answer(req, 200, _LIVE, False)
+                why = srv.liveness() if srv.liveness is not None else None
+                if why is None:
+                    self._answer(req, 200, _LIVE, False)
+                else:
+                    self._answer(req, 503, _error_body(errors.STUCK, why), True)
                 return
             if path == b"/health/ready":
                 if srv.ready:

@@ -5,7 +5,7 @@ Every error response is JSON: {"error_code": CODE, "error_msg": MESSAGE}.
 
 __all__ = ["HTTPError", "HANDLER_ERROR", "BAD_JSON", "BAD_MULTIPART", "BAD_REQUEST", "NOT_FOUND",
            "METHOD_NOT_ALLOWED", "BODY_TOO_LARGE", "HEADERS_TOO_LARGE", "NOT_READY",
-           "BAD_VERSION", "BAD_TRANSFER_ENCODING", "REQUEST_TIMEOUT", "BAD_SECRET", "CODES"]
+           "BAD_VERSION", "BAD_TRANSFER_ENCODING", "REQUEST_TIMEOUT", "BAD_SECRET", "STUCK", "CODES"]
 
 HANDLER_ERROR = "ATL.SVC.0500"          # 500: the handler raised, or its result is not JSON-serialisable
 BAD_JSON = "ATL.SVC.0501"               # 400: a JSON request body does not parse
@@ -20,6 +20,7 @@ BAD_VERSION = "ATL.SVC.0509"            # 505: an HTTP version other than 1.0 an
 BAD_TRANSFER_ENCODING = "ATL.SVC.0510"  # 501: a Transfer-Encoding other than chunked
 REQUEST_TIMEOUT = "ATL.SVC.0511"        # 408: a request not received completely within --request-timeout
 BAD_SECRET = "ATL.SVC.0512"             # 403: no X-Atelier-Instance-Secret header, or not the --secret-fd one
+STUCK = "ATL.SVC.0513"                  # 503: GET /health/live while every worker has run one request past --stuck-after
 
 CODES = {
     HANDLER_ERROR: "the handler raised an exception or returned a value that is not JSON-serialisable",
@@ -35,6 +36,7 @@ CODES = {
     BAD_TRANSFER_ENCODING: "Transfer-Encoding not supported (only chunked)",
     REQUEST_TIMEOUT: "the request was not received completely in time",
     BAD_SECRET: "the request does not carry this instance's secret",
+    STUCK: "every worker has been running one request for longer than the instance allows: the handler is stuck",
 }
 
 

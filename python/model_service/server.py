@@ -5,7 +5,7 @@ directory over HTTP.
         [--host 127.0.0.1] [--port 8080 | 0 | --listen-fd N] [--secret-fd N]
         [--ready-file PATH] [--workers 1] [--max-body 64MiB] [--max-header 64KiB]
         [--keepalive-timeout 200] [--request-timeout 60] [--drain-timeout 30]
-        [--no-access-log]
+        [--stuck-after SECONDS] [--no-access-log]
 
 Listening: on --host:--port (TCP), or with --listen-fd N on the inherited,
 already bound and listening stream socket N (a Unix socket that the runner
@@ -58,9 +58,20 @@ exception answers 500 {"error_code": "ATL.SVC.0500", "error_msg":
 "<ExcType>: <message>"} and logs the traceback with the request id (the
 X-Request-Id header, else one generated, echoed in the response). How the
 body becomes `data` is described in model_service._body; the error codes
-are listed in model_service.errors. GET /health/live answers 200
-{"status": "alive"}, GET /health/ready 200 {"status": "ready"} (503 while
-shutting down).
+are listed in model_service.errors. GET /health/ready answers 200
+{"status": "ready"} (503 while shutting down). GET /health/live is the
+liveness probe: it is answered on the event loop, never queued behind a
+request, so it answers while handlers run (a handler stuck in time.sleep or
+in a Python loop lets the loop run: the interpreter switches threads every
+few milliseconds); it answers 200 {"status": "alive"}, except with
+--stuck-after S when every worker thread has been running its current
+request for more than S seconds: then 503 {"error_code": "ATL.SVC.0513",
+"error_msg": "every worker (1 of 1) has been running one request for more
+than 40s (the shortest for 41.2s): the handler is stuck"}, as the instance
+can serve nothing more.
+(The runner passes the service's request timeout: past it the gateway has
+answered 504 anyway.) A handler that holds the interpreter lock in C code,
+a deadlock or a stopped process leave the probe with no answer at all.
 
 SIGTERM (or SIGINT): stop listening, close idle connections, finish the
 requests in progress (at most --drain-timeout seconds) and exit 0.
@@ -181,6 +192,9 @@ def parse_args(argv):
                    help="seconds to receive a whole request (60)")
     p.add_argument("--drain-timeout", type=_seconds, default=30.0,
                    help="seconds to finish requests in progress after SIGTERM (30)")
+    p.add_argument("--stuck-after", type=_seconds, metavar="SECONDS",
+                   help="GET /health/live answers 503 when every worker has been running one request "
+                        "for longer than this (default: never)")
     p.add_argument("--no-access-log", dest="access_log", action="store_false",
                    help="do not log one line per request")
     args = p.parse_args(argv)
@@ -250,7 +264,9 @@ class _Workers(object):
         self.http = http
         self.log = log
         self.q = queue.SimpleQueue()
-        self.threads = [threading.Thread(target=self._loop, name="model-worker-%d" % i, daemon=True)
+        # since[i]: when worker i took its current request (time.monotonic()), 0.0 while idle
+        self.since = [0.0] * n
+        self.threads = [threading.Thread(target=self._loop, args=(i,), name="model-worker-%d" % i, daemon=True)
                         for i in range(n)]
 
     def start(self):
@@ -267,15 +283,31 @@ class _Workers(object):
         for t in self.threads:
             t.join(max(0.0, end - time.monotonic()))
 
-    def _loop(self):
+    def stuck(self, limit):
+        """Why the server is not live: every worker has been running its
+        current request for more than limit seconds; else None."""
+        since = list(self.since)
+        if not since or not all(since):
+            return None
+        age = time.monotonic() - max(since)  # the youngest request's
+        if age <= limit:
+            return None
+        return ("every worker (%d of %d) has been running one request for more than %gs "
+                "(the shortest for %.1fs): the handler is stuck" % (len(since), len(since), limit, age))
+
+    def _loop(self, i):
         q = self.q
         run = self.run
         complete = self.http.complete
+        since = self.since
+        monotonic = time.monotonic
         while True:
             req = q.get()
             if req is None:
                 return
+            since[i] = monotonic()
             status, body = run(req)
+            since[i] = 0.0
             complete(req, status, body)
 
     def run(self, req):
@@ -467,9 +499,14 @@ def _serve(loop, args, log, service, cls, model_path, sock=None, secret=None):
     def dispatch(req):
         workers.submit(req)
 
+    liveness = None
+    if args.stuck_after is not None:
+        def liveness():
+            return workers.stuck(args.stuck_after)
+
     http = HTTPServer(loop, dispatch, max_header=args.max_header, max_body=args.max_body,
                       keepalive_timeout=args.keepalive_timeout, request_timeout=args.request_timeout,
-                      access_log=args.access_log, secret=secret, on_refused=log.warning)
+                      access_log=args.access_log, secret=secret, on_refused=log.warning, liveness=liveness)
     workers = _Workers(args.workers, service, http, log)
     try:
         if sock is None:

@@ -922,6 +922,129 @@ class MnistService(PTServingBaseService):
 """
 
 
+STALL = """
+import threading, time
+from model_service.model_service import SingleNodeService
+
+class Stall(SingleNodeService):
+    def _inference(self, data):
+        if data.get("sleep"):
+            time.sleep(data["sleep"])
+        if data.get("spin"):  # a busy loop in Python code
+            end = time.monotonic() + data["spin"]
+            n = 0
+            while time.monotonic() < end:
+                n += 1
+        if data.get("wait"):  # says it started, then runs until the test lets go (the file appears)
+            import os
+            open(data["wait"] + ".started.%d" % threading.get_ident(), "w").close()
+            while not os.path.exists(data["wait"]):
+                time.sleep(0.01)
+        return {"done": True}
+"""
+
+
+def until(cond, timeout=10.0, step=0.02):
+    """Poll cond() until it returns a true value (returned) or timeout
+    seconds pass (AssertionError)."""
+    end = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > end:
+            raise AssertionError("condition not met within %gs" % timeout)
+        time.sleep(step)
+
+
+class LivenessTests(ServerTestCase):
+    """GET /health/live, the runner's liveness probe, is answered on the
+    event loop whatever the handler does, and fails (503 ATL.SVC.0513) once
+    every worker has been on one request past --stuck-after."""
+
+    def probe(self, s):
+        """(status, body, seconds the answer took)."""
+        t0 = time.monotonic()
+        status, _, body = s.request("GET", "/health/live")
+        return status, json.loads(body), time.monotonic() - t0
+
+    def stall(self, s, how, seconds):
+        t = threading.Thread(target=s.post_json, args=({how: seconds},))
+        t.start()
+        self.addCleanup(t.join)
+        if how == "wait":  # let it go before the join (cleanups run last first)
+            self.addCleanup(lambda: open(seconds, "w").close())
+        return t
+
+    def check_stuck(self, how):
+        s = self.serve_ok(STALL, extra=("--stuck-after", "0.5"))
+        self.assertEqual(self.probe(s)[:2], (200, {"status": "alive"}))
+        t = self.stall(s, how, 2.0)
+        answered = []
+
+        def stuck():
+            status, body, took = self.probe(s)
+            answered.append(took)
+            return body if status == 503 else None
+        body = until(stuck, timeout=5)
+        self.assertEqual(body["error_code"], "ATL.SVC.0513", body)
+        self.assertIn("every worker (1 of 1) has been running one request for more than 0.5s", body["error_msg"])
+        # Every probe was answered at once, not queued behind the handler.
+        self.assertLess(max(answered), 0.4, answered)
+        t.join()
+        self.assertEqual(self.probe(s)[:2], (200, {"status": "alive"}))  # it finished: live again
+        self.assertIn("GET /health/live 503", s.log())
+
+    def test_stuck_in_sleep(self):
+        self.check_stuck("sleep")
+
+    def test_stuck_in_a_python_loop(self):
+        self.check_stuck("spin")
+
+    def started(self, flag, n):
+        """Wait until n requests of "wait" mode with flag run in workers."""
+        until(lambda: len([f for f in os.listdir(self.root) if f.startswith(os.path.basename(flag) + ".started.")]) >= n)
+
+    def live_for(self, s, seconds):
+        """The probe answers 200 at once, again and again, for seconds."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            status, body, took = self.probe(s)
+            self.assertEqual((status, body), (200, {"status": "alive"}))
+            self.assertLess(took, 0.4)
+            time.sleep(0.05)
+
+    def test_busy_but_not_past_the_limit(self):
+        flag = os.path.join(self.root, "go")
+        s = self.serve_ok(STALL, extra=("--stuck-after", "30"))
+        self.stall(s, "wait", flag)
+        self.started(flag, 1)
+        self.live_for(s, 0.5)
+        open(flag, "w").close()
+
+    def test_one_free_worker_is_live(self):
+        flag = os.path.join(self.root, "go")
+        s = self.serve_ok(STALL, extra=("--stuck-after", "0.3", "--workers", "2"))
+        self.stall(s, "wait", flag)
+        self.started(flag, 1)
+        # One worker on a request past the limit, one free: live.
+        self.live_for(s, 0.8)
+        # Both on requests past the limit: stuck.
+        self.stall(s, "wait", flag)
+        self.started(flag, 2)
+        until(lambda: self.probe(s)[0] == 503, timeout=5)
+        open(flag, "w").close()
+        until(lambda: self.probe(s)[0] == 200, timeout=5)
+
+    def test_no_limit_no_stuck(self):
+        flag = os.path.join(self.root, "go")
+        s = self.serve_ok(STALL)
+        self.stall(s, "wait", flag)
+        self.started(flag, 1)
+        self.live_for(s, 0.7)
+        open(flag, "w").close()
+
+
 class TorchTests(ServerTestCase):
     """A seed-style MNIST handler (torch, torchvision, PIL) runs unmodified."""
 

@@ -27,6 +27,7 @@ const (
 	CodeNotRunning      errs.Code = "ATL.GW.0033" // 503: the service is failed or being deleted
 	CodeTimeout         errs.Code = "ATL.GW.0040" // 504: no answer within the service's timeout (scaling from zero: no instance ready within it)
 	CodeInstanceFailed  errs.Code = "ATL.GW.0041" // 502: the instance could not be reached or broke the connection before answering (after the retry)
+	CodeInstanceLost    errs.Code = "ATL.GW.0042" // 502: the instance received the whole request and broke the connection before answering; not retried (it may have run)
 	CodeAuthUnavailable errs.Code = "ATL.GW.0005" // 503: the token could not be checked (the auth store does not answer)
 )
 

@@ -20,12 +20,36 @@
 //     version's instance with the fewest outstanding requests below the
 //     per-instance concurrency limit, waiting briefly for a free slot when
 //     all are busy (503 when none frees up);
-//  4. is retried once, on another instance of the same version, when the
-//     first attempt failed at the connection level before any byte of a
-//     response arrived (refused, reset, EOF on a reused connection) —
-//     never once a response started, even a 500;
+//  4. is retried once, on another instance of the same version (else on a
+//     new connection to the same one, when the first attempt was on a
+//     kept-alive connection), only when the instance cannot have run it:
+//     no connection could be made, writing the request failed, or the
+//     instance reset the connection before answering (a socket closed
+//     with the request unread); or, for a GET, a HEAD or a request with
+//     an Idempotency-Key header, after any failure before the first byte
+//     of an answer. A POST the instance read whole and then closed the
+//     connection on (it crashed on it, perhaps) is answered 502
+//     ATL.GW.0042, not sent to a second instance. A timeout and a failure
+//     after the first byte of an answer are never retried, and neither is
+//     an answer, even a 500 (mayRetry states the rule and its reasons);
 //  5. is answered 504 with a JSON body when the route's timeout (default
-//     40 s, counted from the request's arrival) passes first.
+//     40 s, counted from the request's arrival) passes first. A request
+//     given up on after it was written to an instance keeps its slot there
+//     until the instance answers it (the answer is dropped), breaks the
+//     connection or leaves the routes (at most 10 minutes): the instance
+//     still works on it, so a hung one fills its slots rather than take one
+//     more request per timeout.
+//
+// Instances that fail are set aside. One that refuses connections is
+// skipped for DownFor (2 s) while another is up. One whose exchanges fail
+// EjectAfter (3) times in a row — it was connected to but gave no whole
+// answer: the request could not be written, the connection broke, the
+// answer was malformed or cut, or the timeout passed — is ejected: skipped
+// for EjectFor (10 s) while another instance of its version is up, then
+// given requests again; a whole answer (any status) ends the count, a
+// failure before one ejects it again at once. The controller drops an
+// instance from the route as soon as its runner reports it failed (its
+// liveness probe, see internal/runner).
 //
 // Scale from zero, as Knative's activator: when the route has
 // ScaleFromZero (autoscale min 0) and the service, not stopped, failed or

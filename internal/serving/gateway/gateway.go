@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,6 +59,16 @@ type Options struct {
 	// DownFor is how long an instance that refused a connection is skipped
 	// while another one is up (default 2 s).
 	DownFor time.Duration
+	// EjectAfter is how many exchanges in a row with an instance may fail
+	// (connected, but no whole answer: the request could not be written,
+	// the connection broke before or during the answer, the answer was
+	// malformed, or the timeout passed) before the instance is ejected:
+	// skipped for EjectFor while another one is up (default 3; < 0:
+	// never). After EjectFor it takes requests again; a whole answer (any
+	// status) ends the count, and another failure first ejects it again.
+	EjectAfter int
+	// EjectFor is how long an ejected instance is skipped (default 10 s).
+	EjectFor time.Duration
 	// Demand is told, on the request's goroutine, each time a request
 	// starts to wait for an instance of a service scaled to zero
 	// (Route.ScaleFromZero), so that the controller starts one at once
@@ -112,6 +123,12 @@ func New(o Options) *Gateway {
 	}
 	if g.o.DownFor <= 0 {
 		g.o.DownFor = 2 * time.Second
+	}
+	if g.o.EjectAfter == 0 {
+		g.o.EjectAfter = DefaultEjectAfter
+	}
+	if g.o.EjectFor <= 0 {
+		g.o.EjectFor = DefaultEjectFor
 	}
 	if m := int32(o.MaxConnsPerBackend); m > 0 && (g.limit <= 0 || m < g.limit) {
 		g.limit = m // every request in flight holds one connection
@@ -459,6 +476,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt *route, grp
 	}
 	var prev *backend
 	var lastErr error
+	var fault attemptFault
 	tried := 0
 	for attempt := 0; attempt < 2; attempt++ {
 		var exclude *backend
@@ -498,29 +516,41 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt *route, grp
 			b.release()
 			return res
 		}
-		if x.uc != nil {
+		lastErr = err
+		fault = classify(&x, err)
+		switch {
+		case fault == faultTimeout && x.uc != nil && !x.unsent:
+			// The instance has the request and may still be working on it:
+			// its slot stays taken until it answers (see orphan).
+			g.orphan(b, x.uc, r.Method)
+		case x.uc != nil:
 			x.uc.c.Close()
+			b.release()
+		default:
+			b.release()
 		}
-		b.release()
 		if fw != nil {
 			fw.raw = fw.raw[:0]
 		} else {
 			dropHeaders(h, keep)
 		}
-		lastErr = err
-		if x.dialErr && r.Context().Err() == nil {
-			b.downUntil.Store(time.Now().Add(g.o.DownFor).UnixNano())
+		if fault == faultDial {
+			if r.Context().Err() == nil {
+				b.downUntil.Store(time.Now().Add(g.o.DownFor).UnixNano())
+			}
+		} else {
+			g.failed(rt, b, rid, err)
 		}
-		timedOut := errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(deadline)
+		timedOut := fault == faultTimeout || !time.Now().Before(deadline)
 		if !timedOut {
 			g.log.Warn("gateway: instance connection failed", "service", rt.cfg.ServiceID, "instance", b.id,
-				"request_id", rid, "attempt", attempt+1, "response_started", x.gotByte, "reused_conn", x.reused, "err", err)
+				"request_id", rid, "attempt", attempt+1, "fault", fault.String(), "reused_conn", x.reused, "err", err)
 		}
-		if timedOut || r.Context().Err() != nil || x.gotByte {
+		if timedOut || r.Context().Err() != nil || !mayRetry(fault, idempotent(r)) {
 			break
 		}
-		// Retry on another instance; on the same one only when the failure
-		// was a stale keep-alive connection.
+		// Retry on another instance; on the same one (on a new connection)
+		// only when the failure was on a kept-alive connection.
 		if !grp.others(b) && !x.reused {
 			break
 		}
@@ -537,12 +567,166 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, rt *route, grp
 		res.code = e.status
 		return res
 	}
-	e := &gwError{http.StatusBadGateway, CodeInstanceFailed,
-		fmt.Sprintf("no answer from the service's instance (%d tried): %v", tried, lastErr),
-		fmt.Sprintf("the instance may have crashed and is being restarted: see `atelier service events %s`", rt.cfg.ServiceID)}
+	var e *gwError
+	if (fault == faultClosed || fault == faultOther) && !idempotent(r) {
+		// The instance had the whole request: it may have run it.
+		rt.svc.unretried.Add(1)
+		e = &gwError{http.StatusBadGateway, CodeInstanceLost,
+			fmt.Sprintf("the service's instance received the request but gave no answer (%v); the request was not sent again, as it may have run (%d tried)", lastErr, tried),
+			fmt.Sprintf("the instance may have crashed on this request (see `atelier service events %s`); send it again only if running it twice is harmless "+
+				"(a request with an Idempotency-Key header, or a GET, is retried on another instance by the gateway)", rt.cfg.ServiceID)}
+	} else {
+		e = &gwError{http.StatusBadGateway, CodeInstanceFailed,
+			fmt.Sprintf("no answer from the service's instance (%d tried): %v", tried, lastErr),
+			fmt.Sprintf("the instance may have crashed and is being restarted: see `atelier service events %s`", rt.cfg.ServiceID)}
+	}
 	e.write(w, rid)
 	res.code = e.status
 	return res
+}
+
+// attemptFault is how an attempt on an instance failed, as the retry rule
+// (mayRetry) sees it.
+type attemptFault uint8
+
+const (
+	faultNone     attemptFault = iota
+	faultDial                  // no connection was made: the instance got nothing
+	faultUnsent                // writing the request failed: the instance did not get all of it
+	faultReset                 // ECONNRESET before a byte of an answer, the request written whole
+	faultClosed                // EOF before a byte of an answer, the request written whole
+	faultOther                 // another error before a byte of an answer, the request written whole
+	faultTimeout               // the deadline passed
+	faultAnswered              // an error after a byte of an answer arrived
+)
+
+func (f attemptFault) String() string {
+	switch f {
+	case faultDial:
+		return "connect"
+	case faultUnsent:
+		return "write"
+	case faultReset:
+		return "reset"
+	case faultClosed:
+		return "closed"
+	case faultOther:
+		return "read"
+	case faultTimeout:
+		return "timeout"
+	case faultAnswered:
+		return "answer"
+	}
+	return "none"
+}
+
+// classify says how the attempt x failed with err.
+func classify(x *exchange, err error) attemptFault {
+	switch {
+	case x.dialErr:
+		return faultDial
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return faultTimeout
+	case x.gotByte:
+		return faultAnswered
+	case x.unsent:
+		return faultUnsent
+	case errors.Is(err, syscall.ECONNRESET):
+		return faultReset
+	case errors.Is(err, io.EOF):
+		return faultClosed
+	}
+	return faultOther
+}
+
+// mayRetry is the retry rule: whether a request whose attempt failed with
+// f may be sent again (to another instance, else on a new connection to
+// the same one). A request is sent again only when the instance cannot
+// have run it:
+//
+//   - no connection was made (faultDial);
+//   - writing the request failed (faultUnsent): the instance did not get
+//     all of it, and the model server reads a request whole (its
+//     Content-Length body included) before a handler runs;
+//   - the instance reset the connection before answering (faultReset):
+//     the kernel resets a stream socket's peer when the socket is closed
+//     with bytes left unread in it (a Unix socket's close sets ECONNRESET
+//     on the peer exactly then, or when it was never accepted; TCP sends
+//     an RST), so the instance closed without having read the whole
+//     request — typically a kept-alive connection it closed as the
+//     request arrived, or a server that stopped before accepting it.
+//
+// An EOF (faultClosed) or any other error (faultOther) after the whole
+// request was written is retried only for an idempotent request (GET,
+// HEAD, or one with an Idempotency-Key header): the instance read the
+// request and then closed the connection or died, so it may have run it —
+// a request that crashes its instance must not crash a second one. A
+// timeout, and an error after a byte of the answer, are never retried.
+//
+// On TCP (instances listen on Unix sockets; TCP addresses serve tests and
+// benchmarks) a kept-alive connection the peer closed before the request
+// was written also ends in EOF, so such a POST is not retried either.
+func mayRetry(f attemptFault, idempotent bool) bool {
+	switch f {
+	case faultDial, faultUnsent, faultReset:
+		return true
+	case faultClosed, faultOther:
+		return idempotent
+	}
+	return false
+}
+
+// idempotent reports whether r may run twice: a GET or HEAD, or a request
+// with an Idempotency-Key header.
+func idempotent(r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	v := r.Header["Idempotency-Key"] // the parsers store canonical keys
+	return len(v) > 0 && v[0] != ""
+}
+
+// orphanFor bounds how long the gateway waits for the answer to a request
+// it gave up on (see orphan): as long as the longest service timeout.
+const orphanFor = 10 * time.Minute
+
+// orphan keeps the slot on b of a request whose timeout passed after it
+// was written to the instance whole: the instance may still be working on
+// it (a model server's worker runs a request to its end), so the slot stays
+// taken until the answer arrives (it is read and dropped), the instance
+// breaks the connection (its runner killed a hung server), it leaves the
+// routes, or orphanFor passes. A hung instance thus fills its slots and
+// gets no more requests while others have room, instead of one more
+// request per timeout.
+func (g *Gateway) orphan(b *backend, uc *uconn, method string) {
+	if !b.pool.adopt(uc) {
+		uc.c.Close()
+		b.release()
+		return
+	}
+	go func() {
+		defer b.release()
+		defer b.pool.disown(uc)
+		uc.c.SetDeadline(time.Now().Add(orphanFor))
+		if res, err := http.ReadResponse(uc.br, &http.Request{Method: method}); err == nil { // the method: a HEAD's answer has no body
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+	}()
+}
+
+// failed counts a failed exchange with b, an instance that was connected
+// to, and ejects it at the EjectAfter-th failure in a row (and at every
+// one after that until it answers again).
+func (g *Gateway) failed(rt *route, b *backend, rid string, err error) {
+	n := b.fails.Add(1)
+	if g.o.EjectAfter < 0 || n < int32(min(g.o.EjectAfter, 1<<30)) {
+		return
+	}
+	b.downUntil.Store(time.Now().Add(g.o.EjectFor).UnixNano())
+	rt.svc.ejections.Add(1)
+	g.log.Warn("gateway: instance ejected", "service", rt.cfg.ServiceID, "instance", b.id, "request_id", rid,
+		"failures_in_a_row", n, "for", g.o.EjectFor.String(), "err", err)
 }
 
 var copyBufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
@@ -578,6 +762,9 @@ func (g *Gateway) respond(w http.ResponseWriter, r *http.Request, x *exchange, b
 	}
 	reusable, werr, err := x.copyBody(w, flusher, buf)
 	if err == nil {
+		if b.fails.Load() != 0 {
+			b.fails.Store(0) // a whole answer
+		}
 		if reusable {
 			b.pool.put(x.uc, x.at)
 		} else {
@@ -599,6 +786,7 @@ func (g *Gateway) respond(w http.ResponseWriter, r *http.Request, x *exchange, b
 	} else {
 		rt.svc.aborted.Add(1)
 	}
+	g.failed(rt, b, rid, err)
 	g.log.Warn("gateway: response cut short", "service", rt.cfg.ServiceID, "instance", b.id, "request_id", rid, "err", err)
 	return res
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -641,6 +642,10 @@ func TestNoRetryAfterResponse(t *testing.T) {
 	if st := g.Stats("s1"); st.Extra["retries"] != 0 || st.Errors != int64(n500) {
 		t.Errorf("stats %+v", st)
 	}
+	// A 500 is a whole answer: the instance is not ejected for it.
+	if st := g.Stats("s1"); st.Extra["ejections"] != 0 {
+		t.Errorf("an instance answering 500 was ejected: %v", st.Extra)
+	}
 }
 
 // rawBackend serves connections with fn.
@@ -728,28 +733,58 @@ func TestNoRetryAfterPartialResponse(t *testing.T) {
 	}
 }
 
-// TestRetryStaleConnection: an instance that closes a kept-alive connection
-// when the next request arrives on it — the request is retried on a new
-// connection, on the same instance when it is the only one.
+// TestRetryStaleConnection: an instance that reads the next request on a
+// kept-alive connection and closes the connection without answering it.
+// It may have run the request, so a POST is not sent again (502
+// ATL.GW.0042); a GET, or a POST with an Idempotency-Key, is retried on a
+// new connection, on the same instance when it is the only one. (A
+// connection the instance closed before the request was written is
+// retried whatever the method: TestRetryRule.)
 func TestRetryStaleConnection(t *testing.T) {
-	addr := rawBackend(t, func(c net.Conn, _ int) {
-		defer c.Close()
-		br := newBufReader(c)
-		if readRequest(br) != nil {
-			return
-		}
-		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
-		readRequest(br) // the next one on this connection: no answer
-	})
-	g := newGW(t, Options{})
-	g.Set(openRoute("s1", Backend{InstanceID: "only", ModelID: "m1", Addr: addr}))
-	for i := range 5 {
-		if r := g.call(t, "POST", "/v1/infers/s1", "{}"); r.status != 200 {
-			t.Fatalf("request %d: %d %s", i, r.status, r.body)
-		}
-	}
-	if st := g.Stats("s1"); st.Extra["retries"] < 1 || st.Errors != 0 {
-		t.Errorf("stats %+v", st)
+	for _, gw := range gateways {
+		t.Run(gw.name, func(t *testing.T) {
+			var reads atomic.Int64
+			addr := rawBackend(t, func(c net.Conn, _ int) {
+				defer c.Close()
+				br := newBufReader(c)
+				if readRequest(br) != nil {
+					return
+				}
+				reads.Add(1)
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+				if readRequest(br) == nil { // the next one on this connection: no answer
+					reads.Add(1)
+				}
+			})
+			g := gw.new(t, Options{})
+			g.Set(openRoute("s1", Backend{InstanceID: "only", ModelID: "m1", Addr: addr}))
+			if r := g.call(t, "POST", "/v1/infers/s1", "{}"); r.status != 200 {
+				t.Fatalf("first request: %d %s", r.status, r.body)
+			}
+			r := g.call(t, "POST", "/v1/infers/s1", "{}")
+			if r.status != 502 || r.apiError(t).ErrorCode != string(CodeInstanceLost) {
+				t.Errorf("POST on the stale connection: %d %s", r.status, r.body)
+			}
+			if st := g.Stats("s1"); st.Extra["retries"] != 0 || reads.Load() != 2 {
+				t.Errorf("the POST was sent again: %v retries, %d reads", st.Extra["retries"], reads.Load())
+			}
+			// A new connection, answered and kept; each retry below leaves
+			// another such one.
+			if r := g.call(t, "POST", "/v1/infers/s1", "{}"); r.status != 200 {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			for i, tc := range []struct {
+				method string
+				hdr    []string
+			}{{"GET", nil}, {"POST", []string{"Idempotency-Key", "7"}}} {
+				if r := g.call(t, tc.method, "/v1/infers/s1", nil, tc.hdr...); r.status != 200 {
+					t.Errorf("%s on the stale connection: %d %s", tc.method, r.status, r.body)
+				}
+				if n := g.Stats("s1").Extra["retries"]; n != float64(i+1) {
+					t.Errorf("%s: %v retries in all, want %d", tc.method, n, i+1)
+				}
+			}
+		})
 	}
 }
 

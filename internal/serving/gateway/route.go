@@ -45,6 +45,8 @@ const (
 	DefaultMaxBody                = 12 << 20
 	DefaultConcurrencyPerInstance = 8
 	DefaultQueueTimeout           = 10 * time.Second
+	DefaultEjectAfter             = 3
+	DefaultEjectFor               = 10 * time.Second
 )
 
 // route is a compiled, immutable Route.
@@ -75,7 +77,8 @@ type backend struct {
 	secret          string
 	hdrID, hdrModel []string // response header values, built once
 	out             atomic.Int32
-	downUntil       atomic.Int64 // unix nanoseconds; set after a failed connection
+	downUntil       atomic.Int64 // unix nanoseconds; set after a failed connection, or an ejection
+	fails           atomic.Int32 // exchanges that failed in a row (Gateway.failed)
 	wq              *waitq
 	pool            pool // idle keep-alive connections
 }

@@ -26,10 +26,14 @@ type svcState struct {
 	busy     atomic.Int64 // 503s because every instance stayed busy
 	timeouts atomic.Int64 // 504s and responses cut by the timeout
 	aborted  atomic.Int64 // responses cut because the instance broke the connection mid-body
-	first    atomic.Int64 // unix second of the first request, 0 before
-	qps      secRing
-	lat      latRing
-	hist     histogram
+	// unretried: 502s of requests an instance received and broke the
+	// connection on, not sent again because they may have run.
+	unretried atomic.Int64
+	ejections atomic.Int64 // instances taken out of rotation after failures in a row
+	first     atomic.Int64 // unix second of the first request, 0 before
+	qps       secRing
+	lat       latRing
+	hist      histogram
 
 	coldStarts atomic.Int64 // requests that waited for an instance of the service scaled to zero
 
@@ -240,6 +244,10 @@ func (s *svcState) stats(mu *sync.Mutex, now time.Time) api.ServiceStats {
 		"busy":     float64(s.busy.Load()),
 		"timeouts": float64(s.timeouts.Load()),
 		"aborted":  float64(s.aborted.Load()),
+		// 502s of requests an instance received and then broke the
+		// connection on (not retried: they may have run)
+		"unretried": float64(s.unretried.Load()),
+		"ejections": float64(s.ejections.Load()),
 		// requests that waited for an instance of the service scaled to zero
 		"cold_starts": float64(s.coldStarts.Load()),
 	}

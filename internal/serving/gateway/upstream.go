@@ -27,8 +27,9 @@ import (
 // handler's goroutine, over a keep-alive connection taken from the
 // instance's pool, with no goroutine handoffs, no per-request context or
 // timer, and the response headers parsed straight into the client's
-// response. It knows exactly whether a byte of a response has arrived,
-// which decides whether a failed attempt may be retried.
+// response. It knows exactly whether the request was written whole and
+// whether a byte of a response has arrived, which decides (with how the
+// connection ended) whether a failed attempt may be retried (mayRetry).
 
 // idleTimeout is how long an unused connection to an instance is kept.
 const idleTimeout = 60 * time.Second
@@ -183,11 +184,36 @@ func (uc *uconn) step(fd uintptr) bool {
 	}
 }
 
-// pool holds an instance's idle connections, most recently used last.
+// pool holds an instance's idle connections, most recently used last, and
+// the connections of requests the gateway gave up on (Gateway.orphan).
 type pool struct {
-	mu     sync.Mutex
-	idle   []*uconn
-	closed bool
+	mu      sync.Mutex
+	idle    []*uconn
+	orphans map[*uconn]struct{}
+	closed  bool
+}
+
+// adopt keeps uc, a connection of a request the gateway gave up on, until
+// disown; close closes it. It reports false when the pool is closed.
+func (p *pool) adopt(uc *uconn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	if p.orphans == nil {
+		p.orphans = map[*uconn]struct{}{}
+	}
+	p.orphans[uc] = struct{}{}
+	return true
+}
+
+// disown closes uc and forgets it.
+func (p *pool) disown(uc *uconn) {
+	p.mu.Lock()
+	delete(p.orphans, uc)
+	p.mu.Unlock()
+	uc.c.Close()
 }
 
 var dialer = net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}
@@ -241,12 +267,15 @@ func (p *pool) put(uc *uconn, now time.Time) {
 	p.mu.Unlock()
 }
 
-// close drops the idle connections; connections in use are closed when
-// they are put back.
+// close drops the idle connections and those of requests given up on;
+// connections in use are closed when they are put back.
 func (p *pool) close() {
 	p.mu.Lock()
 	idle := p.idle
 	p.idle, p.closed = nil, true
+	for uc := range p.orphans {
+		idle = append(idle, uc) // their readers end, and give their slots back
+	}
 	p.mu.Unlock()
 	for _, uc := range idle {
 		uc.c.Close()
@@ -260,6 +289,7 @@ type exchange struct {
 	reused  bool      // on a kept-alive connection
 	gotByte bool      // a byte of the response arrived
 	dialErr bool
+	unsent  bool // writing the request failed: it was not written whole
 	status  int
 	keep    bool  // the connection may be reused after the body
 	length  int64 // of the body; -1: chunked or until close
@@ -316,6 +346,7 @@ func (g *Gateway) send(ctx context.Context, x *exchange, r *http.Request, b *bac
 	if _, err := uc.br.Peek(1); err != nil { // writes the request, then waits for the answer
 		var we *errWrite
 		if errors.As(err, &we) {
+			x.unsent = true
 			return &errAttempt{"sending the request", we.err}
 		}
 		return &errAttempt{"reading the response", err}
