@@ -258,7 +258,7 @@ func TestJobLedgerRebuiltAfterRestartAndRetry(t *testing.T) {
 		t.Fatalf("holders after the retry started %+v", hs)
 	}
 	// It completes: nothing is held for it any more.
-	if err := e.svc.settle(e.ctx, id, 2, &api.RunnerExit{Attempt: 2, Reason: api.FailureCompleted}); err != nil {
+	if err := e.svc.settle(e.ctx, id, 2, &api.RunnerExit{Attempt: 2, Reason: api.FailureCompleted, OutputsSynced: true}); err != nil {
 		t.Fatal(err)
 	}
 	e.reconcile()

@@ -245,7 +245,9 @@ func (s *Service) watch(ctx context.Context, r *record) {
 }
 
 // settle ends attempt with e: the job is retried, or finishes.
-func (s *Service) settle(ctx context.Context, id string, attempt int, e *api.RunnerExit) error {
+func (s *Service) settle(ctx context.Context, id string, attempt int, report *api.RunnerExit) error {
+	end := EndOf(*report)
+	e := &end
 	var retried, terminal bool
 	var credsKey string
 	r, err := s.update(ctx, id, func(u *record) (bool, error) {

@@ -254,6 +254,7 @@ type outcome struct {
 	signal        string // name of the signal that killed user code
 	sigNum        int
 	outputsSynced bool
+	syncErr       string // why the final sync failed
 }
 
 // stopper records the first stop request.
