@@ -101,6 +101,11 @@ type Options struct {
 	SandboxError error
 	DataDir      string
 	WorkDir      string
+	// RemoveGroup ends the cgroup of that name: it kills every process
+	// left in it and removes it, and is no error for a group that does not
+	// exist (cgroup.Remove). An attempt is swept with it before it
+	// settles. nil: attempts have no cgroups.
+	RemoveGroup func(name string) error
 	// ServerURL is how runners reach the REST API (advertise_url).
 	ServerURL string
 	// S3Endpoint is how jobs reach OBS (a URL with scheme).
@@ -130,12 +135,15 @@ type Service struct {
 	o      Options
 	log    *slog.Logger
 
-	locks   stripedLocks
-	kick    chan struct{}
-	seen    sync.Map // job id → time.Time of the last runner contact
-	waiters waitSet  // log followers
-	system  *auth.Principal
-	started time.Time
+	locks stripedLocks
+	kick  chan struct{}
+	seen  sync.Map // job id → time.Time of the last runner contact
+	// sweepFailed: job id → the attempt whose sweep last failed (its
+	// event is recorded once).
+	sweepFailed sync.Map
+	waiters     waitSet // log followers
+	system      *auth.Principal
+	started     time.Time
 }
 
 // New builds the service. system is the principal the platform acts as on
@@ -435,7 +443,7 @@ func (s *Service) Stop(ctx context.Context, p *auth.Principal, id string) (*api.
 	if _, err := s.load(ctx, op, p, id, "Stop"); err != nil {
 		return nil, err
 	}
-	var handle, dir string
+	var handle string
 	r, err := s.update(ctx, id, func(r *record) (bool, error) {
 		switch {
 		case Terminal(r.st.Phase):
@@ -452,7 +460,7 @@ func (s *Service) Stop(ctx context.Context, p *auth.Principal, id string) (*api.
 		r.rt.StopTime = ms(s.now())
 		r.st.Phase = api.PhaseTerminating
 		r.st.SecondaryPhase = api.SecondaryTerminating
-		handle, dir = r.rt.Handle, r.rt.AttemptDir
+		handle = r.rt.Handle
 		return true, nil
 	})
 	if err != nil {
@@ -463,10 +471,13 @@ func (s *Service) Stop(ctx context.Context, p *auth.Principal, id string) (*api.
 		// The runner also learns it from its next heartbeat; SIGTERM makes
 		// it act at once. The executor waits for it to finish syncing.
 		go func() {
-			if err := s.exec.Stop(context.Background(), handle, 10*time.Minute); err != nil {
+			ctx := context.Background()
+			if err := s.exec.Stop(ctx, handle, 10*time.Minute); err != nil {
 				s.log.Warn("stopping runner", "job", id, "err", err)
 			}
-			_ = dir
+			// A runner that was gone already (killed) reported nothing:
+			// its attempt is swept and ends now.
+			s.reapStopped(ctx, id, handle)
 			s.Kick()
 		}()
 	} else if Terminal(r.st.Phase) {
