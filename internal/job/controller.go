@@ -300,7 +300,7 @@ func (s *Service) reap(ctx context.Context, r *record, st executor.Status) {
 		if st.ExitCode >= 0 {
 			msg += fmt.Sprintf(" (exit code %d)", st.ExitCode)
 		}
-		msg += "; see " + filepath.Join(r.rt.AttemptDir, "runner.log")
+		msg += "; the runner's log is " + filepath.Join(r.rt.AttemptDir, "runner.log") + " while the job runs, then " + RunnerLogURL(id, r.st.Attempt)
 		e = platformExit(r.st.Attempt, msg)
 	}
 	if err := s.settle(ctx, id, r.st.Attempt, e); err != nil {
@@ -465,16 +465,27 @@ func (s *Service) finish(r *record, phase, secondary, _ string) {
 	r.st.RetriesLeft = 0
 }
 
-// afterTerminal exports the job's log and wakes followers.
+// afterTerminal exports the job's log, wakes followers and, once its
+// runner is gone, removes the job's work dir (the janitor).
 func (s *Service) afterTerminal(r *record) {
 	s.waiters.wake(r.raw.ID)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
+		id := r.raw.ID
 		if err := s.exportLog(ctx, r); err != nil {
-			s.log.Warn("exporting job log", "job", r.raw.ID, "err", err)
-			s.event(ctx, r.raw.ID, "Warning", "Job", "the log could not be exported: "+errs.UserMessage(err))
+			s.log.Warn("exporting job log", "job", id, "err", err)
+			s.event(ctx, id, "Warning", "Job", "the log could not be exported (it is kept with the job; the export is tried again later): "+errs.UserMessage(err))
+			return
 		}
+		if _, err := s.update(ctx, id, func(u *record) (bool, error) {
+			u.rt.LogExported = true
+			return true, nil
+		}); err != nil {
+			s.log.Warn("recording the log export", "job", id, "err", err)
+			return
+		}
+		s.tidyAfterEnd(ctx, id)
 	}()
 }
 

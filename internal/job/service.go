@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -106,6 +107,12 @@ type Options struct {
 	// exist (cgroup.Remove). An attempt is swept with it before it
 	// settles. nil: attempts have no cgroups.
 	RemoveGroup func(name string) error
+	// RemoveAll removes a job's work dir with what user code made in it
+	// (sandbox.Identity.RemoveAll; default os.RemoveAll).
+	RemoveAll func(dir string) error
+	// CodeGrace is how old an uploaded code dir no job references must be
+	// before CollectGarbage deletes it (default DefaultCodeGrace).
+	CodeGrace time.Duration
 	// ServerURL is how runners reach the REST API (advertise_url).
 	ServerURL string
 	// S3Endpoint is how jobs reach OBS (a URL with scheme).
@@ -163,6 +170,9 @@ func New(store Store, o *obs.Service, creds Credentials, authz Authorizer, ex ex
 	}
 	if opt.TickInterval <= 0 {
 		opt.TickInterval = time.Second
+	}
+	if opt.CodeGrace <= 0 {
+		opt.CodeGrace = DefaultCodeGrace
 	}
 	if opt.Ledger == nil {
 		opt.Ledger = capacity.New(opt.Capacity, capacity.Job)
@@ -488,7 +498,8 @@ func (s *Service) Stop(ctx context.Context, p *auth.Principal, id string) (*api.
 	return r.view(), nil
 }
 
-// Delete removes a terminal job with its logs, metrics and events.
+// Delete removes a terminal job with its logs, metrics and events, and its
+// work dir.
 func (s *Service) Delete(ctx context.Context, p *auth.Principal, id string) error {
 	const op errs.Op = "job.Delete"
 	r, err := s.load(ctx, op, p, id, "Delete")
@@ -503,7 +514,23 @@ func (s *Service) Delete(ctx context.Context, p *auth.Principal, id string) erro
 		return errs.E(op, err)
 	}
 	s.waiters.wake(id)
+	// Its staged inputs and local copies of the outputs go with it (the
+	// janitor tries again what fails here).
+	if _, err := s.tidy(ctx, id); err != nil {
+		s.log.Warn("removing the work dir of a deleted job", "job", id, "err", err)
+	}
 	return nil
+}
+
+// CollectGarbage removes what jobs leave behind: the work dirs of jobs
+// that ended (once their log is exported) or were deleted, and uploaded
+// code dirs no job references that are older than Options.CodeGrace. The
+// server calls it at start and then periodically; it returns the number of
+// code dirs deleted.
+func (s *Service) CollectGarbage(ctx context.Context) (codeDirs int, err error) {
+	werr := s.tidyWorkDirs(ctx)
+	n, cerr := s.collectCode(ctx)
+	return n, errors.Join(werr, cerr)
 }
 
 // Events lists a job's events.
