@@ -333,29 +333,58 @@ func (s *Service) Engines() []api.Engine { return slices.Clone(s.o.Engines) }
 // Flavors lists the configured flavors.
 func (s *Service) Flavors() []api.Flavor { return slices.Clone(s.o.Flavors) }
 
-// Create validates and queues a job owned by p.
-func (s *Service) Create(ctx context.Context, p *auth.Principal, j *api.Job) (*api.Job, error) {
+// Validate checks j as Create does — the spec, the sandbox, the flavor,
+// the code dir, inputs, outputs and log path and the caller's rights —
+// and stores nothing; it returns the job as it would be created (without
+// id). With codeUpload the spec has no code_dir: the client uploads a
+// local code dir once the rest is valid (and checked its boot file
+// itself), so nothing is uploaded for a job that would be refused.
+func (s *Service) Validate(ctx context.Context, p *auth.Principal, j *api.Job, codeUpload bool) (*api.Job, error) {
+	if err := s.check(ctx, p, j, codeUpload); err != nil {
+		return nil, err
+	}
+	j.Status = &api.JobStatus{}
+	return j, nil
+}
+
+// check validates a job p wants to create (see Validate).
+func (s *Service) check(ctx context.Context, p *auth.Principal, j *api.Job, codeUpload bool) error {
 	const op errs.Op = "job.Create"
 	if err := s.authz.Authorize(p, "job", "Create", auth.Resource("job", "*"), p.User.ID, nil); err != nil {
-		return nil, err
+		return err
 	}
 	j.Status = nil
 	j.Metadata.ID = ""
+	if codeUpload {
+		if strings.TrimSpace(j.Algorithm.CodeDir) != "" {
+			return errs.E(op, errs.Invalid, CodeInvalidSpec, "algorithm.code_dir: set, but the code dir is to be uploaded",
+				errs.Hint("leave code_dir out when checking a job whose local code dir the client uploads"))
+		}
+		// Where the upload will be: boot_file is checked against it.
+		j.Algorithm.CodeDir = "obs://" + SystemBucket + "/" + codeRoot + p.User.ID + "/upload/code/"
+		defer func() { j.Algorithm.CodeDir = "" }()
+	}
 	if err := Normalize(j, s.env()); err != nil {
-		return nil, err
+		return err
 	}
 	if s.o.SandboxError != nil {
-		return nil, errs.E(op, errs.Unavailable, CodeSandbox, "this server cannot run jobs: "+errs.UserMessage(s.o.SandboxError),
+		return errs.E(op, errs.Unavailable, CodeSandbox, "this server cannot run jobs: "+errs.UserMessage(s.o.SandboxError),
 			errs.Hint("install bubblewrap (apt-get install bubblewrap), or set `sandbox: none` in the server config to run jobs without isolation"))
 	}
 	flavor, _ := s.flavor(j.Spec.Resource.FlavorID)
 	if !fits(s.o.Capacity, flavor) {
-		return nil, errs.E(op, errs.Invalid, CodeNeverFits,
+		return errs.E(op, errs.Invalid, CodeNeverFits,
 			fmt.Sprintf("flavor %s (cpu %g, memory %s, gpu %d) is larger than this machine can run (cpu %g, memory %s, gpu %d)",
 				flavor.ID, flavor.CPU, byteSize(flavor.Memory), flavor.GPU, s.o.Capacity.CPU, byteSize(s.o.Capacity.Memory), s.o.Capacity.GPU),
 			errs.Hint("`atelier job flavors` lists what fits"))
 	}
-	if err := s.validateData(ctx, p, j); err != nil {
+	return s.validateData(ctx, p, j, codeUpload)
+}
+
+// Create validates and queues a job owned by p.
+func (s *Service) Create(ctx context.Context, p *auth.Principal, j *api.Job) (*api.Job, error) {
+	const op errs.Op = "job.Create"
+	if err := s.check(ctx, p, j, false); err != nil {
 		return nil, err
 	}
 	now := s.now()
