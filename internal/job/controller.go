@@ -291,8 +291,9 @@ func (s *Service) watch(ctx context.Context, r *record) {
 func (s *Service) reap(ctx context.Context, r *record, st executor.Status) {
 	id := r.raw.ID
 	if err := s.exec.Stop(ctx, r.rt.Handle, 0); err != nil {
+		// A handle the executor cannot read: the cgroup sweep in settle
+		// still ends what the attempt left.
 		s.log.Warn("stopping what is left of a runner", "job", id, "err", err)
-		return
 	}
 	e := st.Final
 	if e == nil {
