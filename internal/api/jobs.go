@@ -193,12 +193,13 @@ const (
 	FailureOBSPath       = "obs_path_as_local" // FileNotFoundError on obs:// or s3://
 	FailureNoClasses     = "no_classes"        // "Found 0 classes" / "Found 0 files"
 	FailureMaxRuntime    = "max_runtime"
-	FailureStopped       = "stopped"  // stopped by the user
-	FailureHung          = "hung"     // no output and no CPU/GPU progress
-	FailureStaging       = "staging"  // inputs or code could not be downloaded
-	FailureInstall       = "install"  // requirements.txt failed to install
-	FailurePlatform      = "platform" // runner lost, node gone, executor failure
-	FailureSignal        = "signal"   // killed by a signal the runner did not send
+	FailureStopped       = "stopped"     // stopped by the user
+	FailureHung          = "hung"        // no output and no CPU/GPU progress
+	FailureStaging       = "staging"     // inputs or code could not be downloaded
+	FailureInstall       = "install"     // requirements.txt failed to install
+	FailurePlatform      = "platform"    // runner lost, node gone, executor failure
+	FailureOutputSync    = "output_sync" // the outputs could not be synced to OBS at the end
+	FailureSignal        = "signal"      // killed by a signal the runner did not send
 )
 
 // JobList is the body of GET /api/v1/training-jobs.

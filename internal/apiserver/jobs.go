@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -17,6 +18,7 @@ import (
 // Jobs is the training-job service as the API uses it.
 type Jobs interface {
 	Create(ctx context.Context, p *auth.Principal, j *api.Job) (*api.Job, error)
+	Validate(ctx context.Context, p *auth.Principal, j *api.Job, codeUpload bool) (*api.Job, error)
 	Get(ctx context.Context, p *auth.Principal, id string) (*api.Job, error)
 	ListJobs(ctx context.Context, p *auth.Principal, name string, phases []string, opts meta.ListOptions) ([]*api.Job, int, error)
 	Stop(ctx context.Context, p *auth.Principal, id string) (*api.Job, error)
@@ -87,9 +89,31 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, p *auth.Princ
 	if err != nil {
 		return err
 	}
+	const op errs.Op = "apiserver.createJob"
+	q := r.URL.Query()
+	dryRun, err := boolQuery(op, q, "dry_run")
+	if err != nil {
+		return err
+	}
+	codeUpload, err := boolQuery(op, q, "code_upload")
+	if err != nil {
+		return err
+	}
+	if codeUpload && !dryRun {
+		return errs.E(op, errs.Invalid, CodeBadQuery, "code_upload=true is only for dry_run=true",
+			errs.Hint("check the job with ?dry_run=true&code_upload=true, upload the code dir, then create the job with its code_dir"))
+	}
 	var j api.Job
 	if err := decodeJSON(r, &j); err != nil {
 		return err
+	}
+	if dryRun {
+		out, err := js.Validate(r.Context(), p, &j, codeUpload)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, out)
+		return nil
 	}
 	out, err := js.Create(r.Context(), p, &j)
 	if err != nil {
@@ -97,6 +121,18 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, p *auth.Princ
 	}
 	writeJSON(w, http.StatusCreated, out)
 	return nil
+}
+
+// boolQuery reads the boolean query parameter name ("true", "1", "false",
+// "0" or absent).
+func boolQuery(op errs.Op, q url.Values, name string) (bool, error) {
+	switch q.Get(name) {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	}
+	return false, errs.E(op, errs.Invalid, CodeBadQuery, "query parameter "+name+" must be true or false")
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {

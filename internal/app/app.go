@@ -22,6 +22,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/blob/disk"
 	"github.com/atelier-dev/atelier/internal/config"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/job"
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/meta/postgres"
 	"github.com/atelier-dev/atelier/internal/meta/sqlite"
@@ -168,7 +169,7 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		gcLoop(ctx, iam, log)
+		gcLoop(ctx, iam, jobs, log)
 	}()
 	wg.Add(1)
 	go func() {
@@ -209,8 +210,19 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	}
 }
 
-// gcLoop removes expired tokens and temporary credentials every 10 minutes.
-func gcLoop(ctx context.Context, iam *auth.Service, log *slog.Logger) {
+// gcLoop removes expired tokens and temporary credentials, and what jobs
+// leave behind (work dirs of ended or deleted jobs, uploaded code no job
+// references), every 10 minutes; the jobs' part also once at start, for
+// what a stopped server left.
+func gcLoop(ctx context.Context, iam *auth.Service, jobs *job.Service, log *slog.Logger) {
+	collectJobs := func() {
+		if n, err := jobs.CollectGarbage(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("job garbage collection failed", "err", err)
+		} else if n > 0 {
+			log.Info("deleted uploaded code dirs no job references", "count", n)
+		}
+	}
+	collectJobs()
 	t := time.NewTicker(10 * time.Minute)
 	defer t.Stop()
 	for {
@@ -221,6 +233,7 @@ func gcLoop(ctx context.Context, iam *auth.Service, log *slog.Logger) {
 			if err := iam.CollectGarbage(ctx, 24*time.Hour); err != nil {
 				log.Warn("credential garbage collection failed", "err", err)
 			}
+			collectJobs()
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/capacity"
+	"github.com/atelier-dev/atelier/internal/cgroup"
 	"github.com/atelier-dev/atelier/internal/config"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/executor/local"
@@ -63,6 +64,7 @@ func newJobService(ctx context.Context, cfg *config.Server, iso *isolation, stor
 		Flavors: flavors, Engines: engines, RefusedEngines: iso.refused, Capacity: ledger.Capacity(), Ledger: ledger, Quota: cfg.Quotas.JobsPerUser,
 		Sandbox: cfg.Sandbox, SandboxUser: cfg.SandboxUser, SandboxError: iso.err, DataDir: cfg.DataDir, WorkDir: cfg.WorkDir,
 		ServerURL: advertise, S3Endpoint: s3URL, Region: cfg.Region, RunnerArgv0: self, Logger: log,
+		RemoveGroup: cgroup.Remove, RemoveAll: iso.sb.Identity().RemoveAll,
 	})
 	if err := svc.Init(ctx); err != nil {
 		return nil, errs.E(op, err)

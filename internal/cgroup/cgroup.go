@@ -141,6 +141,69 @@ func (o Options) New(name string, l Limits) (*Group, error) {
 	return g, nil
 }
 
+// Remove ends the group name made earlier (by this process or another,
+// e.g. a runner that was killed): every process left in it is killed and
+// its directories are removed. A group that does not exist is no error, so
+// a caller that knows only the name (a restarted server) can always call
+// it.
+func Remove(name string) error { return Options{}.Remove(name) }
+
+// Remove is Remove with these options.
+func (o Options) Remove(name string) error {
+	const op errs.Op = "cgroup.Remove"
+	if !nameRE.MatchString(name) {
+		return errs.E(op, errs.Invalid, CodeBadName, "bad cgroup name "+strconv.Quote(name))
+	}
+	if o.Root == "" {
+		o.Root = DefaultRoot
+	}
+	if o.Parent == "" {
+		o.Parent = DefaultParent
+	}
+	v := o.Version
+	if v == 0 {
+		v = detect(o.Root)
+	}
+	dirs := groupDirs(o, v, name)
+	if len(dirs) == 0 {
+		return nil
+	}
+	g := &Group{version: v, name: name, dirs: dirs, fd: -1}
+	if err := g.Close(); err != nil {
+		return errs.E(op, err)
+	}
+	return nil
+}
+
+// groupDirs are the existing directories of the group name: on v2 its one
+// directory, on v1 its directory in each controller hierarchy New uses
+// (memory first; a hierarchy co-mounted with another counted once).
+func groupDirs(o Options, version int, name string) []string {
+	var cands []string
+	switch version {
+	case 2:
+		cands = []string{filepath.Join(o.Root, o.Parent, name)}
+	case 1:
+		var seen []string
+		for _, c := range []string{"memory", "cpu", "cpuacct"} {
+			root := filepath.Join(o.Root, c)
+			r, err := filepath.EvalSymlinks(root)
+			if err != nil || slices.Contains(seen, r) {
+				continue
+			}
+			seen = append(seen, r)
+			cands = append(cands, filepath.Join(root, o.Parent, name))
+		}
+	}
+	var dirs []string
+	for _, d := range cands {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
 // Statfs magic numbers of the cgroup file systems.
 const (
 	cgroup2Magic = 0x63677270

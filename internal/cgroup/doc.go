@@ -15,6 +15,11 @@
 // elsewhere a /bin/sh wrapper writes its own pid into the group and then
 // execs the program, so the program itself starts inside.
 //
+// Remove ends a group by its name alone — what a server does for an
+// attempt whose runner (which made the group) was killed, also after a
+// restart: it kills every process left in it and removes its directories
+// in every hierarchy; a group that is gone already is no error.
+//
 // Options.Root and Options.Version make the package testable against a fake
 // directory tree: every decision about which files to write is ordinary file
 // I/O below Root.

@@ -366,3 +366,55 @@ func FuzzKernelAtLeast(f *testing.F) {
 		}
 	})
 }
+
+// TestRemoveFindsTheGroupByName: Remove finds the directories of a group
+// it did not make (v1: in each controller hierarchy, co-mounted ones once;
+// v2: the one), removes them, and is no error for a group that is gone.
+func TestRemoveFindsTheGroupByName(t *testing.T) {
+	t.Run("v1", func(t *testing.T) {
+		root := t.TempDir()
+		for _, d := range []string{"memory/atelier/job-x-1", "cpu,cpuacct/atelier/job-x-1", "memory/atelier/job-x-2"} {
+			mkfiles(t, filepath.Join(root, d), nil)
+		}
+		for _, l := range []string{"cpu", "cpuacct"} {
+			if err := os.Symlink("cpu,cpuacct", filepath.Join(root, l)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o := Options{Root: root, Version: 1, Parent: DefaultParent}
+		if got, want := groupDirs(o, 1, "job-x-1"), []string{filepath.Join(root, "memory/atelier/job-x-1"), filepath.Join(root, "cpu/atelier/job-x-1")}; !slices.Equal(got, want) {
+			t.Errorf("dirs %q, want %q", got, want)
+		}
+		if err := o.Remove("job-x-1"); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []string{"memory/atelier/job-x-1", "cpu,cpuacct/atelier/job-x-1"} {
+			if _, err := os.Stat(filepath.Join(root, d)); !os.IsNotExist(err) {
+				t.Errorf("%s still there: %v", d, err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(root, "memory/atelier/job-x-2")); err != nil {
+			t.Errorf("another group was removed: %v", err)
+		}
+		if err := o.Remove("job-x-1"); err != nil {
+			t.Errorf("removing a group that is gone: %v", err)
+		}
+	})
+	t.Run("v2", func(t *testing.T) {
+		root := t.TempDir()
+		mkfiles(t, filepath.Join(root, "atelier", "job-y-3"), nil)
+		o := Options{Root: root, Version: 2}
+		if err := o.Remove("job-y-3"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(root, "atelier", "job-y-3")); !os.IsNotExist(err) {
+			t.Errorf("group still there: %v", err)
+		}
+		if err := o.Remove("job-y-3"); err != nil {
+			t.Errorf("second Remove: %v", err)
+		}
+	})
+	if err := (Options{Root: t.TempDir(), Version: 2}).Remove("../etc"); errs.CodeOf(err) != CodeBadName {
+		t.Errorf("bad name: %v", err)
+	}
+}

@@ -199,6 +199,63 @@ func TestRealKillTree(t *testing.T) {
 	}
 }
 
+// TestRealRemoveByName is what a server does for an attempt whose runner
+// was killed: it never held the group, only knows its name, and must end
+// everything in it and remove it.
+func TestRealRemoveByName(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	name := fmt.Sprintf("test-%d-remove", os.Getpid())
+	g, err := New(name, Limits{MemoryBytes: 128 << 20})
+	if errs.KindOf(err) == errs.Unsupported {
+		t.Skipf("no writable cgroups here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	cmd := helper("tree")
+	// A session of its own, as user code that escaped its process group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	g.Prepare(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var pids []int
+	for deadline := time.Now().Add(10 * time.Second); len(pids) < 3 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if pids, err = g.Pids(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(pids) < 3 {
+		t.Fatalf("group has %v, want the helper and two children", pids)
+	}
+	if err := Remove(name); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range g.dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("group dir %s left behind: %v", d, err)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("helper still running after Remove")
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("pid %d alive after Remove", pid)
+		}
+	}
+	if err := Remove(name); err != nil {
+		t.Errorf("Remove of a removed group: %v", err)
+	}
+}
+
 // alive: the process exists and is not a zombie.
 func alive(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -60,6 +60,8 @@ relative to the file's directory) is packed and uploaded for you: .git/ and
 __pycache__/ are skipped, and so is whatever DIR/.atelierignore lists
 (gitignore syntax: "data/", "*.ckpt", "/rooted", "**/tmp", "!keep.ckpt").
 At most 1 GiB and 10,000 files. --boot-file is relative to the code dir.
+The server checks the job (a dry run) before the code dir is uploaded, so
+a job it refuses leaves nothing behind.
 An obs:// (or s3://, or ModelArts' /bucket/prefix/) code dir is used as is.
 
   --retries N        retry up to N times, also after a non-zero exit
@@ -153,8 +155,8 @@ func (o *outputOrFormat) Set(s string) error {
 	return nil
 }
 
-// runCreate builds the job from the file and flags, uploads a local code
-// dir, submits the job and prints it.
+// runCreate builds the job from the file and flags, has the server check
+// it, uploads a local code dir, submits the job and prints it.
 func (j *jobCmds) runCreate(ctx context.Context, f createFlags, changed func(string) bool) error {
 	a := j.a
 	job := &api.Job{}
@@ -202,6 +204,13 @@ func (j *jobCmds) runCreate(ctx context.Context, f createFlags, changed func(str
 		return err
 	}
 	if isLocal {
+		// The server checks the rest of the job before anything is
+		// uploaded: a job it would refuse leaves no code behind.
+		check := *job
+		check.Algorithm.CodeDir = ""
+		if _, err := c.ValidateJob(ctx, &check, true); err != nil {
+			return err
+		}
 		if job.Algorithm.CodeDir, err = j.uploadCode(ctx, c, plan); err != nil {
 			return err
 		}

@@ -370,12 +370,20 @@ func TestJobCreateLocalCodeDir(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	reqs := f.requests()
-	if len(reqs) != 2 || reqs[0].Path != "/api/v1/training-jobs/code" || reqs[0].Query != "name=proj" {
+	// The server checks the job first (a dry run, without code_dir), then
+	// the code is uploaded and the job created.
+	if len(reqs) != 3 || reqs[0].Path != "/api/v1/training-jobs" || reqs[0].Query != "code_upload=true&dry_run=true" ||
+		reqs[1].Path != "/api/v1/training-jobs/code" || reqs[1].Query != "name=proj" || reqs[2].Query != "" {
 		t.Fatalf("requests %+v", reqs)
 	}
-	if reqs[0].Header.Get("Content-Type") != "application/x-tar" || reqs[0].Header.Get("X-Amz-Content-Sha256") != "UNSIGNED-PAYLOAD" {
-		t.Errorf("upload headers %v", reqs[0].Header)
+	var checked api.Job
+	if err := json.Unmarshal([]byte(reqs[0].Body), &checked); err != nil || checked.Algorithm.CodeDir != "" || checked.Algorithm.BootFile != "train.py" {
+		t.Errorf("dry run body %s (%v)", reqs[0].Body, err)
 	}
+	if reqs[1].Header.Get("Content-Type") != "application/x-tar" || reqs[1].Header.Get("X-Amz-Content-Sha256") != "UNSIGNED-PAYLOAD" {
+		t.Errorf("upload headers %v", reqs[1].Header)
+	}
+	reqs = reqs[1:]
 	names, content := tarNames(t, archive)
 	want := []string{".atelierignore", "empty/", "lib/", "lib/util.py", "logs/", "sub/", "sub/keep.ckpt", "sub/rooted.txt", "tmp", "train.py", "deep/"}
 	sort.Strings(want)
@@ -397,6 +405,30 @@ func TestJobCreateLocalCodeDir(t *testing.T) {
 	}
 }
 
+// TestJobCreateInvalidSpecUploadsNothing: a job the server refuses is
+// refused before its local code dir is uploaded.
+func TestJobCreateInvalidSpecUploadsNothing(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "proj")
+	codeTree(t, root, map[string]string{"train.py": "print('hi')\n"})
+	f := newJobFake(t)
+	var archive []byte
+	uploadRoute(f, &archive)
+	f.on("POST", "/api/v1/training-jobs", 400, api.Error{ErrorCode: "ATL.JOB.0001", ErrorMsg: "invalid job spec: spec.resource.flavor_id: \"gpu.8\" is not a flavor",
+		Hint: "atelier job flavors lists them"})
+	r := runCLI(t, f.env(t), "", "job", "create", "--name", "bad", "--code-dir", root, "--boot-file", "train.py", "--flavor", "gpu.8")
+	if r.code != 1 || !strings.Contains(r.stderr, "ATL.JOB.0001") || !strings.Contains(r.stderr, "gpu.8") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	for _, req := range f.requests() {
+		if req.Path == "/api/v1/training-jobs/code" {
+			t.Fatalf("the code dir was uploaded for a refused job: %+v", f.requests())
+		}
+	}
+	if reqs := f.requests(); len(reqs) != 1 || reqs[0].Query != "code_upload=true&dry_run=true" {
+		t.Errorf("requests %+v", reqs)
+	}
+}
+
 func TestJobCreateCodeDirFromFile(t *testing.T) {
 	// code_dir in a spec file is relative to the file's directory.
 	dir := t.TempDir()
@@ -415,7 +447,7 @@ func TestJobCreateCodeDirFromFile(t *testing.T) {
 		t.Errorf("archive %q", names)
 	}
 	var body api.Job
-	_ = json.Unmarshal([]byte(f.requests()[1].Body), &body)
+	_ = json.Unmarshal([]byte(f.requests()[2].Body), &body)
 	if body.Algorithm.CodeDir != "obs://atelier-system/code/u-1/up-1/src/" || body.Algorithm.BootFile != "pkg/main.py" {
 		t.Errorf("algorithm %+v", body.Algorithm)
 	}

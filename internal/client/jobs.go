@@ -50,6 +50,19 @@ func (c *Client) CreateJob(ctx context.Context, j *api.Job) (*api.Job, error) {
 	return ret(out, err)
 }
 
+// ValidateJob checks j as CreateJob would and creates nothing; it returns
+// the job as it would be created. With codeUpload j has no code_dir: the
+// caller uploads a local one (UploadCode) once the rest is valid.
+func (c *Client) ValidateJob(ctx context.Context, j *api.Job, codeUpload bool) (*api.Job, error) {
+	out := &api.Job{}
+	q := url.Values{"dry_run": {"true"}}
+	if codeUpload {
+		q.Set("code_upload", "true")
+	}
+	err := c.do(ctx, "client.ValidateJob", call{method: http.MethodPost, path: apiPath("training-jobs"), query: q, body: j, out: out})
+	return ret(out, err)
+}
+
 // GetJob gets a job by id.
 func (c *Client) GetJob(ctx context.Context, id string) (*api.Job, error) {
 	out := &api.Job{}

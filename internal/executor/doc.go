@@ -2,4 +2,6 @@
 // runners (`atelier runner`, the in-instance agent) on a compute backend.
 // The local executor (package local) runs them as detached processes on this
 // machine; exectest is the conformance suite every executor passes.
+// JobGroup names the cgroup of an attempt's user code, shared by the
+// runner that makes it and the server that sweeps it.
 package executor

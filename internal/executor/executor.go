@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
@@ -48,6 +49,12 @@ type Status struct {
 
 // FinalFile is the name of the runner's exit report in the attempt dir.
 const FinalFile = "final.json"
+
+// JobGroup is the name of the cgroup of a job attempt's user code. The
+// runner makes it; being a function of the job id and the attempt alone,
+// a server whose runner was killed — or that restarted meanwhile — finds
+// it to end what is left in it.
+func JobGroup(jobID string, attempt int) string { return "job-" + jobID + "-" + strconv.Itoa(attempt) }
 
 // Executor starts, observes and stops runners. Handles are strings the caller
 // persists (in the job record) so that a restarted server can re-adopt

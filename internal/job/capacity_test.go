@@ -81,12 +81,17 @@ type ledgerEnv struct {
 	exec   *fakeExec
 	ledger *capacity.Ledger
 	work   string
+	// clock is the controller's time (it only moves when a test moves it).
+	clock *fakeClock
+	// groups stands for the machine's cgroups.
+	groups *fakeGroups
 }
 
 func newLedgerEnv(t *testing.T, c Capacity) *ledgerEnv {
 	t.Helper()
 	e := &ledgerEnv{inputsEnv: newInputsEnv(t), exec: &fakeExec{phase: map[string]executor.Phase{}},
-		ledger: capacity.New(c, capacity.Job, capacity.Instance), work: t.TempDir()}
+		ledger: capacity.New(c, capacity.Job, capacity.Instance), work: t.TempDir(),
+		clock: &fakeClock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}, groups: &fakeGroups{}}
 	e.restart()
 	return e
 }
@@ -95,9 +100,10 @@ func newLedgerEnv(t *testing.T, c Capacity) *ledgerEnv {
 // restart: a new, empty ledger.
 func (e *ledgerEnv) restart() {
 	e.ledger = capacity.New(e.ledger.Capacity(), capacity.Job, capacity.Instance)
-	e.svc = New(e.store, e.obs, fakeCreds{}, nil, e.exec, e.principal("admin"), Options{
+	e.svc = New(e.store, e.obs, fakeCreds{}, allowAll{}, e.exec, e.principal("admin"), Options{
 		Flavors: ledgerFlavors, Capacity: e.ledger.Capacity(), Ledger: e.ledger, Sandbox: "none",
-		DataDir: "/data", WorkDir: e.work, ServerURL: "http://127.0.0.1:8080", RunnerArgv0: "/bin/atelier"})
+		DataDir: "/data", WorkDir: e.work, ServerURL: "http://127.0.0.1:8080", RunnerArgv0: "/bin/atelier",
+		Now: e.clock.now, RemoveGroup: e.groups.remove})
 }
 
 // queue stores a pending job of alice on flavor.
@@ -258,7 +264,7 @@ func TestJobLedgerRebuiltAfterRestartAndRetry(t *testing.T) {
 		t.Fatalf("holders after the retry started %+v", hs)
 	}
 	// It completes: nothing is held for it any more.
-	if err := e.svc.settle(e.ctx, id, 2, &api.RunnerExit{Attempt: 2, Reason: api.FailureCompleted}); err != nil {
+	if err := e.svc.settle(e.ctx, id, 2, &api.RunnerExit{Attempt: 2, Reason: api.FailureCompleted, OutputsSynced: true}); err != nil {
 		t.Fatal(err)
 	}
 	e.reconcile()

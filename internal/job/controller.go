@@ -201,6 +201,56 @@ func platformExit(attempt int, msg string) *api.RunnerExit {
 		Hint: "the platform failed, not your code; the job is retried when fault-tolerance/job-retry-num allows it"}
 }
 
+// watchFacts is what the controller knows about the runner of a running
+// (or terminating) attempt.
+type watchFacts struct {
+	Started   bool          // the executor's handle of the runner is recorded
+	Silent    time.Duration // since the runner last called (or the server first looked)
+	LostAfter time.Duration
+	// Overdue: past the maximum running time by more than the runner's
+	// own grace to stop.
+	Overdue bool
+	// Inspected is what the executor says of the runner; nil before it was
+	// asked.
+	Inspected *executor.Status
+}
+
+// watchStep is what the controller does next about a running attempt.
+type watchStep int
+
+const (
+	stepWait         watchStep = iota // the runner talks to us, or may still
+	stepInspect                       // silent for LostAfter, or overdue: ask the executor
+	stepNeverStarted                  // no runner was recorded for long: the attempt is lost
+	stepStop                          // alive past its deadline: stop the runner
+	stepReap                          // the runner is gone: sweep what is left, then settle
+)
+
+// decideWatch is the controller's decision about a running attempt: a pure
+// function of what it knows. A runner that is gone is reaped — the attempt
+// is swept and settled with the runner's final report, or as lost — and a
+// runner alive past its deadline is stopped.
+func decideWatch(f watchFacts) watchStep {
+	if !f.Started {
+		if f.Silent > 2*f.LostAfter {
+			return stepNeverStarted
+		}
+		return stepWait
+	}
+	if f.Silent < f.LostAfter && !f.Overdue {
+		return stepWait
+	}
+	switch {
+	case f.Inspected == nil:
+		return stepInspect
+	case f.Inspected.Phase == executor.Running && f.Overdue:
+		return stepStop
+	case f.Inspected.Phase == executor.Running:
+		return stepWait // alive but not talking to us (a network problem)
+	}
+	return stepReap
+}
+
 // watch checks a running job whose runner has been silent.
 func (s *Service) watch(ctx context.Context, r *record) {
 	id := r.raw.ID
@@ -210,42 +260,107 @@ func (s *Service) watch(ctx context.Context, r *record) {
 		s.seen.Store(id, s.now())
 		return
 	}
-	silent := s.now().Sub(last.(time.Time))
-	if r.rt.Handle == "" {
-		if silent > 2*s.o.LostAfter {
-			_ = s.settle(ctx, id, r.st.Attempt, platformExit(r.st.Attempt, "the runner was never started"))
+	f := watchFacts{Started: r.rt.Handle != "", Silent: s.now().Sub(last.(time.Time)), LostAfter: s.o.LostAfter,
+		Overdue: r.rt.Deadline > 0 && s.now().After(time.UnixMilli(r.rt.Deadline).Add(2*time.Minute))}
+	step := decideWatch(f)
+	if step == stepInspect {
+		st, err := s.exec.Inspect(ctx, r.rt.Handle, r.rt.AttemptDir)
+		if err != nil {
+			s.log.Warn("inspecting runner", "job", id, "err", err)
+			return
 		}
-		return
+		f.Inspected = &st
+		step = decideWatch(f)
 	}
-	overdue := r.rt.Deadline > 0 && s.now().After(time.UnixMilli(r.rt.Deadline).Add(2*time.Minute))
-	if silent < s.o.LostAfter && !overdue {
-		return
-	}
-	st, err := s.exec.Inspect(ctx, r.rt.Handle, r.rt.AttemptDir)
-	if err != nil {
-		s.log.Warn("inspecting runner", "job", id, "err", err)
-		return
-	}
-	switch {
-	case st.Phase == executor.Running && overdue:
+	switch step {
+	case stepNeverStarted:
+		_ = s.settle(ctx, id, r.st.Attempt, platformExit(r.st.Attempt, "the runner was never started"))
+	case stepStop:
 		s.event(ctx, id, "Warning", "Job", "the runner did not stop at the maximum running time; stopping it")
 		go func() { _ = s.exec.Stop(context.Background(), r.rt.Handle, time.Minute); s.Kick() }()
-	case st.Phase == executor.Running:
-		// Alive but not talking to us (a network problem): keep waiting.
-	case st.Final != nil:
-		_ = s.settle(ctx, id, r.st.Attempt, st.Final)
-	default:
+	case stepReap:
+		s.reap(ctx, r, *f.Inspected)
+	}
+}
+
+// reap ends an attempt whose runner is gone: what is left of it is swept —
+// the runner's session and user code's process group (the executor's Stop
+// of a runner that exited), then everything in the attempt's cgroup (in
+// settle) — and the attempt settles with the runner's final report, or as
+// lost.
+func (s *Service) reap(ctx context.Context, r *record, st executor.Status) {
+	id := r.raw.ID
+	if err := s.exec.Stop(ctx, r.rt.Handle, 0); err != nil {
+		// A handle the executor cannot read: the cgroup sweep in settle
+		// still ends what the attempt left.
+		s.log.Warn("stopping what is left of a runner", "job", id, "err", err)
+	}
+	e := st.Final
+	if e == nil {
 		msg := "the runner ended without a report"
 		if st.ExitCode >= 0 {
 			msg += fmt.Sprintf(" (exit code %d)", st.ExitCode)
 		}
-		msg += "; see " + filepath.Join(r.rt.AttemptDir, "runner.log")
-		_ = s.settle(ctx, id, r.st.Attempt, platformExit(r.st.Attempt, msg))
+		msg += "; the runner's log is " + filepath.Join(r.rt.AttemptDir, "runner.log") + " while the job runs, then " + RunnerLogURL(id, r.st.Attempt)
+		e = platformExit(r.st.Attempt, msg)
+	}
+	if err := s.settle(ctx, id, r.st.Attempt, e); err != nil {
+		s.log.Warn("settling an attempt whose runner is gone", "job", id, "err", err)
 	}
 }
 
-// settle ends attempt with e: the job is retried, or finishes.
-func (s *Service) settle(ctx context.Context, id string, attempt int, e *api.RunnerExit) error {
+// reapStopped reaps the attempt of a job whose runner the executor has
+// just stopped: it reported its exit (nothing left to do) or was gone, and
+// the attempt ends now rather than when the runner would count as lost.
+func (s *Service) reapStopped(ctx context.Context, id, handle string) {
+	raw, err := s.store.GetJob(ctx, id)
+	if err != nil {
+		return
+	}
+	r, err := decode(raw)
+	if err != nil || r.rt.Handle != handle || (r.st.Phase != api.PhaseRunning && r.st.Phase != api.PhaseTerminating) {
+		return
+	}
+	st, err := s.exec.Inspect(ctx, handle, r.rt.AttemptDir)
+	if err != nil || st.Phase == executor.Running {
+		return
+	}
+	s.reap(ctx, r, st)
+}
+
+// sweep makes sure no process of the attempt is left: it kills everything
+// in the attempt's cgroup, found by its name, and removes the group. It
+// runs before an attempt settles, so the capacity is released and a retry
+// starts only once the attempt is gone; it fails (and the attempt stays
+// unsettled, to be swept again) while processes survive.
+func (s *Service) sweep(ctx context.Context, id string, attempt int) error {
+	const op errs.Op = "job.sweep"
+	if s.o.RemoveGroup == nil || attempt < 1 {
+		return nil
+	}
+	name := executor.JobGroup(id, attempt)
+	if err := s.o.RemoveGroup(name); err != nil {
+		if prev, ok := s.sweepFailed.Swap(id, attempt); !ok || prev.(int) != attempt {
+			s.event(ctx, id, "Warning", "Job", fmt.Sprintf("processes of attempt %d are still running (cgroup %s): %s; the attempt ends once they are gone",
+				attempt, name, errs.UserMessage(err)))
+		}
+		return errs.E(op, err)
+	}
+	s.sweepFailed.Delete(id)
+	return nil
+}
+
+// settle ends attempt with e: the job is retried, or finishes. The
+// attempt is swept first; while processes of it survive, nothing changes
+// and the error says why.
+func (s *Service) settle(ctx context.Context, id string, attempt int, report *api.RunnerExit) error {
+	end := EndOf(*report)
+	e := &end
+	// Nothing of the attempt may run on once it is settled (idempotent: an
+	// attempt settled already has no group left).
+	if err := s.sweep(ctx, id, attempt); err != nil {
+		return err
+	}
 	var retried, terminal bool
 	var credsKey string
 	r, err := s.update(ctx, id, func(u *record) (bool, error) {
@@ -351,16 +466,27 @@ func (s *Service) finish(r *record, phase, secondary, _ string) {
 	r.st.RetriesLeft = 0
 }
 
-// afterTerminal exports the job's log and wakes followers.
+// afterTerminal exports the job's log, wakes followers and, once its
+// runner is gone, removes the job's work dir (the janitor).
 func (s *Service) afterTerminal(r *record) {
 	s.waiters.wake(r.raw.ID)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
+		id := r.raw.ID
 		if err := s.exportLog(ctx, r); err != nil {
-			s.log.Warn("exporting job log", "job", r.raw.ID, "err", err)
-			s.event(ctx, r.raw.ID, "Warning", "Job", "the log could not be exported: "+errs.UserMessage(err))
+			s.log.Warn("exporting job log", "job", id, "err", err)
+			s.event(ctx, id, "Warning", "Job", "the log could not be exported (it is kept with the job; the export is tried again later): "+errs.UserMessage(err))
+			return
 		}
+		if _, err := s.update(ctx, id, func(u *record) (bool, error) {
+			u.rt.LogExported = true
+			return true, nil
+		}); err != nil {
+			s.log.Warn("recording the log export", "job", id, "err", err)
+			return
+		}
+		s.tidyAfterEnd(ctx, id)
 	}()
 }
 

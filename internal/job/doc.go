@@ -29,6 +29,18 @@
 //     what they hold is not free, service instances that wait are ahead of
 //     every job, and an admitted job gets GPU devices no one else holds
 //     (the runner's CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES).
+//   - EndOf reads a runner's exit report: code that completed while its
+//     outputs did not reach OBS failed (output_sync), which ShouldRetry
+//     treats as a platform fault.
+//   - decideWatch is the controller's decision about a running attempt
+//     (wait, ask the executor, stop a runner past its deadline, reap a
+//     runner that is gone). Reaping sweeps the attempt — the executor's
+//     Stop of the dead runner, then every process in the attempt's cgroup,
+//     found by its name (executor.JobGroup) and removed — and only then
+//     settles it: capacity is released and a retry starts once nothing of
+//     the attempt runs. Every settle sweeps first (idempotent), so the
+//     sweep is level-triggered and holds across a server restart; `job
+//     stop` of a job whose runner was gone reaps it at once.
 //
 // Package failure (internal/job/failure) classifies how an attempt ended.
 package job

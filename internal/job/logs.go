@@ -136,8 +136,16 @@ func (s *Service) UploadCode(ctx context.Context, p *auth.Principal, name string
 		return "", 0, 0, errs.E(op, errs.Invalid, CodeCodeUpload, fmt.Sprintf("code dir name %q is not a plain directory name", name),
 			errs.Hint("pass ?name= with the last element of the code dir, e.g. ?name=src"))
 	}
-	prefix := "code/" + p.User.ID + "/" + uuid.Must(uuid.NewV7()).String() + "/" + name + "/"
+	prefix := codeRoot + p.User.ID + "/" + uuid.Must(uuid.NewV7()).String() + "/" + name + "/"
 	sys := obs.As(s.system)
+	defer func() {
+		if err != nil {
+			// Nothing of a refused upload stays behind.
+			if derr := s.deletePrefix(context.WithoutCancel(ctx), sys, uploadOf(prefix)); derr != nil {
+				s.log.Warn("deleting a failed code upload", "prefix", prefix, "err", derr)
+			}
+		}
+	}()
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -101,6 +102,17 @@ type Options struct {
 	SandboxError error
 	DataDir      string
 	WorkDir      string
+	// RemoveGroup ends the cgroup of that name: it kills every process
+	// left in it and removes it, and is no error for a group that does not
+	// exist (cgroup.Remove). An attempt is swept with it before it
+	// settles. nil: attempts have no cgroups.
+	RemoveGroup func(name string) error
+	// RemoveAll removes a job's work dir with what user code made in it
+	// (sandbox.Identity.RemoveAll; default os.RemoveAll).
+	RemoveAll func(dir string) error
+	// CodeGrace is how old an uploaded code dir no job references must be
+	// before CollectGarbage deletes it (default DefaultCodeGrace).
+	CodeGrace time.Duration
 	// ServerURL is how runners reach the REST API (advertise_url).
 	ServerURL string
 	// S3Endpoint is how jobs reach OBS (a URL with scheme).
@@ -130,12 +142,15 @@ type Service struct {
 	o      Options
 	log    *slog.Logger
 
-	locks   stripedLocks
-	kick    chan struct{}
-	seen    sync.Map // job id → time.Time of the last runner contact
-	waiters waitSet  // log followers
-	system  *auth.Principal
-	started time.Time
+	locks stripedLocks
+	kick  chan struct{}
+	seen  sync.Map // job id → time.Time of the last runner contact
+	// sweepFailed: job id → the attempt whose sweep last failed (its
+	// event is recorded once).
+	sweepFailed sync.Map
+	waiters     waitSet // log followers
+	system      *auth.Principal
+	started     time.Time
 }
 
 // New builds the service. system is the principal the platform acts as on
@@ -155,6 +170,9 @@ func New(store Store, o *obs.Service, creds Credentials, authz Authorizer, ex ex
 	}
 	if opt.TickInterval <= 0 {
 		opt.TickInterval = time.Second
+	}
+	if opt.CodeGrace <= 0 {
+		opt.CodeGrace = DefaultCodeGrace
 	}
 	if opt.Ledger == nil {
 		opt.Ledger = capacity.New(opt.Capacity, capacity.Job)
@@ -315,29 +333,58 @@ func (s *Service) Engines() []api.Engine { return slices.Clone(s.o.Engines) }
 // Flavors lists the configured flavors.
 func (s *Service) Flavors() []api.Flavor { return slices.Clone(s.o.Flavors) }
 
-// Create validates and queues a job owned by p.
-func (s *Service) Create(ctx context.Context, p *auth.Principal, j *api.Job) (*api.Job, error) {
+// Validate checks j as Create does — the spec, the sandbox, the flavor,
+// the code dir, inputs, outputs and log path and the caller's rights —
+// and stores nothing; it returns the job as it would be created (without
+// id). With codeUpload the spec has no code_dir: the client uploads a
+// local code dir once the rest is valid (and checked its boot file
+// itself), so nothing is uploaded for a job that would be refused.
+func (s *Service) Validate(ctx context.Context, p *auth.Principal, j *api.Job, codeUpload bool) (*api.Job, error) {
+	if err := s.check(ctx, p, j, codeUpload); err != nil {
+		return nil, err
+	}
+	j.Status = &api.JobStatus{}
+	return j, nil
+}
+
+// check validates a job p wants to create (see Validate).
+func (s *Service) check(ctx context.Context, p *auth.Principal, j *api.Job, codeUpload bool) error {
 	const op errs.Op = "job.Create"
 	if err := s.authz.Authorize(p, "job", "Create", auth.Resource("job", "*"), p.User.ID, nil); err != nil {
-		return nil, err
+		return err
 	}
 	j.Status = nil
 	j.Metadata.ID = ""
+	if codeUpload {
+		if strings.TrimSpace(j.Algorithm.CodeDir) != "" {
+			return errs.E(op, errs.Invalid, CodeInvalidSpec, "algorithm.code_dir: set, but the code dir is to be uploaded",
+				errs.Hint("leave code_dir out when checking a job whose local code dir the client uploads"))
+		}
+		// Where the upload will be: boot_file is checked against it.
+		j.Algorithm.CodeDir = "obs://" + SystemBucket + "/" + codeRoot + p.User.ID + "/upload/code/"
+		defer func() { j.Algorithm.CodeDir = "" }()
+	}
 	if err := Normalize(j, s.env()); err != nil {
-		return nil, err
+		return err
 	}
 	if s.o.SandboxError != nil {
-		return nil, errs.E(op, errs.Unavailable, CodeSandbox, "this server cannot run jobs: "+errs.UserMessage(s.o.SandboxError),
+		return errs.E(op, errs.Unavailable, CodeSandbox, "this server cannot run jobs: "+errs.UserMessage(s.o.SandboxError),
 			errs.Hint("install bubblewrap (apt-get install bubblewrap), or set `sandbox: none` in the server config to run jobs without isolation"))
 	}
 	flavor, _ := s.flavor(j.Spec.Resource.FlavorID)
 	if !fits(s.o.Capacity, flavor) {
-		return nil, errs.E(op, errs.Invalid, CodeNeverFits,
+		return errs.E(op, errs.Invalid, CodeNeverFits,
 			fmt.Sprintf("flavor %s (cpu %g, memory %s, gpu %d) is larger than this machine can run (cpu %g, memory %s, gpu %d)",
 				flavor.ID, flavor.CPU, byteSize(flavor.Memory), flavor.GPU, s.o.Capacity.CPU, byteSize(s.o.Capacity.Memory), s.o.Capacity.GPU),
 			errs.Hint("`atelier job flavors` lists what fits"))
 	}
-	if err := s.validateData(ctx, p, j); err != nil {
+	return s.validateData(ctx, p, j, codeUpload)
+}
+
+// Create validates and queues a job owned by p.
+func (s *Service) Create(ctx context.Context, p *auth.Principal, j *api.Job) (*api.Job, error) {
+	const op errs.Op = "job.Create"
+	if err := s.check(ctx, p, j, false); err != nil {
 		return nil, err
 	}
 	now := s.now()
@@ -435,7 +482,7 @@ func (s *Service) Stop(ctx context.Context, p *auth.Principal, id string) (*api.
 	if _, err := s.load(ctx, op, p, id, "Stop"); err != nil {
 		return nil, err
 	}
-	var handle, dir string
+	var handle string
 	r, err := s.update(ctx, id, func(r *record) (bool, error) {
 		switch {
 		case Terminal(r.st.Phase):
@@ -452,7 +499,7 @@ func (s *Service) Stop(ctx context.Context, p *auth.Principal, id string) (*api.
 		r.rt.StopTime = ms(s.now())
 		r.st.Phase = api.PhaseTerminating
 		r.st.SecondaryPhase = api.SecondaryTerminating
-		handle, dir = r.rt.Handle, r.rt.AttemptDir
+		handle = r.rt.Handle
 		return true, nil
 	})
 	if err != nil {
@@ -463,10 +510,13 @@ func (s *Service) Stop(ctx context.Context, p *auth.Principal, id string) (*api.
 		// The runner also learns it from its next heartbeat; SIGTERM makes
 		// it act at once. The executor waits for it to finish syncing.
 		go func() {
-			if err := s.exec.Stop(context.Background(), handle, 10*time.Minute); err != nil {
+			ctx := context.Background()
+			if err := s.exec.Stop(ctx, handle, 10*time.Minute); err != nil {
 				s.log.Warn("stopping runner", "job", id, "err", err)
 			}
-			_ = dir
+			// A runner that was gone already (killed) reported nothing:
+			// its attempt is swept and ends now.
+			s.reapStopped(ctx, id, handle)
 			s.Kick()
 		}()
 	} else if Terminal(r.st.Phase) {
@@ -477,7 +527,8 @@ func (s *Service) Stop(ctx context.Context, p *auth.Principal, id string) (*api.
 	return r.view(), nil
 }
 
-// Delete removes a terminal job with its logs, metrics and events.
+// Delete removes a terminal job with its logs, metrics and events, and its
+// work dir.
 func (s *Service) Delete(ctx context.Context, p *auth.Principal, id string) error {
 	const op errs.Op = "job.Delete"
 	r, err := s.load(ctx, op, p, id, "Delete")
@@ -492,7 +543,23 @@ func (s *Service) Delete(ctx context.Context, p *auth.Principal, id string) erro
 		return errs.E(op, err)
 	}
 	s.waiters.wake(id)
+	// Its staged inputs and local copies of the outputs go with it (the
+	// janitor tries again what fails here).
+	if _, err := s.tidy(ctx, id); err != nil {
+		s.log.Warn("removing the work dir of a deleted job", "job", id, "err", err)
+	}
 	return nil
+}
+
+// CollectGarbage removes what jobs leave behind: the work dirs of jobs
+// that ended (once their log is exported) or were deleted, and uploaded
+// code dirs no job references that are older than Options.CodeGrace. The
+// server calls it at start and then periodically; it returns the number of
+// code dirs deleted.
+func (s *Service) CollectGarbage(ctx context.Context) (codeDirs int, err error) {
+	werr := s.tidyWorkDirs(ctx)
+	n, cerr := s.collectCode(ctx)
+	return n, errors.Join(werr, cerr)
 }
 
 // Events lists a job's events.

@@ -101,6 +101,24 @@ func CheckTransition(from, to string) error {
 		errs.Hint("get the job again and retry: its phase has changed"))
 }
 
+// EndOf is how an attempt ended by its runner's report e: the report's
+// reason, except that code which completed while its outputs did not
+// reach OBS (OutputsSynced false) failed with api.FailureOutputSync — a
+// job whose outputs were lost is never Completed.
+func EndOf(e api.RunnerExit) api.RunnerExit {
+	if e.Reason != api.FailureCompleted || e.OutputsSynced {
+		return e
+	}
+	e.Reason = api.FailureOutputSync
+	if e.Message == "" {
+		e.Message = "the outputs could not be synced to OBS"
+	}
+	if e.Hint == "" {
+		e.Hint = "the runner's log (job log) says what the store answered; the job is retried when fault-tolerance/job-retry-num allows it"
+	}
+	return e
+}
+
 // Retry is a job's restart policy, from its annotations (ModelArts' fault
 // tolerance switches).
 type Retry struct {
@@ -133,7 +151,9 @@ func RetryPolicy(j *api.Job) Retry {
 //   - never when the job completed, was stopped by the user or reached its
 //     maximum running time;
 //   - platform faults (runner lost, node gone: api.FailurePlatform) are
-//     restarted with Max alone;
+//     restarted with Max alone, and so are outputs that could not be synced
+//     to OBS at the end (api.FailureOutputSync: the store was full or
+//     unreachable, not the code's fault; the retry writes them again);
 //   - a hung job is restarted with Hang or Unconditional;
 //   - with Unconditional, failures of running user code are restarted too:
 //     user_error, oom, cuda_oom, disk_full and signal, which may pass on a
@@ -148,7 +168,7 @@ func ShouldRetry(r Retry, used int, reason string) bool {
 		return false
 	}
 	switch reason {
-	case api.FailurePlatform:
+	case api.FailurePlatform, api.FailureOutputSync:
 		return true
 	case api.FailureHung:
 		return r.Hang || r.Unconditional

@@ -97,6 +97,10 @@ func TestShouldRetry(t *testing.T) {
 		{plain, 0, api.FailureHung, false},
 		{Retry{}, 0, api.FailurePlatform, false},
 		{plain, -1, api.FailurePlatform, false},
+		// Outputs that did not reach OBS: a platform fault.
+		{plain, 0, api.FailureOutputSync, true},
+		{plain, 2, api.FailureOutputSync, false},
+		{Retry{}, 0, api.FailureOutputSync, false},
 		// Unconditional: failures of running user code too.
 		{uncond, 0, api.FailureUserError, true},
 		{uncond, 1, api.FailureOOM, true},
@@ -154,4 +158,32 @@ func FuzzRetryPolicy(f *testing.F) {
 			t.Fatalf("retried %s without unconditional retry", reason)
 		}
 	})
+}
+
+func TestEndOf(t *testing.T) {
+	tests := []struct {
+		name string
+		in   api.RunnerExit
+		want string // reason
+	}{
+		{"completed and synced", api.RunnerExit{Reason: api.FailureCompleted, OutputsSynced: true}, api.FailureCompleted},
+		{"completed, outputs lost", api.RunnerExit{Reason: api.FailureCompleted}, api.FailureOutputSync},
+		{"classified by the runner", api.RunnerExit{Reason: api.FailureOutputSync, Message: "m", Hint: "h"}, api.FailureOutputSync},
+		{"a failure keeps its reason", api.RunnerExit{Reason: api.FailureOOM}, api.FailureOOM},
+		{"a platform exit keeps its reason", api.RunnerExit{Reason: api.FailurePlatform}, api.FailurePlatform},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := EndOf(tt.in)
+			if got.Reason != tt.want {
+				t.Fatalf("reason %q, want %q", got.Reason, tt.want)
+			}
+			if got.Reason == api.FailureOutputSync && (got.Message == "" || got.Hint == "") {
+				t.Errorf("output_sync without message or hint: %+v", got)
+			}
+			if tt.in.Message != "" && got.Message != tt.in.Message {
+				t.Errorf("message %q replaced by %q", tt.in.Message, got.Message)
+			}
+		})
+	}
 }

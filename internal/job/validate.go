@@ -13,12 +13,13 @@ import (
 )
 
 // validateData checks, before a job is queued, what it will read and write:
-// the boot file exists inside the code dir, every input exists and is
-// readable by the user, every output (and the log export path) is writable.
-func (s *Service) validateData(ctx context.Context, p *auth.Principal, j *api.Job) error {
+// the boot file exists inside the code dir (unless codeUpload: the client
+// uploads it later), every input exists and is readable by the user, every
+// output (and the log export path) is writable.
+func (s *Service) validateData(ctx context.Context, p *auth.Principal, j *api.Job, codeUpload bool) error {
 	const op errs.Op = "job.validateData"
 	user := obs.As(p)
-	if j.Algorithm.CodeDir != "" {
+	if j.Algorithm.CodeDir != "" && !codeUpload {
 		b, prefix, err := ParseOBSURL(j.Algorithm.CodeDir)
 		if err != nil {
 			return err

@@ -179,6 +179,14 @@ func writeCheckpoint(file string, d checkpointData) error {
 	return nil
 }
 
+// resumable reports whether the checkpoint is kept in a file, so a later
+// run can resume its upload.
+func (cp *checkpoint) resumable() bool {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.file != ""
+}
+
 // remove deletes the checkpoint file.
 func (cp *checkpoint) remove() {
 	cp.mu.Lock()

@@ -55,7 +55,11 @@
 // for parts the checkpoint missed, whose ETag equals the MD5 of the local
 // bytes, and uploads only the rest. A checkpoint whose file changed (size or
 // mtime) or whose upload is gone is discarded and the stale upload aborted;
-// the checkpoint is deleted when the upload completes.
+// the checkpoint is deleted when the upload completes. An upload that
+// fails and cannot be resumed (no CheckpointDir, or its checkpoint could
+// not be written) is aborted at once; AbortResumable aborts every upload
+// the checkpoints of CheckpointDir name and deletes them, for a caller
+// that will not come back to them (a job's failed final sync).
 //
 // # Integrity
 //

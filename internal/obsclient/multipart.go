@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/atelier-dev/atelier/internal/errs"
 )
@@ -81,6 +84,7 @@ func (c *Client) uploadParts(ctx context.Context, f *os.File, fi fs.FileInfo, t 
 	})
 	if err != nil {
 		cp.save()
+		c.abandon(ctx, cp, bucket, key)
 		return err
 	}
 	parts := cp.parts()
@@ -97,6 +101,8 @@ func (c *Client) uploadParts(ctx context.Context, f *os.File, fi fs.FileInfo, t 
 		cp.save()
 		if errs.Is(err, errs.NotFound) {
 			cp.remove()
+		} else {
+			c.abandon(ctx, cp, bucket, key)
 		}
 		return err
 	}
@@ -109,6 +115,66 @@ func (c *Client) uploadParts(ctx context.Context, f *os.File, fi fs.FileInfo, t 
 		}
 	}
 	return nil
+}
+
+// abortTimeout bounds the abort of an upload that cannot be resumed.
+const abortTimeout = 30 * time.Second
+
+// abandon aborts the failed upload of cp when nothing could resume it (no
+// checkpoint file: resuming is disabled or the checkpoint could not be
+// written), so that no incomplete upload is left behind on the server.
+// It runs even when ctx was cancelled.
+func (c *Client) abandon(ctx context.Context, cp *checkpoint, bucket, key string) {
+	if cp.resumable() || cp.data.UploadID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	defer cancel()
+	if err := c.s3.AbortMultipart(ctx, bucket, key, cp.data.UploadID); err != nil && !errs.Is(err, errs.NotFound) {
+		c.rep.Warn(fmt.Sprintf("cannot abort the failed upload %s of %s: %s", cp.data.UploadID, cp.data.Dest, errs.UserMessage(err)))
+	}
+}
+
+// AbortResumable aborts every multipart upload whose checkpoint is in
+// CheckpointDir and deletes the checkpoints: nothing is left to resume and
+// no incomplete upload stays on the server (a job's final sync that failed
+// does this; its next attempt starts from a fresh tree). It returns how
+// many uploads it aborted and the first failure; a checkpoint whose upload
+// could not be aborted is kept.
+func (c *Client) AbortResumable(ctx context.Context) (int, error) {
+	const op errs.Op = "obsclient.AbortResumable"
+	if c.opt.CheckpointDir == "" {
+		return 0, nil
+	}
+	files, err := filepath.Glob(filepath.Join(c.opt.CheckpointDir, "*.json"))
+	if err != nil {
+		return 0, errs.E(op, errs.IO, err)
+	}
+	n := 0
+	var first error
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			first = cmp.Or(first, errs.E(op, errs.IO, fmt.Sprintf("cannot read checkpoint %s: %s", f, errText(err))))
+			continue
+		}
+		var d checkpointData
+		if json.Unmarshal(b, &d) == nil && d.UploadID != "" {
+			bucket, key := splitURL(d.Dest)
+			err := c.s3.AbortMultipart(ctx, bucket, key, d.UploadID)
+			switch {
+			case err == nil:
+				n++
+			case !errs.Is(err, errs.NotFound):
+				first = cmp.Or(first, errs.E(op, fmt.Sprintf("cannot abort the upload %s of %s", d.UploadID, d.Dest), err))
+				continue
+			}
+		}
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			first = cmp.Or(first, errs.E(op, errs.IO, fmt.Sprintf("cannot delete checkpoint %s: %s", f, errText(err))))
+		}
+	}
+	return n, first
 }
 
 // resume checks a checkpoint against the file and the server and returns

@@ -717,3 +717,60 @@ func TestStatCatPresign(t *testing.T) {
 		t.Errorf("presign missing: %v", err)
 	}
 }
+
+func TestFailedUploadThatCannotResumeIsAborted(t *testing.T) {
+	s := newSetup(t, obsclient.Options{PartSize: 5 * mib})
+	s.opts.CheckpointDir = "" // nothing could resume it
+	src := filepath.Join(t.TempDir(), "big.bin")
+	write(t, src, randomBytes(20*mib, 21))
+	for _, failing := range []string{"UploadPart", "CompleteMultipart"} {
+		t.Run(failing, func(t *testing.T) {
+			s.store.SetFault(func(c obsmem.Call) error {
+				if c.Op == failing {
+					return errs.E("test", errs.IO, "no space left on device")
+				}
+				return nil
+			})
+			defer s.store.SetFault(nil)
+			if _, err := cp(t, s.client(), src, "obs://bkt/big.bin", obsclient.CopyOptions{}); err == nil {
+				t.Fatal("the upload did not fail")
+			}
+			if n := s.store.Uploads(); n != 0 {
+				t.Errorf("%d incomplete uploads left on the server, want 0", n)
+			}
+			if n := s.store.Count("AbortMultipart"); n == 0 {
+				t.Error("the failed upload was not aborted")
+			}
+		})
+	}
+}
+
+func TestAbortResumable(t *testing.T) {
+	s := newSetup(t, obsclient.Options{PartSize: 5 * mib})
+	src := filepath.Join(t.TempDir(), "big.bin")
+	write(t, src, randomBytes(20*mib, 22))
+	interrupted(t, s, src, 2) // one upload open, its checkpoint kept for a resume
+	if cps, _ := filepath.Glob(filepath.Join(s.cpDir, "*.json")); len(cps) != 1 {
+		t.Fatalf("checkpoints %v, want one", cps)
+	}
+	// A stale checkpoint whose upload is gone already is only deleted.
+	stale := filepath.Join(s.cpDir, "stale.json")
+	write(t, stale, []byte(`{"version":1,"source":"/x","dest":"obs://bkt/gone","upload_id":"nope"}`))
+	n, err := s.client().AbortResumable(context.Background())
+	if err != nil || n != 1 {
+		t.Fatalf("AbortResumable = %d, %v; want 1 upload aborted", n, err)
+	}
+	if u := s.store.Uploads(); u != 0 {
+		t.Errorf("%d incomplete uploads left, want 0", u)
+	}
+	if cps, _ := filepath.Glob(filepath.Join(s.cpDir, "*.json")); len(cps) != 0 {
+		t.Errorf("checkpoints left: %v", cps)
+	}
+	// Nothing to do the second time, and no CheckpointDir is no error.
+	if n, err := s.client().AbortResumable(context.Background()); n != 0 || err != nil {
+		t.Errorf("second AbortResumable = %d, %v", n, err)
+	}
+	if n, err := obsclient.New(s.store, obsclient.Options{}).AbortResumable(context.Background()); n != 0 || err != nil {
+		t.Errorf("AbortResumable without a checkpoint dir = %d, %v", n, err)
+	}
+}

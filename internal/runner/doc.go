@@ -63,12 +63,17 @@
 //     deadline (max_runtime) and the hang detector (no output and under 1% of
 //     a CPU and idle GPUs for the hang timeout) all run the stop procedure:
 //     SIGTERM to user code (inside the sandbox, not to bwrap itself), the
-//     grace period, SIGKILL to its processes and cgroup. Outputs are synced
+//     grace period, SIGKILL to its processes and cgroup (named
+//     executor.JobGroup, so that a server whose runner was killed finds and
+//     sweeps it). Outputs are synced
 //     every sync interval; system metrics (CPU, memory, GPU via nvidia-smi)
 //     are sampled and the metrics file (ATELIER_METRICS_FILE) is tailed.
 //  7. The end (Syncing): a last output sync (new or changed files by size
 //     and mtime, parallel and multipart as `atelier obs cp`; nothing is ever
-//     deleted in OBS), failure.Classify of what was observed, the log flushed
+//     deleted in OBS), tried three times; when it fails the multipart
+//     uploads left open for a resume are aborted and the attempt fails with
+//     output_sync (the OutputSyncErr fact: the store's last answer, a hint)
+//     instead of completing. Then failure.Classify of what was observed, the log flushed
 //     (bounded wait), final.json written atomically, cgroup and tmpfs
 //     released, the exit posted (retried for ten minutes; the server reads
 //     final.json when it never arrives). The runner exits 0 however user

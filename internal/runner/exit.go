@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/job/failure"
 )
 
@@ -38,6 +39,7 @@ func (r *run) facts() failure.Facts {
 		Hung:          o.stopReason == api.FailureHung,
 		Engine:        rj.Engine.Name, HasRequirements: r.hasReq,
 		Stage: o.stage, StageErr: o.stageErr,
+		OutputSyncErr: o.syncErr,
 	}
 	if r.proc == nil {
 		f.ExitCode = -1
@@ -83,7 +85,9 @@ func (r *run) finish() {
 	}
 	o.outputsSynced = true
 	if r.proc != nil && r.syncer != nil {
-		o.outputsSynced = r.finalSync()
+		if err := r.finalSync(); err != nil {
+			o.outputsSynced, o.syncErr = false, errs.UserMessage(err)
+		}
 	}
 	f := r.facts()
 	res := r.result(f)

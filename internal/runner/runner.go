@@ -254,6 +254,7 @@ type outcome struct {
 	signal        string // name of the signal that killed user code
 	sigNum        int
 	outputsSynced bool
+	syncErr       string // why the final sync failed
 }
 
 // stopper records the first stop request.
@@ -341,7 +342,7 @@ func (r *run) prepare() bool {
 		err = r.makeTree()
 	}
 	if err == nil {
-		r.group, err = newGroup(fmt.Sprintf("job-%s-%d", rj.Job.Metadata.ID, r.cfg.Attempt),
+		r.group, err = newGroup(executor.JobGroup(rj.Job.Metadata.ID, r.cfg.Attempt),
 			cgroup.Limits{MemoryBytes: rj.Flavor.Memory, CPUs: rj.Flavor.CPU}, r.layout.Sandboxed, "job", r.sink)
 	}
 	if err == nil {

@@ -545,3 +545,44 @@ func TestBubblewrapStop(t *testing.T) {
 		t.Errorf("stdout %q: user code did not get SIGTERM", got)
 	}
 }
+
+func TestFinalSyncFailureFailsTheAttempt(t *testing.T) {
+	e := newEnv(t)
+	e.put("data/a.txt", "hello")
+	// The store is full: the second part of the big output never lands.
+	e.store.SetFault(func(c obsmem.Call) error {
+		if c.Op == "UploadPart" && c.Part == 2 {
+			return obsclient.S3Error("InternalError", "no space left on device", c.Bucket, c.Key)
+		}
+		return nil
+	})
+	script := `
+for a in "$@"; do case "$a" in --train_url=*) o=${a#--train_url=};; esac; done
+head -c 20971520 /dev/zero > "$o/big.bin"
+echo small > "$o/small.txt"
+`
+	fs := newFakeServer(t, withIO(e.job("j-full", "run.sh")), map[string]string{"run.sh": script})
+	cfg := e.config(fs)
+	e.run(context.Background(), cfg)
+
+	ex := fs.exit()
+	if ex.Reason != api.FailureOutputSync || ex.OutputsSynced || ex.ExitCode != 0 {
+		t.Fatalf("exit = %+v, want reason %s with outputs_synced false", ex, api.FailureOutputSync)
+	}
+	if !strings.Contains(ex.Message, "no space left on device") || !strings.Contains(ex.Hint, "store may be full") {
+		t.Errorf("message %q hint %q: want the store's answer and a hint", ex.Message, ex.Hint)
+	}
+	if n := e.store.Uploads(); n != 0 {
+		t.Errorf("%d multipart uploads left open, want 0", n)
+	}
+	if e.store.Count("AbortMultipart") == 0 {
+		t.Error("the open upload was not aborted")
+	}
+	if log := fs.logText(); !strings.Contains(log, "aborted 1 incomplete uploads of the outputs") ||
+		!strings.Contains(log, "attempt 1 ended: output_sync") {
+		t.Errorf("log:\n%s", log)
+	}
+	if f := final(t, cfg); f.Reason != api.FailureOutputSync {
+		t.Errorf("final.json reason %q", f.Reason)
+	}
+}

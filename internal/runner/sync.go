@@ -115,6 +115,14 @@ func (o *outputSync) sync(ctx context.Context) (obsclient.Summary, error) {
 	return sum, nil
 }
 
+// abortUploads aborts the multipart uploads the syncs left open for a
+// resume and forgets them; it returns how many it aborted.
+func (o *outputSync) abortUploads(ctx context.Context) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.client.AbortResumable(ctx)
+}
+
 // restore downloads what the output prefixes hold into the output dirs
 // (a retry resumes from the last synced outputs) and records it as synced.
 func (o *outputSync) restore(ctx context.Context) (obsclient.Summary, error) {

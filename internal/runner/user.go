@@ -478,15 +478,17 @@ func (r *run) hangLoop(ctx context.Context) {
 }
 
 // finalSync uploads the outputs once more after user code ended, retrying
-// a few times.
-func (r *run) finalSync() bool {
+// a few times. When it cannot, it aborts the multipart uploads the syncs
+// left open for a resume (nothing will resume them: a retry starts from a
+// fresh tree) and returns the last error.
+func (r *run) finalSync() error {
 	if len(r.layout.Outputs) == 0 {
-		return true
+		return nil
 	}
 	r.setPhase(api.SecondarySyncing)
 	b := newBackoff(time.Second, 5*time.Second)
 	var err error
-	for try := 0; try < 3; try++ {
+	for try := 0; try < finalSyncTries; try++ {
 		var sum obsclient.Summary
 		start := time.Now()
 		sum, err = r.syncer.sync(r.work)
@@ -497,16 +499,28 @@ func (r *run) finalSync() bool {
 			}
 			r.sink.Runner("synced the outputs to %s: %d files changed (%s) in %s", strings.Join(dst, ", "),
 				sum.Files, obsclient.HumanBytes(sum.Bytes), time.Since(start).Round(time.Millisecond))
-			return true
+			return nil
 		}
 		r.log.Warn("final output sync failed", "err", err)
-		if try < 2 {
+		if try < finalSyncTries-1 {
 			b.wait(r.work)
 		}
 	}
 	r.sink.Runner("error: the outputs could not be synced: %s", errs.UserMessage(err))
-	return false
+	ctx, cancel := context.WithTimeout(r.work, time.Minute)
+	defer cancel()
+	n, aerr := r.syncer.abortUploads(ctx)
+	switch {
+	case aerr != nil:
+		r.sink.Runner("warning: incomplete uploads of the outputs could not be aborted: %s", errs.UserMessage(aerr))
+	case n > 0:
+		r.sink.Runner("aborted %d incomplete uploads of the outputs", n)
+	}
+	return err
 }
+
+// finalSyncTries is how often the final sync is tried.
+const finalSyncTries = 3
 
 // firstLineOf is s up to its first newline.
 func firstLineOf(s string) string {

@@ -283,3 +283,28 @@ func TestInstallDir(t *testing.T) {
 		}
 	}
 }
+
+func TestMountsBeneath(t *testing.T) {
+	info := `22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+90 22 0:50 / /w/jobs/j1/cache rw,nosuid,nodev - tmpfs tmpfs rw,size=24576k
+91 22 0:51 / /w/jobs/j1/home/in\040put rw - tmpfs tmpfs rw
+92 90 0:52 / /w/jobs/j1/cache/deeper rw - tmpfs tmpfs rw
+93 22 0:53 / /w/jobs/j10/cache rw - tmpfs tmpfs rw
+94 22 0:54 / /w/jobs/j1 rw - tmpfs tmpfs rw
+95 90 0:55 / /w/jobs/j1/cache rw - tmpfs tmpfs rw
+`
+	got := mountsBeneath(info, "/w/jobs/j1")
+	// Deepest first; at one depth the later mount (on top) first.
+	want := []string{"/w/jobs/j1/cache/deeper", "/w/jobs/j1/home/in put", "/w/jobs/j1/cache", "/w/jobs/j1/cache", "/w/jobs/j1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("mountsBeneath = %q\nwant %q", got, want)
+	}
+	if got := mountsBeneath(info, "/w/other"); len(got) != 0 {
+		t.Errorf("mounts beneath an unrelated dir: %q", got)
+	}
+	for in, want := range map[string]string{`a\040b`: "a b", `a\011b\012c\134d`: "a\tb\nc\\d", `plain`: "plain", `trail\04`: `trail\04`} {
+		if got := unescapeMount(in); got != want {
+			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,11 +1,13 @@
 package sandbox
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -27,7 +29,79 @@ func TestMain(m *testing.M) {
 	// As the server does: nothing the test process inherited reaches a
 	// sandbox.
 	CloseInheritedOnExec()
+	if mode := os.Getenv(parentHelperEnv); mode != "" {
+		parentHelper(mode, os.Getenv(markerEnv))
+	}
 	os.Exit(m.Run())
+}
+
+// The test binary doubles as a runner that starts user code and is then
+// killed (TestUserCodeDiesWithItsStarter).
+const (
+	parentHelperEnv = "ATELIER_SANDBOX_TEST_PARENT"
+	markerEnv       = "ATELIER_SANDBOX_TEST_MARKER"
+)
+
+// parentHelper starts `sleep MARKER` in mode (none or bubblewrap) — its
+// own child, whose descendants only a cgroup catches —, says
+// "started" and waits to be killed.
+func parentHelper(mode, marker string) {
+	id := Identity{Mode: IdentityNone, UID: os.Getuid(), GID: os.Getgid()}
+	if mode == ModeBubblewrap {
+		var err error
+		if id, err = ResolveIdentity(context.Background(), ResolveOptions{}); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(2)
+		}
+	}
+	sb, err := New(id)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(2)
+	}
+	cmd, err := sb.Command(context.Background(), Spec{Mode: mode, Dir: "/", Env: []string{"PATH=/usr/bin:/bin"},
+		Argv: []string{"/bin/sleep", marker}})
+	if err == nil {
+		err = cmd.Start(nil)
+	}
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(2)
+	}
+	fmt.Println("started")
+	select {}
+}
+
+// running reports whether a process named comm with marker in its
+// command line runs.
+func running(comm, marker string) bool {
+	for _, pid := range procsWith(marker) {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(b)) == comm {
+			return true
+		}
+	}
+	return false
+}
+
+// procsWith lists the processes whose command line holds marker.
+func procsWith(marker string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(b, []byte(marker)) {
+			if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
+				if i := bytes.LastIndexByte(st, ')'); i > 0 && i+2 < len(st) && st[i+2] == 'Z' {
+					continue // a zombie has ended
+				}
+			}
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // testSandbox is the sandbox of this machine, as the server makes it.
@@ -480,5 +554,89 @@ func TestRemoveAllWhatUserCodeMade(t *testing.T) {
 	}
 	if _, err := os.Lstat(j.home); !os.IsNotExist(err) {
 		t.Errorf("%s is still there: %v", j.home, err)
+	}
+}
+
+// TestUserCodeDiesWithItsStarter: user code whose runner is SIGKILLed does
+// not live on — a plain process (sandbox none) through its parent-death
+// signal, a sandbox through bwrap's --die-with-parent.
+func TestUserCodeDiesWithItsStarter(t *testing.T) {
+	for _, mode := range []string{ModeNone, ModeBubblewrap} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == ModeBubblewrap {
+				testSandbox(t)
+			}
+			marker := fmt.Sprintf("3%d.%d", os.Getpid(), time.Now().UnixNano()%1e6) // a duration sleep takes
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), parentHelperEnv+"="+mode, markerEnv+"="+marker)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			line, _ := bufio.NewReader(out).ReadString('\n')
+			if line != "started\n" {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				t.Fatalf("helper: %q", line)
+			}
+			// Once user code itself runs (bwrap's own command lines hold
+			// the marker from the start; its --die-with-parent is set up
+			// only once the sandbox is: a runner killed before that is
+			// covered by the attempt's cgroup, which the server sweeps).
+			deadline := time.Now().Add(10 * time.Second)
+			for !running("sleep", marker) {
+				if time.Now().After(deadline) {
+					t.Fatal("user code never showed up")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			_ = cmd.Process.Kill() // SIGKILL: no clean-up of its own
+			_ = cmd.Wait()
+			deadline = time.Now().Add(10 * time.Second)
+			for {
+				left := procsWith(marker)
+				if len(left) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					for _, pid := range left {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+					t.Fatalf("user code %v outlived its killed starter", left)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// TestRemoveAllDetachesMounts: a job dir with the tmpfs of its /cache still
+// mounted (its runner was killed) is removed, mount and all.
+func TestRemoveAllDetachesMounts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting needs root")
+	}
+	dir := filepath.Join(t.TempDir(), "job")
+	cache := filepath.Join(dir, "cache")
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", cache, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(cache, syscall.MNT_DETACH) })
+	write(t, filepath.Join(cache, "f"), "x", 0o644)
+	id := Identity{Mode: IdentityNone, UID: os.Getuid(), GID: os.Getgid()}
+	if err := id.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s is still there: %v", dir, err)
+	}
+	if b, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(b), cache) {
+		t.Errorf("%s is still mounted", cache)
 	}
 }

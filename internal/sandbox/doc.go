@@ -44,7 +44,9 @@
 // environment, never on the command line, so secrets in it (temporary
 // credentials) do not show in the process list; the process gets exactly
 // Spec.Env, plus PWD=Dir, which bwrap sets. The command is started in its
-// own process group.
+// own process group, and dies with the process that started it: bwrap's
+// --die-with-parent (the sandbox's pid namespace ends with bwrap), or the
+// parent-death signal SIGKILL for a plain process (Mode "none").
 //
 // Identity.OwnDir, OwnTree and OwnSocket hand what the platform made for
 // user code to it; Traversable sets the 0711 mode of the platform's

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -144,13 +145,19 @@ func Traversable(dirs ...string) error {
 }
 
 // RemoveAll removes path and everything beneath it, never following a
-// link. With IdentitySubUID what user code made there is owned by a
+// link. What is mounted at or beneath path (the tmpfs of a job's /cache a
+// killed runner left) is detached first, so neither its content nor a
+// mount point is in the way; a mount that cannot be detached is an error
+// and nothing is removed. With IdentitySubUID what user code made there is owned by a
 // subordinate uid, which a server that is not root may not remove: the
 // directories of that uid found beneath the server's own (whose names user
 // code cannot change) are emptied as that uid, in a user namespace like
 // the sandbox's, and the server removes the rest.
 func (id Identity) RemoveAll(path string) error {
 	const op errs.Op = "sandbox.RemoveAll"
+	if err := unmountBeneath(path); err != nil {
+		return errs.E(op, err)
+	}
 	err := os.RemoveAll(path)
 	if err == nil || id.Mode != IdentitySubUID || !errors.Is(err, fs.ErrPermission) {
 		return err
@@ -183,4 +190,64 @@ func (id Identity) RemoveAll(path string) error {
 		return errs.E(op, errs.IO, CodeSetup, "cannot remove "+path+" as the sandbox's user: "+firstLine(string(out)), err)
 	}
 	return nil
+}
+
+// unmountBeneath detaches every mount at or beneath dir, deepest first.
+func unmountBeneath(dir string) error {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil // no /proc: nothing this process could have mounted is known
+	}
+	roots := []string{filepath.Clean(dir)}
+	if real, err := filepath.EvalSymlinks(dir); err == nil && real != roots[0] {
+		roots = append(roots, real)
+	}
+	for _, r := range roots {
+		for _, m := range mountsBeneath(string(b), r) {
+			if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
+				return errs.E("sandbox.unmount", errs.IO, CodeSetup, "cannot unmount "+m+" to remove "+dir, err)
+			}
+		}
+	}
+	return nil
+}
+
+// mountsBeneath lists the mount points at or beneath dir (clean, absolute)
+// in mountinfo (the format of /proc/self/mountinfo), deepest first.
+func mountsBeneath(mountinfo, dir string) []string {
+	var out []string
+	for line := range strings.Lines(mountinfo) {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		m := unescapeMount(f[4])
+		if m == dir || strings.HasPrefix(m, strings.TrimSuffix(dir, "/")+"/") {
+			out = append(out, m)
+		}
+	}
+	// Deeper first; of two mounts at one point, the later (on top) first.
+	slices.Reverse(out)
+	slices.SortStableFunc(out, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	return out
+}
+
+// unescapeMount undoes the octal escapes of mountinfo (\040 for a space,
+// \011, \012, \134).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

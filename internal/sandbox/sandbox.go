@@ -200,6 +200,15 @@ func (sb *Sandbox) Command(ctx context.Context, s Spec) (*Cmd, error) {
 	// A nil Env would mean "inherit the server's environment".
 	c.Cmd.Env = append([]string{}, s.Env...)
 	c.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if s.Mode == ModeNone {
+		// The process dies with its starter (a runner killed with SIGKILL
+		// leaves no user code behind); bwrap does the same for a sandbox
+		// (--die-with-parent), whose pid namespace ends with it. The
+		// kernel sends the signal when the thread that started the process
+		// ends: Go's runtime keeps its threads unless a goroutine locked to
+		// one exits, which the runner never does.
+		c.Cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
 	if s.Mode == ModeBubblewrap && sb.id.Mode == IdentityDrop {
 		c.Cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(sb.id.UID), Gid: uint32(sb.id.GID), Groups: []uint32{}}
 	}

@@ -182,8 +182,22 @@ print("done")
 `, strings.Join([]string{c.file, filepath.Join(s.dataDir, "admin.yaml"), filepath.Join(s.dataDir, "master.key"), "/etc/shadow",
 		"/root/.bashrc", filepath.Join(s.dataDir, "meta.db")}, "|"),
 		strings.Join([]string{hostLn.Addr().String(), restAddr, s3Addr}, "|"), c.value)
-	j, logs := s.runScript("escape", map[string]string{"main.py": script},
+	src := codeDir(t, map[string]string{"main.py": script})
+	id := s.create(nil, "--name", "escape", "--code-dir", src, "--boot-file", "main.py",
 		"--input", "data_url=obs://train/data/", "--output", "train_url=obs://out/train/")
+	// A file user code made is the sandbox user's on the host: looked at
+	// while the job runs (its work dir goes once it has ended).
+	made := filepath.Join(s.workDir(), "jobs", id, "home", "modelarts", "outputs", "train_url_0", "made.txt")
+	var st syscall.Stat_t
+	for deadline := time.Now().Add(2 * time.Minute); syscall.Stat(made, &st) != nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared\nlogs:\n%s", made, s.logs(id))
+		}
+	}
+	if int(st.Uid) != sandboxUID(t) || st.Uid == 0 || int(st.Uid) == os.Geteuid() {
+		t.Errorf("user code's file is owned by uid %d on the host, want the sandbox's %d", st.Uid, sandboxUID(t))
+	}
+	j, logs := s.wait(id, 3*time.Minute), s.logs(id)
 	s.expectPhase(j, api.PhaseCompleted, "")
 	wantLines(t, logs, "uid 1000 gid 100", "CapEff:\\t0000000000000000", "NoNewPrivs:\\t1", "Seccomp:\\t2",
 		"environ leak False", "mount tmpfs refused", "remount rw refused", "umount input refused", "unshare user refused",
@@ -201,15 +215,6 @@ print("done")
 	}
 	if got := s.must(nil, "obs", "cat", "obs://out/train/from-job.txt"); got != "written through the relay" {
 		t.Errorf("moxing through the relay wrote %q", got)
-	}
-	// A file user code made is the sandbox user's on the host.
-	var st syscall.Stat_t
-	made := filepath.Join(s.workDir(), "jobs", j.Metadata.ID, "home", "modelarts", "outputs", "train_url_0", "made.txt")
-	if err := syscall.Stat(made, &st); err != nil {
-		t.Fatal(err)
-	}
-	if int(st.Uid) != sandboxUID(t) || st.Uid == 0 || int(st.Uid) == os.Geteuid() {
-		t.Errorf("user code's file is owned by uid %d on the host, want the sandbox's %d", st.Uid, sandboxUID(t))
 	}
 }
 

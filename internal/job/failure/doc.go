@@ -24,6 +24,11 @@
 //  10. a signal the platform did not send (exit code 128+N without a traceback)
 //  11. any other non-zero exit: user_error, quoting the exception line
 //
+// A final sync of the outputs that failed (the OutputSyncErr fact) turns
+// an attempt that would have completed into output_sync, with the store's
+// last answer and a hint; any other end keeps its reason and its message
+// says that the outputs were not synced either.
+//
 // Log evidence is read from the end. The "final block" is the log from the
 // last Python traceback to the end (the whole log when there is no
 // traceback): the exception that ended the program decides, and the order

@@ -37,6 +37,9 @@ type Facts struct {
 	HasRequirements bool
 	Stage           string // StageStaging, StageInstall or StageRun ("" = run)
 	StageErr        string // what failed in staging or install
+	// OutputSyncErr is why the last sync of the outputs failed; "" when
+	// they reached OBS (or there are none).
+	OutputSyncErr string
 }
 
 // Result is the classified end of an attempt. Reason is one of the
@@ -52,7 +55,7 @@ var reasons = []string{
 	api.FailureCompleted, api.FailureUserError, api.FailureMissingModule, api.FailureOOM,
 	api.FailureDiskFull, api.FailureCUDAOOM, api.FailureOBSPath, api.FailureNoClasses,
 	api.FailureMaxRuntime, api.FailureStopped, api.FailureHung, api.FailureStaging,
-	api.FailureInstall, api.FailureSignal,
+	api.FailureInstall, api.FailureSignal, api.FailureOutputSync,
 }
 
 // Reasons returns the reasons Classify can return.
@@ -62,7 +65,33 @@ const maxQuote = 300 // runes of a log line quoted in a message
 
 // Classify explains the end of an attempt. It is pure; see the package
 // documentation for the order in which the facts and the log are read.
-func Classify(f Facts) Result {
+func Classify(f Facts) Result { return withOutputSync(f, classify(f)) }
+
+// hintOutputSync is the hint of an attempt whose outputs did not reach OBS.
+const hintOutputSync = "your code ended, but its outputs are not all in OBS: the store may be full or unreachable (the message says what it answered); " +
+	"the job is retried like a platform fault when fault-tolerance/job-retry-num allows it, and a retry writes the outputs again; " +
+	"otherwise free space in the store (ask the admin) and run the job again"
+
+// withOutputSync applies a failed final sync to the classified end r: an
+// attempt that otherwise completed fails with output_sync; any other end
+// keeps its reason and says in its message that the outputs were lost too.
+func withOutputSync(f Facts, r Result) Result {
+	e := clip(f.OutputSyncErr)
+	if e == "" {
+		return r
+	}
+	if r.Reason == api.FailureCompleted {
+		return Result{Reason: api.FailureOutputSync, Message: "the outputs could not be synced to OBS: " + e, Hint: hintOutputSync}
+	}
+	if r.Message == "" {
+		r.Message = "the outputs could not be synced to OBS: " + e
+	} else {
+		r.Message += "; the outputs could not be synced to OBS either: " + e
+	}
+	return r
+}
+
+func classify(f Facts) Result {
 	switch {
 	case f.StoppedByUser:
 		return Result{Reason: api.FailureStopped, Message: "stopped by user"}
@@ -110,8 +139,11 @@ func maxRuntime(f Facts) Result {
 	if f.MaxRuntime > 0 {
 		msg = fmt.Sprintf("killed after reaching the maximum running time of %s (spec.auto_stop)", f.MaxRuntime)
 	}
-	return Result{Reason: api.FailureMaxRuntime, Message: msg,
-		Hint: "outputs were synced; raise spec.auto_stop (--max-runtime) or save checkpoints in an output dir and resume from them"}
+	hint := "raise spec.auto_stop (--max-runtime) or save checkpoints in an output dir and resume from them"
+	if f.OutputSyncErr == "" {
+		hint = "outputs were synced; " + hint
+	}
+	return Result{Reason: api.FailureMaxRuntime, Message: msg, Hint: hint}
 }
 
 func hung(f Facts) Result {

@@ -197,6 +197,16 @@ func TestClassify(t *testing.T) {
 	}{
 		{name: "completed", f: Facts{ExitCode: 0, Log: valueErrorLog}, reason: api.FailureCompleted, msg: ""},
 		{name: "completed despite a child OOM", f: Facts{ExitCode: 0, OOMKilled: true}, reason: api.FailureCompleted},
+		{name: "completed but the outputs were not synced",
+			f:      Facts{ExitCode: 0, OutputSyncErr: "cannot upload out/model.bin: InternalError: no space left on device"},
+			reason: api.FailureOutputSync, msg: "the outputs could not be synced to OBS: cannot upload out/model.bin: InternalError: no space left on device",
+			hint: []string{"store may be full", "fault-tolerance/job-retry-num"}},
+		{name: "a user error whose outputs were not synced stays a user error", f: Facts{ExitCode: 1, Log: valueErrorLog, OutputSyncErr: "disk full"},
+			reason: api.FailureUserError, has: []string{"ValueError: unknown arch", "; the outputs could not be synced to OBS either: disk full"}},
+		{name: "stopped, outputs not synced", f: Facts{StoppedByUser: true, ExitCode: 143, OutputSyncErr: "disk full"},
+			reason: api.FailureStopped, msg: "stopped by user; the outputs could not be synced to OBS either: disk full"},
+		{name: "max runtime, outputs not synced, says not synced", f: Facts{MaxRuntimeHit: true, OutputSyncErr: "disk full"},
+			reason: api.FailureMaxRuntime, has: []string{"outputs could not be synced"}, hint: []string{"raise spec.auto_stop"}},
 		{name: "stopped", f: Facts{StoppedByUser: true, ExitCode: 143, MaxRuntimeHit: true, Log: killedLog},
 			reason: api.FailureStopped, msg: "stopped by user"},
 		{name: "max runtime", f: Facts{MaxRuntimeHit: true, MaxRuntime: 30 * time.Minute, ExitCode: -1, Signal: "SIGTERM", Hung: true},
@@ -325,6 +335,9 @@ KeyboardInterrupt`)}, reason: api.FailureUserError, msg: "user code failed with 
 			}
 			if tt.reason != api.FailureCompleted && r.Hint == "" && tt.reason != api.FailureStopped {
 				t.Errorf("no hint for %s", r.Reason)
+			}
+			if tt.f.OutputSyncErr != "" && strings.Contains(r.Hint, "outputs were synced") {
+				t.Errorf("hint %q says the outputs were synced", r.Hint)
 			}
 		})
 	}
