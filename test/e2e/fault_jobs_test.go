@@ -19,23 +19,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 // Faults of training jobs, against a real server: nothing lost, nothing
 // silent, nothing left behind.
-
-// needRoot fails in CI (which runs as root) and skips elsewhere when the
-// test is not root.
-func needRoot(t *testing.T, why string) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s needs root (CI runs the tests as root)", why)
-	}
-	t.Skipf("%s needs root", why)
-}
 
 func marker(t *testing.T) string {
 	t.Helper()
@@ -49,7 +37,7 @@ func marker(t *testing.T) string {
 // output_sync, the store's answer and a hint, and no multipart upload of
 // its outputs stays open.
 func TestFaultJobStoreFullAtFinalSync(t *testing.T) {
-	needRoot(t, "mounting a small tmpfs for the store")
+	testenv.Root(t, "mounting a small tmpfs for the store")
 	py := systemPython(t)
 	dir := t.TempDir()
 	objects := filepath.Join(dir, "objects")
@@ -189,7 +177,7 @@ func (s *jobServer) killTheRunner(id string, attempt int) {
 // retry; the retry runs alone; `job stop` after another kill ends
 // everything at once; no attempt's cgroup is left.
 func TestFaultJobRunnerKilled(t *testing.T) {
-	needRoot(t, "watching every process of an attempt and its cgroups")
+	testenv.Root(t, "watching every process of an attempt and its cgroups")
 	for _, mode := range []string{"none", "bubblewrap"} {
 		t.Run(mode, func(t *testing.T) {
 			py := systemPython(t)
