@@ -132,7 +132,9 @@ func (r *GetResult) ContentRange() string {
 }
 
 // GetObject returns the object and a reader of the asked bytes, which the
-// caller must close. When a condition fails the error is NotModified or
+// caller must close. The reader yields the version GetObject found, all of
+// it, even if the object is overwritten or deleted while it is read: the
+// replaced bytes are deleted when it is closed. When a condition fails the error is NotModified or
 // PreconditionFailed and the result still carries the Object (a 304 answer
 // shows its ETag).
 func (s *Service) GetObject(ctx context.Context, c *Caller, bucket, key string, o GetOptions) (*GetResult, error) {
@@ -143,10 +145,6 @@ func (s *Service) GetObject(ctx context.Context, c *Caller, bucket, key string, 
 func (s *Service) HeadObject(ctx context.Context, c *Caller, bucket, key string, o GetOptions) (*GetResult, error) {
 	return s.get(ctx, "obs.HeadObject", c, bucket, key, o, http.MethodHead)
 }
-
-// openAttempts bounds the retries of a read that found its first blob
-// deleted by a concurrent overwrite.
-const openAttempts = 3
 
 func (s *Service) get(ctx context.Context, op errs.Op, c *Caller, bucket, key string, o GetOptions, method string) (*GetResult, error) {
 	if err := ValidateKey(key); err != nil {
@@ -165,21 +163,21 @@ func (s *Service) get(ctx context.Context, op errs.Op, c *Caller, bucket, key st
 	if err := s.check(op, c, b, ActionGetObject, key, nil); err != nil {
 		return nil, err
 	}
-	for attempt := 1; ; attempt++ {
-		res, err := s.lookup(ctx, op, bucket, key, o, method)
-		if err != nil || method == http.MethodHead {
-			return res, err
-		}
-		body, err := openRange(ctx, s.blobs, bucket+"/"+key, res.Object.Blobs, res.Offset, res.Length)
-		if blobMissing(err) && attempt < openAttempts {
-			continue // replaced while we looked: read the new one
-		}
-		if err != nil {
-			return nil, err
-		}
-		res.Body = body
-		return res, nil
+	// The ticket is taken before the index is read: the blobs found stay
+	// until the body is closed, whatever overwrites or deletes the object
+	// meanwhile.
+	t := s.pins.begin()
+	res, err := s.lookup(ctx, op, bucket, key, o, method)
+	if err != nil || method == http.MethodHead {
+		s.abandon(ctx, t)
+		return res, err
 	}
+	body, err := s.openPinned(ctx, t, bucket+"/"+key, res.Object.Blobs, res.Offset, res.Length)
+	if err != nil {
+		return nil, err
+	}
+	res.Body = body
+	return res, nil
 }
 
 // lookup reads the index entry and works out the bytes to send.
@@ -407,30 +405,29 @@ func checksumAlgo(o *meta.Object) string {
 // openSource opens the source of a copy, all of it or the byte range rng
 // ("bytes=first-last" within the object), after checking its conditions (a
 // failed one is PreconditionFailed). It returns the source object and the
-// number of bytes the reader yields.
+// number of bytes the reader yields; the source's bytes stay readable until
+// the reader is closed, whatever happens to the object meanwhile.
 func (s *Service) openSource(ctx context.Context, op errs.Op, bucket, key string, cond Conditions, rng *Range) (*meta.Object, int64, io.ReadCloser, error) {
-	for attempt := 1; ; attempt++ {
-		res, err := s.lookup(ctx, op, bucket, key, GetOptions{Conditions: cond}, "COPY")
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		src := res.Object
-		off, n := int64(0), src.Size
-		if rng != nil {
-			if rng.First < 0 || rng.Last < rng.First || rng.Last >= src.Size {
-				return nil, 0, nil, fail(op, CodeBadCopyRange,
-					fmt.Sprintf("the copy source range %s is not within the source object of %d bytes", rng, src.Size),
-					"write the range as bytes=first-last with 0 <= first <= last < the source size")
-			}
-			off, n = rng.First, rng.Last-rng.First+1
-		}
-		body, err := openRange(ctx, s.blobs, bucket+"/"+key, src.Blobs, off, n)
-		if blobMissing(err) && attempt < openAttempts {
-			continue
-		}
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		return src, n, body, nil
+	t := s.pins.begin()
+	res, err := s.lookup(ctx, op, bucket, key, GetOptions{Conditions: cond}, "COPY")
+	if err != nil {
+		s.abandon(ctx, t)
+		return nil, 0, nil, err
 	}
+	src := res.Object
+	off, n := int64(0), src.Size
+	if rng != nil {
+		if rng.First < 0 || rng.Last < rng.First || rng.Last >= src.Size {
+			s.abandon(ctx, t)
+			return nil, 0, nil, fail(op, CodeBadCopyRange,
+				fmt.Sprintf("the copy source range %s is not within the source object of %d bytes", rng, src.Size),
+				"write the range as bytes=first-last with 0 <= first <= last < the source size")
+		}
+		off, n = rng.First, rng.Last-rng.First+1
+	}
+	body, err := s.openPinned(ctx, t, bucket+"/"+key, src.Blobs, off, n)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return src, n, body, nil
 }

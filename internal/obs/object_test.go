@@ -464,8 +464,8 @@ func TestReadWhileOverwriting(t *testing.T) {
 		}
 		got, err := io.ReadAll(res.Body)
 		res.Body.Close()
-		// On disk an open blob survives its deletion: a read that started
-		// finishes with the bytes it started with.
+		// A read that started finishes with the bytes it started with
+		// (TestReadKeepsItsVersion checks this byte for byte).
 		if err != nil || !(bytes.Equal(got, a) || bytes.Equal(got, b)) {
 			t.Fatalf("read %d bytes, %v", len(got), err)
 		}
