@@ -61,7 +61,7 @@ func TestPragmas(t *testing.T) {
 			"journal_mode": "wal",
 			"busy_timeout": "10000",
 			"foreign_keys": "1",
-			"synchronous":  "1", // NORMAL
+			"synchronous":  "2", // FULL: a commit is on disk when it returns
 		} {
 			var got string
 			if err := db.QueryRowContext(t.Context(), "PRAGMA "+pragma).Scan(&got); err != nil {
