@@ -81,16 +81,16 @@ func objectOwner(c *Caller, b *meta.Bucket) string {
 
 // commit indexes obj, whose blobs are new, and deletes the blobs of the
 // object it replaced. When indexing fails for certain (the bucket is gone,
-// the request is invalid) the new blobs are deleted; when the outcome is
-// unknown (the store did not answer) they are left to CollectGarbage, which
-// deletes them only if nothing references them.
+// the request is invalid, the metadata store is full) the new blobs are
+// deleted at once; when the outcome is unknown (the store did not answer)
+// they are left to CollectGarbage, which deletes them only if nothing
+// references them.
 func (s *Service) commit(ctx context.Context, op errs.Op, obj *meta.Object) error {
 	replaced, err := s.store.PutObject(ctx, obj)
 	if err != nil {
-		switch errs.KindOf(err) {
-		case errs.NotFound, errs.Invalid, errs.Conflict, errs.Exists, errs.TooLarge:
+		if indexFailed(err) {
 			s.deleteBlobs(ctx, obj.Blobs)
-		default:
+		} else {
 			s.log.Warn("indexing an object failed; its new blobs are left to garbage collection",
 				"bucket", obj.Bucket, "key", obj.Key, "err", err)
 		}
@@ -103,6 +103,18 @@ func (s *Service) commit(ctx context.Context, op errs.Op, obj *meta.Object) erro
 		s.deleteBlobs(ctx, replaced.Blobs)
 	}
 	return nil
+}
+
+// indexFailed reports whether a failed index write certainly stored
+// nothing: the store refused it (a missing bucket, invalid input, a
+// conflict) or had no room for it. Other failures (the store did not
+// answer) may have committed.
+func indexFailed(err error) bool {
+	switch errs.KindOf(err) {
+	case errs.NotFound, errs.Invalid, errs.Conflict, errs.Exists, errs.TooLarge, errs.NoSpace:
+		return true
+	}
+	return false
 }
 
 // GetOptions select what GetObject returns.

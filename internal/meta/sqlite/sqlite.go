@@ -196,7 +196,9 @@ func kind(err error) errs.Kind {
 	switch code(err) & 0xff {
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 		return errs.Unavailable
-	case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY,
+	case sqlite3.SQLITE_FULL: // the disk (or max_page_count) is full; the write did not happen
+		return errs.NoSpace
+	case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY,
 		sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB,
 		sqlite3.SQLITE_PERM:
 		return errs.IO
