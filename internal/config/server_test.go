@@ -58,7 +58,17 @@ func TestLoadFile(t *testing.T) {
 			if c.Region != "us-east-1" {
 				t.Errorf("region %q", c.Region)
 			}
+			if c.StorageReserve != 64<<20 {
+				t.Errorf("storage_reserve %v, want 64MiB", c.StorageReserve)
+			}
 		}},
+		{name: "reserve in bytes", yaml: "storage_reserve: 8388608\n", check: func(t *testing.T, c *Server) {
+			if c.StorageReserve != 8<<20 {
+				t.Errorf("storage_reserve %v", c.StorageReserve)
+			}
+		}},
+		{name: "bad reserve", yaml: "storage_reserve: plenty\n", code: CodeConfigSyntax, wantMsg: `"plenty" is not a size`},
+		{name: "negative reserve", yaml: "storage_reserve: -1\n", code: CodeConfigInvalid, wantMsg: "storage_reserve"},
 		{name: "all keys", yaml: `
 region: cn-north-4
 s3_domain: s3.example.com
@@ -73,7 +83,11 @@ engines:
 quotas: {jobs_per_user: 2}
 capacity: {cpu: 6, memory: 48GiB, gpu: 1}
 lifecycle_interval: 10m
+storage_reserve: 1GiB
 `, check: func(t *testing.T, c *Server) {
+			if c.StorageReserve != 1<<30 {
+				t.Errorf("storage_reserve %v", c.StorageReserve)
+			}
 			if c.Capacity != (Capacity{CPU: 6, Memory: 48 << 30, GPU: 1}) {
 				t.Errorf("capacity: %+v", c.Capacity)
 			}
