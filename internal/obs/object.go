@@ -146,9 +146,9 @@ func (r *GetResult) ContentRange() string {
 // GetObject returns the object and a reader of the asked bytes, which the
 // caller must close. The reader yields the version GetObject found, all of
 // it, even if the object is overwritten or deleted while it is read: the
-// replaced bytes are deleted when it is closed. When a condition fails the error is NotModified or
-// PreconditionFailed and the result still carries the Object (a 304 answer
-// shows its ETag).
+// replaced bytes are deleted when it is closed. When a condition fails the
+// error is NotModified or PreconditionFailed and the result still carries
+// the Object (a 304 answer shows its ETag).
 func (s *Service) GetObject(ctx context.Context, c *Caller, bucket, key string, o GetOptions) (*GetResult, error) {
 	return s.get(ctx, "obs.GetObject", c, bucket, key, o, http.MethodGet)
 }
