@@ -180,7 +180,7 @@ func TestParseBytes(t *testing.T) {
 			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "x", "-1GiB", "1XB", "1e30GiB"} {
+	for _, bad := range []string{"", "x", "-1GiB", "1XB", "1e30GiB", "NaN", "NaNMiB", "Inf", "-0x1p-2"} {
 		if _, err := ParseBytes(bad); err == nil {
 			t.Errorf("ParseBytes(%q) accepted", bad)
 		}
@@ -188,6 +188,27 @@ func TestParseBytes(t *testing.T) {
 	if s := Bytes(4 << 30).String(); s != "4GiB" {
 		t.Errorf("String = %s", s)
 	}
+}
+
+// FuzzParseBytes: ParseBytes never panics, accepts only sizes from 0 to
+// 2^62, and what Bytes prints parses back to the same size.
+func FuzzParseBytes(f *testing.F) {
+	for _, s := range []string{"100", "1KiB", "4GiB", "1.5GB", " 3 MiB ", "64MiB", "NaN", "Inf", "-1", "1e30GiB", "0x10", "1_000"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseBytes(s)
+		if err != nil {
+			return
+		}
+		if n < 0 || n > 1<<62 {
+			t.Fatalf("ParseBytes(%q) = %d, outside 0…2^62", s, n)
+		}
+		back, err := ParseBytes(Bytes(n).String())
+		if err != nil || back != n {
+			t.Fatalf("%q = %d prints as %q, which parses as %d, %v", s, n, Bytes(n).String(), back, err)
+		}
+	})
 }
 
 func TestParseMemTotal(t *testing.T) {
