@@ -306,8 +306,30 @@ func TestFullDatabase(t *testing.T) {
 	if _, gerr := s.GetObject(ctx, "b", fmt.Sprintf("k%03d", n)); !errs.Is(gerr, errs.NotFound) {
 		t.Fatalf("the object that did not fit: %v; want NotFound", gerr)
 	}
+	// Concurrent writes into the full database, committed in groups: each
+	// fails as NoSpace (also one whose group another write's failure
+	// ended), none as anything else.
+	errc := make(chan error, 16)
+	for i := range 16 {
+		go func() {
+			o := &meta.Object{Bucket: "b", Key: fmt.Sprintf("c%02d", i), ETag: "e", Metadata: big,
+				Blobs: []meta.Blob{{ID: fmt.Sprintf("cblob%02d", i)}}}
+			_, err := s.PutObject(ctx, o)
+			errc <- err
+		}()
+	}
+	for range 16 {
+		if err := <-errc; err != nil && !errs.Is(err, errs.NoSpace) {
+			t.Errorf("a concurrent write into the full database: %v (kind %v); want NoSpace", err, errs.KindOf(err))
+		}
+	}
 	for i := range n {
 		if _, err := s.DeleteObject(ctx, "b", fmt.Sprintf("k%03d", i)); err != nil {
+			t.Fatalf("deleting from a full database: %v", err)
+		}
+	}
+	for i := range 16 {
+		if _, err := s.DeleteObject(ctx, "b", fmt.Sprintf("c%02d", i)); err != nil && !errs.Is(err, errs.NotFound) {
 			t.Fatalf("deleting from a full database: %v", err)
 		}
 	}

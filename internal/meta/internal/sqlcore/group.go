@@ -153,11 +153,16 @@ func (g *groupCommit) commit(group []*member) {
 		if err := g.runMember(ctx, tx, m); err != nil {
 			// The transaction itself is gone (SQLite rolls it back on some
 			// errors, such as a full disk): the members that had succeeded
-			// in it fail with the error that ended it, and the ones not yet
-			// run go on in a new group.
+			// in it fail with the error that ended it (the member's own,
+			// which says why, when it has one), and the ones not yet run go
+			// on in a new group.
 			_ = tx.Rollback()
 			m.finish(nil)
-			lost := fmt.Errorf("a write in the same transaction ended it: %w", err)
+			cause := m.err
+			if cause == nil {
+				cause = err
+			}
+			lost := fmt.Errorf("a write in the same transaction ended it: %w", cause)
 			for _, o := range ok {
 				o.finish(lost)
 			}

@@ -179,7 +179,8 @@ func TestGroupCommit(t *testing.T) {
 
 // TestGroupCommitLostTransaction: a write that ends the shared transaction
 // (as SQLite does itself on some errors, such as a full disk) fails the
-// writes that had succeeded in it; the writes after it run in a new group.
+// writes that had succeeded in it with its error; the writes after it run
+// in a new group.
 func TestGroupCommitLostTransaction(t *testing.T) {
 	g := newGroupStore(t)
 	ctx := t.Context()
@@ -195,6 +196,7 @@ func TestGroupCommitLostTransaction(t *testing.T) {
 	<-started
 	queued.Wait()
 
+	ended := errors.New("write 1 ended the transaction")
 	errc := make([]error, 3)
 	var done sync.WaitGroup
 	for i := range 3 {
@@ -211,7 +213,7 @@ func TestGroupCommitLostTransaction(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					return errors.New("write 1 ended the transaction")
+					return ended
 				}
 				return nil
 			})
@@ -223,8 +225,8 @@ func TestGroupCommitLostTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	done.Wait()
-	if errc[0] == nil || errc[1] == nil || errc[2] != nil {
-		t.Fatalf("errors %v; want writes 0 and 1 to fail and 2 to commit", errc)
+	if !errors.Is(errc[0], ended) || !errors.Is(errc[1], ended) || errc[2] != nil {
+		t.Fatalf("errors %v; want writes 0 and 1 to fail with write 1's error and 2 to commit", errc)
 	}
 	if got := g.keys(t); !slices.Equal(got, []string{"k2"}) {
 		t.Errorf("committed %q, want only k2", got)
