@@ -84,7 +84,8 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	if err != nil {
 		return err
 	}
-	blobs, err := disk.Open(ctx, filepath.Join(cfg.DataDir, "objects"), disk.WithLogger(log))
+	blobs, err := disk.Open(ctx, filepath.Join(cfg.DataDir, "objects"), disk.WithLogger(log),
+		disk.WithReserve(int64(cfg.StorageReserve)))
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,8 @@ import (
 type Store interface {
 	// Put writes everything r yields as a new blob and returns its id and
 	// size once the bytes are durable (synced to stable storage). If r fails
-	// or ctx ends, nothing is left behind.
+	// or ctx ends, nothing is left behind. A store with no room for the
+	// blob fails with kind errs.NoSpace, also leaving nothing behind.
 	Put(ctx context.Context, r io.Reader) (id string, size int64, err error)
 	// Open opens a blob for reading; NotFound if none, Invalid if id is
 	// malformed.

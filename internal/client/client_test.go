@@ -292,6 +292,9 @@ func TestAPIError(t *testing.T) {
 	if k := (&APIError{Status: 404}).Kind(); k != errs.NotFound {
 		t.Errorf("Kind(404) = %v", k)
 	}
+	if k := (&APIError{Status: 507}).Kind(); k != errs.NoSpace {
+		t.Errorf("Kind(507) = %v", k)
+	}
 }
 
 func withHeader(h http.Handler, key, val string) http.Handler {

@@ -45,6 +45,8 @@ func (e *APIError) Kind() errs.Kind {
 		return errs.Unavailable
 	case http.StatusNotImplemented:
 		return errs.Unsupported
+	case http.StatusInsufficientStorage:
+		return errs.NoSpace
 	}
 	return errs.Other
 }

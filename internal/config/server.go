@@ -52,6 +52,11 @@ type Server struct {
 	Quotas            Quotas   `json:"quotas,omitempty"`
 	Capacity          Capacity `json:"capacity,omitempty"`
 	LifecycleInterval Duration `json:"lifecycle_interval,omitempty"`
+	// StorageReserve is the free space kept on the file system of the data
+	// dir: object bodies (PUT, part, copy) are refused with 507 once less
+	// than this is left, so that the metadata database and deletes keep
+	// room. Default DefaultStorageReserve.
+	StorageReserve Bytes `json:"storage_reserve,omitempty"`
 }
 
 // Capacity is what jobs and service instances may hold at once on this
@@ -108,6 +113,7 @@ const (
 	DefaultS3Listen          = "127.0.0.1:9000"
 	DefaultRegion            = "us-east-1"
 	DefaultLifecycleInterval = time.Hour
+	DefaultStorageReserve    = 64 << 20
 	// DefaultSandboxUser is the account user code runs as on a root server.
 	DefaultSandboxUser = "atelier"
 )
@@ -174,6 +180,9 @@ func (c *Server) ApplyDefaults(m Machine) {
 	}
 	if c.LifecycleInterval == 0 {
 		c.LifecycleInterval = Duration(DefaultLifecycleInterval)
+	}
+	if c.StorageReserve == 0 {
+		c.StorageReserve = DefaultStorageReserve
 	}
 }
 
@@ -293,6 +302,9 @@ func (c *Server) Validate() error {
 	if c.LifecycleInterval < Duration(time.Second) {
 		return invalid("lifecycle_interval", "%s is shorter than 1s", time.Duration(c.LifecycleInterval))
 	}
+	if c.StorageReserve < 0 {
+		return invalid("storage_reserve", "must not be negative; it is the free space kept for the metadata and deletes, e.g. 64MiB")
+	}
 	return nil
 }
 
@@ -329,7 +341,7 @@ var unknownFieldRe = regexp.MustCompile(`unknown field "([^"]*)"`)
 func decodeError(op errs.Op, path string, err error) error {
 	if m := unknownFieldRe.FindStringSubmatch(err.Error()); m != nil {
 		return errs.E(op, errs.Invalid, CodeConfigUnknown, fmt.Sprintf("%s: unknown key %q", path, m[1]),
-			errs.Hint("the keys are region, s3_domain, advertise_url, work_dir, sandbox, sandbox_user, flavors, engines, quotas, capacity, lifecycle_interval; data dir, listen addresses and --meta are flags"))
+			errs.Hint("the keys are region, s3_domain, advertise_url, work_dir, sandbox, sandbox_user, flavors, engines, quotas, capacity, lifecycle_interval, storage_reserve; data dir, listen addresses and --meta are flags"))
 	}
 	var te *json.UnmarshalTypeError
 	if asTypeError(err, &te) {

@@ -58,7 +58,17 @@ func TestLoadFile(t *testing.T) {
 			if c.Region != "us-east-1" {
 				t.Errorf("region %q", c.Region)
 			}
+			if c.StorageReserve != 64<<20 {
+				t.Errorf("storage_reserve %v, want 64MiB", c.StorageReserve)
+			}
 		}},
+		{name: "reserve in bytes", yaml: "storage_reserve: 8388608\n", check: func(t *testing.T, c *Server) {
+			if c.StorageReserve != 8<<20 {
+				t.Errorf("storage_reserve %v", c.StorageReserve)
+			}
+		}},
+		{name: "bad reserve", yaml: "storage_reserve: plenty\n", code: CodeConfigSyntax, wantMsg: `"plenty" is not a size`},
+		{name: "negative reserve", yaml: "storage_reserve: -1\n", code: CodeConfigInvalid, wantMsg: "storage_reserve"},
 		{name: "all keys", yaml: `
 region: cn-north-4
 s3_domain: s3.example.com
@@ -73,7 +83,11 @@ engines:
 quotas: {jobs_per_user: 2}
 capacity: {cpu: 6, memory: 48GiB, gpu: 1}
 lifecycle_interval: 10m
+storage_reserve: 1GiB
 `, check: func(t *testing.T, c *Server) {
+			if c.StorageReserve != 1<<30 {
+				t.Errorf("storage_reserve %v", c.StorageReserve)
+			}
 			if c.Capacity != (Capacity{CPU: 6, Memory: 48 << 30, GPU: 1}) {
 				t.Errorf("capacity: %+v", c.Capacity)
 			}
@@ -166,7 +180,7 @@ func TestParseBytes(t *testing.T) {
 			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "x", "-1GiB", "1XB", "1e30GiB"} {
+	for _, bad := range []string{"", "x", "-1GiB", "1XB", "1e30GiB", "NaN", "NaNMiB", "Inf", "-0x1p-2"} {
 		if _, err := ParseBytes(bad); err == nil {
 			t.Errorf("ParseBytes(%q) accepted", bad)
 		}
@@ -174,6 +188,27 @@ func TestParseBytes(t *testing.T) {
 	if s := Bytes(4 << 30).String(); s != "4GiB" {
 		t.Errorf("String = %s", s)
 	}
+}
+
+// FuzzParseBytes: ParseBytes never panics, accepts only sizes from 0 to
+// 2^62, and what Bytes prints parses back to the same size.
+func FuzzParseBytes(f *testing.F) {
+	for _, s := range []string{"100", "1KiB", "4GiB", "1.5GB", " 3 MiB ", "64MiB", "NaN", "Inf", "-1", "1e30GiB", "0x10", "1_000"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseBytes(s)
+		if err != nil {
+			return
+		}
+		if n < 0 || n > 1<<62 {
+			t.Fatalf("ParseBytes(%q) = %d, outside 0…2^62", s, n)
+		}
+		back, err := ParseBytes(Bytes(n).String())
+		if err != nil || back != n {
+			t.Fatalf("%q = %d prints as %q, which parses as %d, %v", s, n, Bytes(n).String(), back, err)
+		}
+	})
 }
 
 func TestParseMemTotal(t *testing.T) {

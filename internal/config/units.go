@@ -88,7 +88,7 @@ func ParseBytes(s string) (int64, error) {
 		}
 	}
 	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f < 0 || f*mult > 1<<62 {
+	if err != nil || !(f >= 0) || f*mult > 1<<62 { // !(f >= 0) refuses NaN too
 		return 0, fmt.Errorf("%q is not a size such as \"512MiB\" or \"4GiB\"", s)
 	}
 	return int64(f * mult), nil

@@ -24,6 +24,7 @@ const (
 	Internal                     // a bug or an impossible state
 	Unsupported                  // a valid request for something not offered
 	IO                           // a disk or network read or write failed
+	NoSpace                      // the server's storage is full (or down to its reserve)
 )
 
 var kindNames = [...]string{
@@ -39,6 +40,7 @@ var kindNames = [...]string{
 	Internal:         "internal error",
 	Unsupported:      "unsupported",
 	IO:               "I/O error",
+	NoSpace:          "server storage is full",
 }
 
 func (k Kind) String() string {
@@ -67,6 +69,8 @@ func (k Kind) HTTPStatus() int {
 		return http.StatusServiceUnavailable
 	case Unsupported:
 		return http.StatusNotImplemented
+	case NoSpace:
+		return http.StatusInsufficientStorage
 	default:
 		return http.StatusInternalServerError
 	}

@@ -59,7 +59,7 @@ func TestHTTPStatus(t *testing.T) {
 	want := map[Kind]int{
 		Invalid: 400, NotFound: 404, Exists: 409, Conflict: 409, Unauthenticated: 401,
 		PermissionDenied: 403, TooLarge: 413, Unavailable: 503, Internal: 500, Other: 500,
-		Unsupported: http.StatusNotImplemented, IO: 500,
+		Unsupported: http.StatusNotImplemented, IO: 500, NoSpace: http.StatusInsufficientStorage,
 	}
 	for k, s := range want {
 		if got := k.HTTPStatus(); got != s {

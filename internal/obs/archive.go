@@ -102,38 +102,37 @@ func (s *Service) archiveObject(ctx context.Context, op errs.Op, tw *tar.Writer,
 	if err := s.check(op, c, b, ActionGetObject, key, nil); err != nil {
 		return err
 	}
-	for attempt := 1; ; attempt++ {
-		o, err := s.store.GetObject(ctx, b.Name, key)
-		if errs.Is(err, errs.NotFound) {
-			return nil
+	t := s.pins.begin()
+	o, err := s.store.GetObject(ctx, b.Name, key)
+	if err != nil || strings.HasSuffix(name, "/") {
+		s.abandon(ctx, t)
+	}
+	if errs.Is(err, errs.NotFound) {
+		return nil
+	}
+	if err != nil {
+		return storeErr(op, fmt.Sprintf("reading object %q", key), err)
+	}
+	if strings.HasSuffix(name, "/") {
+		if o.Size != 0 {
+			return fail(op, CodeKeyNotArchivable,
+				fmt.Sprintf("object %q ends in '/' but holds %d bytes: it cannot be a file in an archive", key, o.Size),
+				"rename the object without the trailing '/'")
 		}
-		if err != nil {
-			return storeErr(op, fmt.Sprintf("reading object %q", key), err)
-		}
-		if strings.HasSuffix(name, "/") {
-			if o.Size != 0 {
-				return fail(op, CodeKeyNotArchivable,
-					fmt.Sprintf("object %q ends in '/' but holds %d bytes: it cannot be a file in an archive", key, o.Size),
-					"rename the object without the trailing '/'")
-			}
-			return writeHeader(op, tw, &tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: 0o755, ModTime: o.LastModified})
-		}
-		body, err := openRange(ctx, s.blobs, b.Name+"/"+key, o.Blobs, 0, o.Size)
-		if blobMissing(err) && attempt < openAttempts {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		err = writeHeader(op, tw, &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: o.Size, ModTime: o.LastModified})
-		if err == nil {
-			if _, cerr := io.Copy(tw, body); cerr != nil {
-				err = errs.E(op, errs.IO, fmt.Sprintf("archiving object %q", key), cerr)
-			}
-		}
-		body.Close()
+		return writeHeader(op, tw, &tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: 0o755, ModTime: o.LastModified})
+	}
+	body, err := s.openPinned(ctx, t, b.Name+"/"+key, o.Blobs, 0, o.Size)
+	if err != nil {
 		return err
 	}
+	defer body.Close()
+	if err := writeHeader(op, tw, &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: o.Size, ModTime: o.LastModified}); err != nil {
+		return err
+	}
+	if _, err := io.Copy(tw, body); err != nil {
+		return errs.E(op, errs.IO, fmt.Sprintf("archiving object %q", key), err)
+	}
+	return nil
 }
 
 func writeHeader(op errs.Op, tw *tar.Writer, h *tar.Header) error {

@@ -78,8 +78,10 @@ func (s *Service) ListAll(ctx context.Context, c *Caller, bucket, prefix string,
 // one regular-file entry per object, named by its key verbatim, with the
 // object's size and modification time and its ETag in the PAX record
 // PAXETag. Entries come in key order, each key once. A key whose object
-// does not exist (or was deleted while the stream was written) has no
-// entry: the reader notices and handles the gap.
+// does not exist when its page of the index is read has no entry: the
+// reader notices and handles the gap. An object is sent as that read found
+// it, bytes and ETag, even if it is overwritten or deleted before its
+// entry is written.
 //
 // Every key is validated and authorized (obs:GetObject) before the first
 // byte is written, so a refusal is an error, not a broken stream. Reading
@@ -120,43 +122,30 @@ func (s *Service) WriteObjects(ctx context.Context, c *Caller, bucket string, ke
 	return nil
 }
 
-// writeEntry writes one object. An object replaced since it was looked up
-// (its first blob gone) is looked up again; one deleted meanwhile is left
-// out.
+// writeEntry writes one object, whose blobs the caller has pinned.
 func (s *Service) writeEntry(ctx context.Context, op errs.Op, tw *tar.Writer, bucket string, o *meta.Object) error {
-	key := o.Key
-	for attempt := 1; ; attempt++ {
-		body, err := openRange(ctx, s.blobs, bucket+"/"+key, o.Blobs, 0, o.Size)
-		if blobMissing(err) && attempt < openAttempts {
-			o, err = s.store.GetObject(ctx, bucket, key)
-			if errs.Is(err, errs.NotFound) {
-				return nil
-			}
-			if err != nil {
-				return storeErr(op, fmt.Sprintf("reading object %q", key), err)
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		h := &tar.Header{Typeflag: tar.TypeReg, Name: o.Key, Mode: 0o644, Size: o.Size, ModTime: o.LastModified,
-			PAXRecords: map[string]string{PAXETag: o.ETag}, Format: tar.FormatPAX}
-		err = writeHeader(op, tw, h)
-		if err == nil {
-			if _, cerr := io.Copy(tw, body); cerr != nil {
-				err = errs.E(op, errs.IO, fmt.Sprintf("archiving object %q", o.Key), cerr)
-			}
-		}
-		body.Close()
+	body, err := openRange(ctx, s.blobs, bucket+"/"+o.Key, o.Blobs, 0, o.Size)
+	if err != nil {
 		return err
 	}
+	defer body.Close()
+	h := &tar.Header{Typeflag: tar.TypeReg, Name: o.Key, Mode: 0o644, Size: o.Size, ModTime: o.LastModified,
+		PAXRecords: map[string]string{PAXETag: o.ETag}, Format: tar.FormatPAX}
+	if err := writeHeader(op, tw, h); err != nil {
+		return err
+	}
+	if _, err := io.Copy(tw, body); err != nil {
+		return errs.E(op, errs.IO, fmt.Sprintf("archiving object %q", o.Key), err)
+	}
+	return nil
 }
 
 // lookupKeys calls fn with the index entry of each of the sorted, distinct
 // keys that exists, in order. It reads pages of the index from just before
 // the next key wanted, so a dense set of keys (most of a prefix) costs a
-// query per page, and a sparse one a query per key at worst.
+// query per page, and a sparse one a query per key at worst. The blobs of a
+// page's objects are pinned when the page is read, and each object's are
+// let go once fn returns for it: fn reads an object as the page found it.
 func (s *Service) lookupKeys(ctx context.Context, op errs.Op, bucket string, keys []string, fn func(*meta.Object) error) error {
 	if len(keys) == 0 {
 		return nil
@@ -166,28 +155,32 @@ func (s *Service) lookupKeys(ctx context.Context, op errs.Op, bucket string, key
 	for i := 0; i < len(keys); {
 		q := meta.ListObjectsQuery{Bucket: bucket, Prefix: prefix, StartAfter: start,
 			MaxKeys: min(DefaultMaxKeys, len(keys)-i+8)}
+		t := s.pins.begin()
 		page, err := s.store.ListObjects(ctx, q)
-		if errs.Is(err, errs.NotFound) {
-			return noSuchBucket(op, bucket)
-		}
 		if err != nil {
+			s.abandon(ctx, t)
+			if errs.Is(err, errs.NotFound) {
+				return noSuchBucket(op, bucket)
+			}
 			return storeErr(op, fmt.Sprintf("listing bucket %q", bucket), err)
 		}
+		var found []*meta.Object
 		for _, o := range page.Objects {
 			for i < len(keys) && keys[i] < o.Key {
 				i++ // not there: deleted
 			}
 			if i == len(keys) {
-				return nil
+				break
 			}
 			if keys[i] == o.Key {
-				if err := fn(o); err != nil {
-					return err
-				}
+				found = append(found, o)
 				i++
 			}
 		}
-		if !page.Truncated {
+		if err := s.eachPinned(ctx, t, found, fn); err != nil {
+			return err
+		}
+		if i == len(keys) || !page.Truncated {
 			return nil // the keys left sort after every object under the prefix
 		}
 		// Every key up to the page's last entry is settled: go on from there,
@@ -195,6 +188,29 @@ func (s *Service) lookupKeys(ctx context.Context, op errs.Op, bucket string, key
 		start = page.NextStartAfter
 		if i < len(keys) {
 			start = max(start, before(keys[i]))
+		}
+	}
+	return nil
+}
+
+// eachPinned pins the blobs of objs (found by lookup t), then calls fn
+// with each object in turn, letting go of its blobs when fn returns.
+func (s *Service) eachPinned(ctx context.Context, t ticket, objs []*meta.Object, fn func(*meta.Object) error) error {
+	ids := make([][]string, len(objs))
+	var all []string
+	for k, o := range objs {
+		ids[k] = blobIDs(o.Blobs)
+		all = append(all, ids[k]...)
+	}
+	s.deleteNow(ctx, s.pins.pin(t, all))
+	for k, o := range objs {
+		err := fn(o)
+		s.deleteNow(ctx, s.pins.unpin(ids[k]))
+		if err != nil {
+			for _, rest := range ids[k+1:] {
+				s.deleteNow(ctx, s.pins.unpin(rest))
+			}
+			return err
 		}
 	}
 	return nil

@@ -214,8 +214,9 @@ func TestWriteObjectsRefusesBeforeWriting(t *testing.T) {
 	}
 }
 
-// TestWriteObjectsConcurrentChange: an object replaced between the index
-// read and the blob read is sent as it is now; one deleted is left out.
+// TestWriteObjectsConcurrentChange: an object replaced or deleted between
+// the index read and the blob read is sent as the index read found it, and
+// its old bytes are deleted once sent.
 func TestWriteObjectsConcurrentChange(t *testing.T) {
 	var sp *smallPages
 	e := newEnv(t, withPages(1000, &sp))
@@ -234,10 +235,11 @@ func TestWriteObjectsConcurrentChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := readEntries(t, buf.Bytes())
-	want := []entry{{"a", "new a!", md5hex([]byte("new a!")), 6}, {"c", "c", md5hex([]byte("c")), 1}}
+	want := []entry{{"a", "old a", md5hex([]byte("old a")), 5}, {"b", "old b", md5hex([]byte("old b")), 5}, {"c", "c", md5hex([]byte("c")), 1}}
 	if !slices.Equal(got, want) {
 		t.Errorf("entries %+v", got)
 	}
+	e.noLeaks()
 }
 
 // TestLookupKeysRandom checks the page walk against a plain set lookup for

@@ -7,7 +7,7 @@
 // bytes as immutable blobs. An object is an ordered list of blobs: one for a
 // PUT, one per part for a multipart upload (completing an upload copies no
 // byte). Objects never share blobs, so a blob can be deleted as soon as the
-// index entry that referenced it is gone.
+// index entry that referenced it is gone and no reader uses it.
 //
 // Writes go bytes first, index second: PutObject streams the body into a new
 // blob while hashing it (MD5 for the ETag and any additional checksum) in the
@@ -16,6 +16,14 @@
 // and deletes the blobs of the object it replaced. A crash between the two
 // steps leaves an unreferenced blob, which CollectGarbage removes once it is
 // older than the bound it is given.
+//
+// A reader gets the whole version it found in the index. Every read (GET,
+// copy source, archive, WriteObjects) takes a ticket before its index
+// lookup and pins the blobs it found; a blob that an overwrite, a delete,
+// lifecycle expiry or CollectGarbage unreferences is deleted only when no
+// reader holds it and no lookup that could have seen it is still running
+// (pins). These waits live in memory: after a crash the blobs are
+// unreferenced, and the start-up CollectGarbage deletes them.
 //
 // Every method takes the Caller and authorizes the request itself. The
 // decision is the pure function Authorize: an explicit Deny in the bucket

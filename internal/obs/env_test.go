@@ -15,6 +15,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/auth/policy"
+	"github.com/atelier-dev/atelier/internal/blob"
 	"github.com/atelier-dev/atelier/internal/blob/disk"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
@@ -48,6 +49,7 @@ type env struct {
 	meta  *sqlite.Store
 	store Store // what the service uses: meta, possibly wrapped
 	blobs *disk.Store
+	bs    blob.Store // what the service uses: blobs, possibly wrapped
 	clock *clock
 	alice *Caller
 	bob   *Caller
@@ -59,6 +61,11 @@ type envOption func(*Options, *env)
 // withStore wraps the metadata store the service sees (fault injection).
 func withStore(wrap func(Store) Store) envOption {
 	return func(_ *Options, e *env) { e.store = wrap(e.store) }
+}
+
+// withBlobs wraps the blob store the service sees.
+func withBlobs(wrap func(blob.Store) blob.Store) envOption {
+	return func(_ *Options, e *env) { e.bs = wrap(e.bs) }
 }
 
 func withMinPart(n int64) envOption {
@@ -79,12 +86,12 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	e := &env{t: t, ctx: ctx, meta: m, store: m, blobs: b, clock: &clock{t: time.Now().UTC()}}
+	e := &env{t: t, ctx: ctx, meta: m, store: m, blobs: b, bs: b, clock: &clock{t: time.Now().UTC()}}
 	o := Options{Now: e.clock.Now, MinPartSize: 5}
 	for _, opt := range opts {
 		opt(&o, e)
 	}
-	e.svc = New(e.store, b, o)
+	e.svc = New(e.store, e.bs, o)
 	e.alice = caller(t, "alice", false)
 	e.bob = caller(t, "bob", false)
 	e.admin = caller(t, "admin", true)

@@ -51,7 +51,13 @@ const (
 	CodeKeyNotArchivable     errs.Code = "ATL.OBS.0040"
 	CodeInconsistent         errs.Code = "ATL.OBS.0041"
 	CodeTooManyDeleteKeys    errs.Code = "ATL.OBS.0042"
+	CodeStorageFull          errs.Code = "ATL.OBS.0043"
 )
+
+// hintFull is the hint of CodeStorageFull.
+const hintFull = "delete objects you no longer need (deletes keep working when the storage is full), " +
+	"or ask the administrator to free or add space under the server's data directory; " +
+	"the server keeps storage_reserve free there for its metadata and for deletes"
 
 // codeInfo is what a code means to the front ends: the kind of error (which
 // decides the REST status), the S3 error code and the S3 HTTP status.
@@ -128,6 +134,8 @@ func infoOf(c errs.Code) (codeInfo, bool) {
 		return codeInfo{errs.NotFound, "NoSuchCORSConfiguration", http.StatusNotFound}, true
 	case CodeInconsistent:
 		return codeInfo{errs.Internal, "InternalError", http.StatusInternalServerError}, true
+	case CodeStorageFull:
+		return codeInfo{errs.NoSpace, "InsufficientStorage", http.StatusInsufficientStorage}, true
 	}
 	return codeInfo{}, false
 }
@@ -161,6 +169,8 @@ func S3Error(err error) (code string, status int, ok bool) {
 		return "ServiceUnavailable", http.StatusServiceUnavailable, false
 	case errs.Unsupported:
 		return "NotImplemented", http.StatusNotImplemented, false
+	case errs.NoSpace:
+		return "InsufficientStorage", http.StatusInsufficientStorage, false
 	}
 	return "InternalError", http.StatusInternalServerError, false
 }
@@ -179,8 +189,12 @@ func fail(op errs.Op, code errs.Code, msg string, hint string, cause ...error) e
 	return errs.E(op, args...)
 }
 
-// storeErr wraps a failure of the metadata or byte store, keeping its kind.
+// storeErr wraps a failure of the metadata or byte store, keeping its kind;
+// a full store is CodeStorageFull.
 func storeErr(op errs.Op, what string, err error) error {
+	if errs.Is(err, errs.NoSpace) {
+		return fail(op, CodeStorageFull, what+": the server's storage is full", hintFull, err)
+	}
 	if errs.KindOf(err) == errs.Other {
 		return errs.E(op, errs.Internal, what, err)
 	}

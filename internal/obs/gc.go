@@ -22,6 +22,10 @@ type GCResult struct {
 // references and that are older than olderThan. Blobs are written before
 // they are indexed, so a crash between the two, or a failed cleanup, leaves
 // an unreferenced blob; the age bound keeps blobs of uploads still in flight.
+// It is also what deletes, after a crash, the blobs of replaced or deleted
+// objects whose deletion was waiting for readers (those waits live in
+// memory only); in a running server, a blob a reader still uses is left to
+// that reader.
 func (s *Service) CollectGarbage(ctx context.Context, olderThan time.Duration) (GCResult, error) {
 	const op errs.Op = "obs.CollectGarbage"
 	var res GCResult
@@ -43,16 +47,23 @@ func (s *Service) CollectGarbage(ctx context.Context, olderThan time.Duration) (
 		if err != nil {
 			return storeErr(op, "asking which blobs are in use", err)
 		}
+		size := map[string]int64{}
+		var unused []string
 		for _, c := range batch {
-			if inUse[c.id] {
-				continue
+			if !inUse[c.id] {
+				unused = append(unused, c.id)
+				size[c.id] = c.size
 			}
-			if err := s.blobs.Delete(ctx, c.id); err != nil {
-				return storeErr(op, "deleting blob "+c.id, err)
+		}
+		// A blob a reader still uses (its object was replaced or deleted
+		// while being read) is deleted when the reader is done.
+		for _, id := range s.pins.retire(unused) {
+			if err := s.blobs.Delete(ctx, id); err != nil {
+				return storeErr(op, "deleting blob "+id, err)
 			}
-			s.log.Debug("deleted unreferenced blob", "blob", c.id, "size", c.size)
+			s.log.Debug("deleted unreferenced blob", "blob", id, "size", size[id])
 			res.Deleted++
-			res.DeletedBytes += c.size
+			res.DeletedBytes += size[id]
 		}
 		batch = batch[:0]
 		return nil

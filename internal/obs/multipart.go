@@ -149,11 +149,14 @@ func (s *Service) putPart(ctx context.Context, op errs.Op, u *meta.Upload, numbe
 	}
 	replaced, err := s.store.PutPart(ctx, p)
 	if err != nil {
-		if errs.Is(err, errs.NotFound) {
+		if indexFailed(err) {
 			s.deleteBlobs(ctx, []meta.Blob{p.Blob})
+		} else {
+			s.log.Warn("indexing a part failed; its blob is left to garbage collection", "upload", u.ID, "part", number, "err", err)
+		}
+		if errs.Is(err, errs.NotFound) {
 			return nil, noSuchUpload(op, u.Bucket, u.Key, u.ID)
 		}
-		s.log.Warn("indexing a part failed; its blob is left to garbage collection", "upload", u.ID, "part", number, "err", err)
 		return nil, storeErr(op, fmt.Sprintf("indexing part %d", number), err)
 	}
 	if replaced != nil {

@@ -81,16 +81,16 @@ func objectOwner(c *Caller, b *meta.Bucket) string {
 
 // commit indexes obj, whose blobs are new, and deletes the blobs of the
 // object it replaced. When indexing fails for certain (the bucket is gone,
-// the request is invalid) the new blobs are deleted; when the outcome is
-// unknown (the store did not answer) they are left to CollectGarbage, which
-// deletes them only if nothing references them.
+// the request is invalid, the metadata store is full) the new blobs are
+// deleted at once; when the outcome is unknown (the store did not answer)
+// they are left to CollectGarbage, which deletes them only if nothing
+// references them.
 func (s *Service) commit(ctx context.Context, op errs.Op, obj *meta.Object) error {
 	replaced, err := s.store.PutObject(ctx, obj)
 	if err != nil {
-		switch errs.KindOf(err) {
-		case errs.NotFound, errs.Invalid, errs.Conflict, errs.Exists, errs.TooLarge:
+		if indexFailed(err) {
 			s.deleteBlobs(ctx, obj.Blobs)
-		default:
+		} else {
 			s.log.Warn("indexing an object failed; its new blobs are left to garbage collection",
 				"bucket", obj.Bucket, "key", obj.Key, "err", err)
 		}
@@ -103,6 +103,18 @@ func (s *Service) commit(ctx context.Context, op errs.Op, obj *meta.Object) erro
 		s.deleteBlobs(ctx, replaced.Blobs)
 	}
 	return nil
+}
+
+// indexFailed reports whether a failed index write certainly stored
+// nothing: the store refused it (a missing bucket, invalid input, a
+// conflict) or had no room for it. Other failures (the store did not
+// answer) may have committed.
+func indexFailed(err error) bool {
+	switch errs.KindOf(err) {
+	case errs.NotFound, errs.Invalid, errs.Conflict, errs.Exists, errs.TooLarge, errs.NoSpace:
+		return true
+	}
+	return false
 }
 
 // GetOptions select what GetObject returns.
@@ -132,9 +144,11 @@ func (r *GetResult) ContentRange() string {
 }
 
 // GetObject returns the object and a reader of the asked bytes, which the
-// caller must close. When a condition fails the error is NotModified or
-// PreconditionFailed and the result still carries the Object (a 304 answer
-// shows its ETag).
+// caller must close. The reader yields the version GetObject found, all of
+// it, even if the object is overwritten or deleted while it is read: the
+// replaced bytes are deleted when it is closed. When a condition fails the
+// error is NotModified or PreconditionFailed and the result still carries
+// the Object (a 304 answer shows its ETag).
 func (s *Service) GetObject(ctx context.Context, c *Caller, bucket, key string, o GetOptions) (*GetResult, error) {
 	return s.get(ctx, "obs.GetObject", c, bucket, key, o, http.MethodGet)
 }
@@ -143,10 +157,6 @@ func (s *Service) GetObject(ctx context.Context, c *Caller, bucket, key string, 
 func (s *Service) HeadObject(ctx context.Context, c *Caller, bucket, key string, o GetOptions) (*GetResult, error) {
 	return s.get(ctx, "obs.HeadObject", c, bucket, key, o, http.MethodHead)
 }
-
-// openAttempts bounds the retries of a read that found its first blob
-// deleted by a concurrent overwrite.
-const openAttempts = 3
 
 func (s *Service) get(ctx context.Context, op errs.Op, c *Caller, bucket, key string, o GetOptions, method string) (*GetResult, error) {
 	if err := ValidateKey(key); err != nil {
@@ -165,21 +175,21 @@ func (s *Service) get(ctx context.Context, op errs.Op, c *Caller, bucket, key st
 	if err := s.check(op, c, b, ActionGetObject, key, nil); err != nil {
 		return nil, err
 	}
-	for attempt := 1; ; attempt++ {
-		res, err := s.lookup(ctx, op, bucket, key, o, method)
-		if err != nil || method == http.MethodHead {
-			return res, err
-		}
-		body, err := openRange(ctx, s.blobs, bucket+"/"+key, res.Object.Blobs, res.Offset, res.Length)
-		if blobMissing(err) && attempt < openAttempts {
-			continue // replaced while we looked: read the new one
-		}
-		if err != nil {
-			return nil, err
-		}
-		res.Body = body
-		return res, nil
+	// The ticket is taken before the index is read: the blobs found stay
+	// until the body is closed, whatever overwrites or deletes the object
+	// meanwhile.
+	t := s.pins.begin()
+	res, err := s.lookup(ctx, op, bucket, key, o, method)
+	if err != nil || method == http.MethodHead {
+		s.abandon(ctx, t)
+		return res, err
 	}
+	body, err := s.openPinned(ctx, t, bucket+"/"+key, res.Object.Blobs, res.Offset, res.Length)
+	if err != nil {
+		return nil, err
+	}
+	res.Body = body
+	return res, nil
 }
 
 // lookup reads the index entry and works out the bytes to send.
@@ -407,30 +417,29 @@ func checksumAlgo(o *meta.Object) string {
 // openSource opens the source of a copy, all of it or the byte range rng
 // ("bytes=first-last" within the object), after checking its conditions (a
 // failed one is PreconditionFailed). It returns the source object and the
-// number of bytes the reader yields.
+// number of bytes the reader yields; the source's bytes stay readable until
+// the reader is closed, whatever happens to the object meanwhile.
 func (s *Service) openSource(ctx context.Context, op errs.Op, bucket, key string, cond Conditions, rng *Range) (*meta.Object, int64, io.ReadCloser, error) {
-	for attempt := 1; ; attempt++ {
-		res, err := s.lookup(ctx, op, bucket, key, GetOptions{Conditions: cond}, "COPY")
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		src := res.Object
-		off, n := int64(0), src.Size
-		if rng != nil {
-			if rng.First < 0 || rng.Last < rng.First || rng.Last >= src.Size {
-				return nil, 0, nil, fail(op, CodeBadCopyRange,
-					fmt.Sprintf("the copy source range %s is not within the source object of %d bytes", rng, src.Size),
-					"write the range as bytes=first-last with 0 <= first <= last < the source size")
-			}
-			off, n = rng.First, rng.Last-rng.First+1
-		}
-		body, err := openRange(ctx, s.blobs, bucket+"/"+key, src.Blobs, off, n)
-		if blobMissing(err) && attempt < openAttempts {
-			continue
-		}
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		return src, n, body, nil
+	t := s.pins.begin()
+	res, err := s.lookup(ctx, op, bucket, key, GetOptions{Conditions: cond}, "COPY")
+	if err != nil {
+		s.abandon(ctx, t)
+		return nil, 0, nil, err
 	}
+	src := res.Object
+	off, n := int64(0), src.Size
+	if rng != nil {
+		if rng.First < 0 || rng.Last < rng.First || rng.Last >= src.Size {
+			s.abandon(ctx, t)
+			return nil, 0, nil, fail(op, CodeBadCopyRange,
+				fmt.Sprintf("the copy source range %s is not within the source object of %d bytes", rng, src.Size),
+				"write the range as bytes=first-last with 0 <= first <= last < the source size")
+		}
+		off, n = rng.First, rng.Last-rng.First+1
+	}
+	body, err := s.openPinned(ctx, t, bucket+"/"+key, src.Blobs, off, n)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return src, n, body, nil
 }

@@ -12,10 +12,12 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 	"time"
 
+	"github.com/atelier-dev/atelier/internal/blob"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
 )
@@ -189,10 +191,21 @@ func TestIndexFailureRemovesNewBlob(t *testing.T) {
 	e.noLeaks()
 }
 
-// faultyStore fails PutObject with what putObject returns.
+// faultyStore fails PutObject with what putObject returns, and PutPart
+// with what putPart (when set) returns.
 type faultyStore struct {
 	Store
 	putObject func() error
+	putPart   func() error
+}
+
+func (f *faultyStore) PutPart(ctx context.Context, p *meta.UploadPart) (*meta.UploadPart, error) {
+	if f.putPart != nil {
+		if err := f.putPart(); err != nil {
+			return nil, err
+		}
+	}
+	return f.Store.PutPart(ctx, p)
 }
 
 func (f *faultyStore) PutObject(ctx context.Context, o *meta.Object) (*meta.Object, error) {
@@ -464,8 +477,8 @@ func TestReadWhileOverwriting(t *testing.T) {
 		}
 		got, err := io.ReadAll(res.Body)
 		res.Body.Close()
-		// On disk an open blob survives its deletion: a read that started
-		// finishes with the bytes it started with.
+		// A read that started finishes with the bytes it started with
+		// (TestReadKeepsItsVersion checks this byte for byte).
 		if err != nil || !(bytes.Equal(got, a) || bytes.Equal(got, b)) {
 			t.Fatalf("read %d bytes, %v", len(got), err)
 		}
@@ -526,4 +539,82 @@ func TestLostBytesAreInternalErrors(t *testing.T) {
 	}
 	_, err = e.svc.GetObject(e.ctx, e.alice, "data", "bad", GetOptions{})
 	wantCode(t, err, CodeInconsistent)
+}
+
+// fullBlobs is a blob store whose Puts fail as a full disk's do, once
+// full is set.
+type fullBlobs struct {
+	blob.Store
+	full atomic.Bool
+}
+
+func (f *fullBlobs) Put(ctx context.Context, r io.Reader) (string, int64, error) {
+	if f.full.Load() {
+		return "", 0, errs.E("disk.Put", errs.NoSpace, "the file system is full")
+	}
+	return f.Store.Put(ctx, r)
+}
+
+// TestStorageFull: a write that finds the blob store or the index full
+// fails with CodeStorageFull (S3 InsufficientStorage, 507; REST 507 by its
+// kind) and leaves no blob behind; reads and deletes go on working.
+func TestStorageFull(t *testing.T) {
+	var fb *fullBlobs
+	var indexFull atomic.Bool
+	e := newEnv(t, withBlobs(func(b blob.Store) blob.Store { fb = &fullBlobs{Store: b}; return fb }),
+		withStore(func(s Store) Store {
+			full := func() error {
+				if indexFull.Load() {
+					return errs.E("meta.Put", errs.NoSpace, "database or disk is full")
+				}
+				return nil
+			}
+			return &faultyStore{Store: s, putObject: full, putPart: full}
+		}))
+	e.mkBucket(e.alice, "data")
+	e.put(e.alice, "data", "keep", "kept")
+	e.put(e.alice, "data", "old", "to delete")
+	up, err := e.svc.CreateMultipartUpload(e.ctx, e.alice, "data", "mp", UploadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := map[string]func() error{
+		"put": func() error {
+			_, err := e.svc.PutObject(e.ctx, e.alice, "data", "new", strings.NewReader("body"), PutOptions{Size: 4})
+			return err
+		},
+		"copy": func() error {
+			_, err := e.svc.CopyObject(e.ctx, e.alice, "data", "keep", "data", "copy", CopyOptions{})
+			return err
+		},
+		"part": func() error {
+			_, err := e.svc.UploadPart(e.ctx, e.alice, "data", "mp", up.ID, 1, strings.NewReader("part"), PartOptions{Size: 4})
+			return err
+		},
+	}
+	for _, full := range []string{"blobs", "index"} {
+		fb.full.Store(full == "blobs")
+		indexFull.Store(full == "index")
+		for name, write := range writes {
+			err := write()
+			wantCode(t, err, CodeStorageFull)
+			if !errs.Is(err, errs.NoSpace) || errs.KindOf(err).HTTPStatus() != 507 {
+				t.Errorf("%s into full %s: kind %v", name, full, errs.KindOf(err))
+			}
+			if code, status, _ := S3Error(err); code != "InsufficientStorage" || status != 507 {
+				t.Errorf("%s into full %s: S3 %s %d", name, full, code, status)
+			}
+			if errs.HintOf(err) == "" {
+				t.Errorf("%s into full %s: no hint", name, full)
+			}
+			e.noLeaks() // the index refused it: its new blob is gone at once
+		}
+	}
+	if got := e.get(e.alice, "data", "keep", GetOptions{}); got != "kept" {
+		t.Errorf("read while full: %q", got)
+	}
+	if err := e.svc.DeleteObject(e.ctx, e.alice, "data", "old"); err != nil {
+		t.Errorf("delete while full: %v", err)
+	}
+	e.noLeaks()
 }

@@ -2,7 +2,6 @@ package obs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -15,20 +14,22 @@ import (
 // blobs. It opens one blob at a time, reads straight into the caller's
 // buffer, and so buffers nothing itself.
 type blobsReader struct {
-	ctx    context.Context
-	store  blob.Store
-	object string      // "bucket/key", for messages
-	blobs  []meta.Blob // blobs still to read; the first from off
-	off    int64       // offset in blobs[0]
-	left   int64       // bytes still to yield
-	cur    blob.Reader // open reader of blobs[0], or nil
-	sec    io.Reader   // the part of cur to read
-	err    error       // sticky
+	ctx     context.Context
+	store   blob.Store
+	object  string      // "bucket/key", for messages
+	blobs   []meta.Blob // blobs still to read; the first from off
+	off     int64       // offset in blobs[0]
+	left    int64       // bytes still to yield
+	cur     blob.Reader // open reader of blobs[0], or nil
+	sec     io.Reader   // the part of cur to read
+	err     error       // sticky
+	release func()      // called once by Close (unpins the blobs); may be nil
 }
 
 // openRange returns a reader of n bytes from offset off of the blobs. It
-// opens the first blob now, so that a blob removed by a concurrent
-// overwrite is reported (NotFound) before any byte is sent.
+// opens the first blob now, so that lost bytes are reported before any
+// byte is sent. The caller keeps the blobs from being deleted while the
+// reader is open (Service.openPinned).
 func openRange(ctx context.Context, store blob.Store, object string, blobs []meta.Blob, off, n int64) (*blobsReader, error) {
 	for len(blobs) > 0 && off >= blobs[0].Size {
 		off -= blobs[0].Size
@@ -56,8 +57,8 @@ func (r *blobsReader) open() error {
 	br, err := r.store.Open(r.ctx, b.ID)
 	if errs.Is(err, errs.NotFound) {
 		return fail("obs.read", CodeInconsistent,
-			fmt.Sprintf("object %s: its bytes (blob %s) are missing; it was replaced while being read, or its bytes were lost", r.object, b.ID),
-			"read the object again; if this persists, the blob store lost data", &missingBlobError{id: b.ID, err: err})
+			fmt.Sprintf("object %s: its bytes (blob %s) are missing", r.object, b.ID),
+			"the blob store lost data: restore the object from a copy", err)
 	}
 	if err != nil {
 		return errs.E("obs.read", fmt.Sprintf("object %s: opening blob %s", r.object, b.ID), err)
@@ -114,27 +115,15 @@ func (r *blobsReader) closeCurrent() {
 	}
 }
 
-// Close releases the open blob.
+// Close releases the open blob and the blobs' pins.
 func (r *blobsReader) Close() error {
 	r.closeCurrent()
 	if r.err == nil {
 		r.err = errs.E("obs.read", errs.Invalid, "read after close")
 	}
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
 	return nil
-}
-
-// missingBlobError marks a read that found a blob of the object gone: a
-// concurrent overwrite deleted it (read the new object), or it was lost.
-type missingBlobError struct {
-	id  string
-	err error
-}
-
-func (e *missingBlobError) Error() string { return "blob " + e.id + " is missing" }
-func (e *missingBlobError) Unwrap() error { return e.err }
-
-// blobMissing reports whether err is a read that found a blob gone.
-func blobMissing(err error) bool {
-	var m *missingBlobError
-	return errors.As(err, &m)
 }

@@ -59,6 +59,7 @@ type Service struct {
 	minPart   int64
 	maxPut    int64
 	policies  policyCache
+	pins      *pins // blobs open readers still use
 }
 
 // New returns a Service over store and blobs.
@@ -85,6 +86,7 @@ func New(store Store, blobs blob.Store, o Options) *Service {
 		store: store, blobs: blobs, region: o.Region, now: o.Now, log: o.Logger,
 		authorize: o.Authorizer, users: o.Users, minPart: o.MinPartSize, maxPut: o.MaxPutSize,
 		policies: policyCache{m: map[string]cachedPolicy{}},
+		pins:     newPins(),
 	}
 }
 
@@ -188,19 +190,54 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 }
 
-// deleteBlobs removes blobs no index entry references any more. Failures are
-// logged: CollectGarbage removes what is left.
+// deleteBlobs removes blobs no index entry references any more: at once
+// when no reader uses them, else when the last reader that may use them is
+// done (see pins). Failures are logged: CollectGarbage removes what is left.
 func (s *Service) deleteBlobs(ctx context.Context, blobs []meta.Blob) {
 	if len(blobs) == 0 {
 		return
 	}
+	ids := blobIDs(blobs)
+	now := s.pins.retire(ids)
+	if len(now) < len(ids) {
+		s.log.Debug("blobs still being read: their deletion waits for the readers", "blobs", len(ids)-len(now))
+	}
+	s.deleteNow(ctx, now)
+}
+
+// deleteNow deletes blobs that nothing references or reads any more.
+func (s *Service) deleteNow(ctx context.Context, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	for _, b := range blobs {
-		if err := s.blobs.Delete(ctx, b.ID); err != nil {
-			s.log.Warn("cannot delete unreferenced blob; garbage collection will", "blob", b.ID, "err", err)
+	for _, id := range ids {
+		if err := s.blobs.Delete(ctx, id); err != nil {
+			s.log.Warn("cannot delete unreferenced blob; garbage collection will", "blob", id, "err", err)
 		}
 	}
+}
+
+// abandon ends lookup t without pinning anything.
+func (s *Service) abandon(ctx context.Context, t ticket) {
+	s.deleteNow(ctx, s.pins.abandon(t))
+}
+
+// openPinned pins the blobs lookup t found and opens n bytes of them from
+// off. The blobs outlive an overwrite or a delete of their object until the
+// reader is closed.
+func (s *Service) openPinned(ctx context.Context, t ticket, object string, blobs []meta.Blob, off, n int64) (*blobsReader, error) {
+	ids := blobIDs(blobs)
+	s.deleteNow(ctx, s.pins.pin(t, ids))
+	release := func() { s.deleteNow(ctx, s.pins.unpin(ids)) }
+	r, err := openRange(ctx, s.blobs, object, blobs, off, n)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	r.release = release
+	return r, nil
 }
 
 // Check reports whether c may do action (e.g. ActionPutObject) on key in

@@ -69,6 +69,9 @@ func S3Error(code, message, bucket, key string) error {
 		hint = "run the command again"
 	case "NotImplemented":
 		kind, msg = errs.Unsupported, withMsg("the S3 endpoint does not implement this request for "+where)
+	case "InsufficientStorage":
+		kind, msg = errs.NoSpace, withMsg("the server's storage is full: it refused "+where)
+		hint = "delete objects you no longer need (`atelier obs rm`; deletes keep working) or ask the administrator for more space, then run the command again"
 	case "SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout":
 		kind, msg = errs.Unavailable, withMsg("the S3 endpoint failed the request for "+where)
 		hint = "run the command again; copies resume where they stopped"
@@ -90,10 +93,10 @@ func isCanceled(err error) bool {
 
 // isFatal reports whether err makes every other transfer of a run fail too,
 // so the run should stop: bad credentials, an unreachable endpoint, a
-// missing bucket.
+// missing bucket, a full server.
 func isFatal(err error) bool {
 	switch errs.KindOf(err) {
-	case errs.Unauthenticated, errs.Unavailable:
+	case errs.Unauthenticated, errs.Unavailable, errs.NoSpace:
 		return true
 	}
 	return errs.CodeOf(err) == "NoSuchBucket"

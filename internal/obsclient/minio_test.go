@@ -157,11 +157,16 @@ func TestS3Error(t *testing.T) {
 		{"BucketNotEmpty", errs.Conflict, "is not empty"},
 		{"SignatureDoesNotMatch", errs.Unauthenticated, "rejected the credentials"},
 		{"SlowDown", errs.Unavailable, "failed the request"},
+		{"InsufficientStorage", errs.NoSpace, "storage is full"},
 		{"Weird", errs.IO, "request for obs://bkt/k failed"},
 	} {
 		err := S3Error(tt.code, "", "bkt", "k")
 		if errs.KindOf(err) != tt.kind || errs.CodeOf(err) != errs.Code(tt.code) || !strings.Contains(errs.UserMessage(err), tt.msg) {
 			t.Errorf("%s: %v (%v)", tt.code, err, errs.KindOf(err))
+		}
+		if fatal := tt.kind == errs.Unauthenticated || tt.kind == errs.Unavailable || tt.kind == errs.NoSpace ||
+			tt.code == "NoSuchBucket"; isFatal(err) != fatal {
+			t.Errorf("%s: isFatal = %v", tt.code, !fatal)
 		}
 	}
 }

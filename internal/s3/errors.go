@@ -33,6 +33,7 @@ const (
 	ExpiredToken                       ErrorCode = "ExpiredToken"
 	IllegalLocationConstraintException ErrorCode = "IllegalLocationConstraintException"
 	IncompleteBody                     ErrorCode = "IncompleteBody"
+	InsufficientStorage                ErrorCode = "InsufficientStorage"
 	InternalError                      ErrorCode = "InternalError"
 	InvalidAccessKeyID                 ErrorCode = "InvalidAccessKeyId"
 	InvalidArgument                    ErrorCode = "InvalidArgument"
@@ -98,6 +99,7 @@ var errorTable = map[ErrorCode]errorInfo{
 	ExpiredToken:                       {http.StatusBadRequest, "The provided token has expired."},
 	IllegalLocationConstraintException: {http.StatusBadRequest, "The location constraint is not this server's region."},
 	IncompleteBody:                     {http.StatusBadRequest, "You did not provide the number of bytes specified by the Content-Length HTTP header."},
+	InsufficientStorage:                {http.StatusInsufficientStorage, "The server's storage is full. Deleting objects frees space; deletes keep working."},
 	InternalError:                      {http.StatusInternalServerError, "We encountered an internal error. Please try again."},
 	InvalidAccessKeyID:                 {http.StatusForbidden, "The access key ID you provided does not exist in our records."},
 	InvalidArgument:                    {http.StatusBadRequest, "Invalid Argument."},
@@ -376,8 +378,8 @@ const (
 //     AccessDenied, Unauthenticated → AccessDenied, InvalidAccessKeyId,
 //     ExpiredToken or InvalidToken by code, TooLarge → EntityTooLarge,
 //     Invalid → InvalidArgument, Unsupported → NotImplemented, Exists and
-//     Conflict → OperationAborted, Unavailable → ServiceUnavailable, with the
-//     error's user message and hint;
+//     Conflict → OperationAborted, Unavailable → ServiceUnavailable, NoSpace
+//     → InsufficientStorage (507), with the error's user message and hint;
 //   - anything else → InternalError with a generic message (the cause is
 //     kept in Err for the log).
 //
@@ -423,6 +425,8 @@ func ToError(err error) *Error {
 		code = OperationAborted
 	case errs.Unavailable:
 		code = ServiceUnavailable
+	case errs.NoSpace:
+		code = InsufficientStorage
 	default:
 		return &Error{Code: InternalError, Message: msgInternal, Err: err}
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/blob"
@@ -32,14 +33,29 @@ const (
 	walkBatch = 1024
 )
 
-const hintIO errs.Hint = "check that the blob directory exists, is writable by the server and that its disk is not full"
+const (
+	hintIO   errs.Hint = "check that the blob directory exists, is writable by the server and that its disk is not full"
+	hintFull errs.Hint = "free space on the file system of the blob directory: deleting objects deletes their blobs (deletes keep working), or give it more space"
+)
+
+// writeErr is the error of a failed write to the store: kind NoSpace when
+// the file system is full (ENOSPC) or the writer's quota is (EDQUOT), else
+// IO.
+func writeErr(op errs.Op, msg string, err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return errs.E(op, errs.NoSpace, msg+": the file system is full", err, hintFull)
+	}
+	return errs.E(op, errs.IO, msg, err, hintIO)
+}
 
 // Option configures Open.
 type Option func(*options)
 
 type options struct {
-	log   *slog.Logger
-	group bool
+	log     *slog.Logger
+	group   bool
+	reserve int64
+	free    func(path string) (int64, error)
 }
 
 // WithLogger sets the logger Open reports removed crash leftovers to. The
@@ -63,12 +79,23 @@ func WithLogger(l *slog.Logger) Option {
 // costs nothing, it is slower.
 func WithGroupCommit(on bool) Option { return func(o *options) { o.group = on } }
 
+// WithReserve keeps n bytes of the file system holding the directory free
+// for others (the metadata database next to it, deletes): a Put fails with
+// kind NoSpace, and leaves nothing behind, when the file system has less
+// than n bytes available (statfs: available blocks) before it begins or
+// after any 1 MiB it writes. 0, the default, keeps no reserve. Where free
+// space cannot be measured (not Linux, macOS, FreeBSD or DragonFly), Open
+// logs that and keeps none.
+func WithReserve(n int64) Option { return func(o *options) { o.reserve = max(n, 0) } }
+
 // Store is a blob.Store in a directory. Its methods are safe for concurrent
 // use.
 type Store struct {
 	dir, tmp, data string
 	log            *slog.Logger
 	group          bool
+	reserve        int64                            // bytes kept free; 0: none
+	free           func(path string) (int64, error) // free space of path's file system
 	removed        int
 	lock           io.Closer
 	closed         atomic.Bool
@@ -90,7 +117,7 @@ var _ blob.Store = (*Store)(nil)
 // this or another process, can open dir (on Linux, where flock(2) is used).
 func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	const op errs.Op = "disk.Open"
-	o := options{log: slog.New(slog.DiscardHandler), group: true}
+	o := options{log: slog.New(slog.DiscardHandler), group: true, free: freeBytes}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -105,12 +132,14 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 		return nil, errs.E(op, errs.IO, fmt.Sprintf("cannot resolve blob directory %s", dir), err)
 	}
 	s := &Store{
-		dir:    abs,
-		tmp:    filepath.Join(abs, "tmp"),
-		data:   filepath.Join(abs, "data"),
-		log:    o.log,
-		group:  o.group,
-		leaves: make([]atomic.Pointer[dirNode], 1<<16),
+		dir:     abs,
+		tmp:     filepath.Join(abs, "tmp"),
+		data:    filepath.Join(abs, "data"),
+		log:     o.log,
+		group:   o.group,
+		reserve: o.reserve,
+		free:    o.free,
+		leaves:  make([]atomic.Pointer[dirNode], 1<<16),
 	}
 	s.bufs.New = func() any { b := make([]byte, bufSize); return &b }
 	var seed [8]byte
@@ -146,6 +175,14 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	}
 	if err := probeWrite(s.tmp); err != nil {
 		return fail(errs.E(op, errs.IO, fmt.Sprintf("blob directory %s is not writable", s.tmp), err, hintIO))
+	}
+	if s.reserve > 0 {
+		if _, err := s.free(s.tmp); errors.Is(err, errors.ErrUnsupported) {
+			s.log.Warn("blob store: free space cannot be measured on this system; no storage reserve is kept", "dir", abs)
+			s.reserve = 0
+		} else if err != nil {
+			return fail(errs.E(op, errs.IO, fmt.Sprintf("cannot tell the free space of %s", abs), err, hintIO))
+		}
 	}
 	// Make tmp/ and data/ (and dir itself, if new) durable before any Put
 	// relies on them.
@@ -230,20 +267,23 @@ func (s *Store) Put(ctx context.Context, r io.Reader) (string, int64, error) {
 	if err := s.check(ctx, op); err != nil {
 		return "", 0, err
 	}
+	if err := s.checkSpace(op); err != nil {
+		return "", 0, err
+	}
 	id, shard := s.newID()
 	tmp := s.tmp + string(filepath.Separator) + id
 	f, err := createFile(tmp)
 	if err != nil {
-		return "", 0, errs.E(op, errs.IO, fmt.Sprintf("cannot create temp file in %s", s.tmp), err, hintIO)
+		return "", 0, writeErr(op, fmt.Sprintf("cannot create temp file in %s", s.tmp), err)
 	}
 	size, err := s.copy(ctx, op, f, r)
 	if err == nil {
 		if serr := f.datasync(); serr != nil {
-			err = errs.E(op, errs.IO, fmt.Sprintf("cannot sync %s", tmp), serr, hintIO)
+			err = writeErr(op, fmt.Sprintf("cannot sync %s", tmp), serr)
 		}
 	}
 	if cerr := f.close(); err == nil && cerr != nil {
-		err = errs.E(op, errs.IO, fmt.Sprintf("cannot close %s", tmp), cerr, hintIO)
+		err = writeErr(op, fmt.Sprintf("cannot close %s", tmp), cerr)
 	}
 	if err == nil {
 		if cerr := ctx.Err(); cerr != nil {
@@ -260,6 +300,24 @@ func (s *Store) Put(ctx context.Context, r io.Reader) (string, int64, error) {
 	return id, size, nil
 }
 
+// checkSpace fails with kind NoSpace when the file system holds less than
+// the reserve.
+func (s *Store) checkSpace(op errs.Op) error {
+	if s.reserve <= 0 {
+		return nil
+	}
+	free, err := s.free(s.tmp)
+	if err != nil {
+		return errs.E(op, errs.IO, fmt.Sprintf("cannot tell the free space of %s", s.dir), err, hintIO)
+	}
+	if free < s.reserve {
+		return errs.E(op, errs.NoSpace, hintFull, fmt.Sprintf(
+			"the file system of the blob directory has %d bytes available, less than the %d bytes kept free for the metadata and for deletes",
+			free, s.reserve))
+	}
+	return nil
+}
+
 // copy writes everything r yields to f and says how many bytes that was.
 func (s *Store) copy(ctx context.Context, op errs.Op, f *tmpFile, r io.Reader) (int64, error) {
 	bp := s.bufs.Get().(*[]byte)
@@ -273,9 +331,12 @@ func (s *Store) copy(ctx context.Context, op errs.Op, f *tmpFile, r io.Reader) (
 		n, rerr := fill(r, buf)
 		if n > 0 {
 			if err := f.write(buf[:n]); err != nil {
-				return size, errs.E(op, errs.IO, fmt.Sprintf("cannot write temp file in %s", s.tmp), err, hintIO)
+				return size, writeErr(op, fmt.Sprintf("cannot write temp file in %s", s.tmp), err)
 			}
 			size += int64(n)
+			if err := s.checkSpace(op); err != nil {
+				return size, err
+			}
 		}
 		if rerr == io.EOF {
 			return size, nil
@@ -314,7 +375,7 @@ func (s *Store) commit(op errs.Op, tmp, id string, shard uint16) error {
 	final := leaf.path + string(filepath.Separator) + id
 	for attempt := 0; ; attempt++ {
 		if err := s.ensure(leaf); err != nil {
-			return errs.E(op, errs.IO, fmt.Sprintf("cannot create blob directory %s", leaf.path), err, hintIO)
+			return writeErr(op, fmt.Sprintf("cannot create blob directory %s", leaf.path), err)
 		}
 		err := os.Rename(tmp, final)
 		if err == nil {
@@ -327,11 +388,11 @@ func (s *Store) commit(op errs.Op, tmp, id string, shard uint16) error {
 			leaf.parent.ready.Store(false)
 			continue
 		}
-		return errs.E(op, errs.IO, fmt.Sprintf("cannot move blob into %s", leaf.path), err, hintIO)
+		return writeErr(op, fmt.Sprintf("cannot move blob into %s", leaf.path), err)
 	}
 	if err := s.syncNode(leaf); err != nil {
 		_ = os.Remove(final)
-		return errs.E(op, errs.IO, fmt.Sprintf("cannot sync directory %s", leaf.path), err, hintIO)
+		return writeErr(op, fmt.Sprintf("cannot sync directory %s", leaf.path), err)
 	}
 	return nil
 }

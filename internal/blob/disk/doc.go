@@ -35,7 +35,14 @@
 // with mkdir and an fsync of its parent (likewise for data/xx), once per 256
 // Puts at most. A Put that fails — reader error, cancelled context, full
 // disk — removes its temp file and returns the error; after a crash, Open
-// removes what is left in tmp/, and data/ holds only complete blobs. Delete
+// removes what is left in tmp/, and data/ holds only complete blobs.
+//
+// A full file system (ENOSPC, or EDQUOT) is an error of kind errs.NoSpace.
+// WithReserve keeps part of the file system free for what shares it (the
+// metadata database, which deletes write to): statfs(2) is asked before a
+// Put begins and after every 1 MiB it writes, and the Put fails with kind
+// NoSpace once less than the reserve is available, so concurrent Puts eat
+// at most about 1 MiB each into it. Delete (unlink) needs no space. Delete
 // unlinks without a directory fsync: after a power cut a deleted blob may
 // reappear, unreferenced, for whoever owns the ids (the object index) to
 // collect.

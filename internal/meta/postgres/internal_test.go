@@ -94,6 +94,7 @@ func TestKind(t *testing.T) {
 	}{
 		{&pgconn.PgError{Code: "08006"}, errs.Unavailable},
 		{&pgconn.PgError{Code: "53300"}, errs.Unavailable},
+		{&pgconn.PgError{Code: "53100"}, errs.NoSpace}, // disk_full
 		{&pgconn.PgError{Code: "57P01"}, errs.Unavailable},
 		{&pgconn.PgError{Code: "40001"}, errs.Unavailable},
 		{&pgconn.PgError{Code: "58030"}, errs.IO},

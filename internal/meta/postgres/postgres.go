@@ -187,6 +187,8 @@ func sqlState(err error) string {
 func kind(err error) errs.Kind {
 	if state := sqlState(err); state != "" {
 		switch {
+		case state == "53100": // disk_full: the statement failed, nothing was written
+			return errs.NoSpace
 		case strings.HasPrefix(state, "08"), // connection exception
 			strings.HasPrefix(state, "53"),     // insufficient resources
 			strings.HasPrefix(state, "57P"),    // server shutting down or starting

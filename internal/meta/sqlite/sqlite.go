@@ -87,7 +87,11 @@ func openDB(ctx context.Context, abs string, readOnly bool) (*sql.DB, error) {
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "synchronous(NORMAL)")
+	// FULL: a commit returns once the log holds it on stable storage, so
+	// an acknowledged write survives a power loss (NORMAL may lose the
+	// last commits). Group commit shares that sync among concurrent
+	// writers.
+	q.Add("_pragma", "synchronous(FULL)")
 	if readOnly {
 		q.Set("_query_only", "1")
 	} else {
@@ -174,7 +178,8 @@ var dialect = sqlcore.Dialect{
 	IsForeignKey: func(err error) bool {
 		return code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
 	},
-	Kind: kind,
+	Kind:        kind,
+	GroupCommit: true,
 }
 
 // code is the extended result code of a SQLite error, or -1.
@@ -191,7 +196,9 @@ func kind(err error) errs.Kind {
 	switch code(err) & 0xff {
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 		return errs.Unavailable
-	case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY,
+	case sqlite3.SQLITE_FULL: // the disk (or max_page_count) is full; the write did not happen
+		return errs.NoSpace
+	case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY,
 		sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB,
 		sqlite3.SQLITE_PERM:
 		return errs.IO

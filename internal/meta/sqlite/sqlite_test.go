@@ -61,7 +61,7 @@ func TestPragmas(t *testing.T) {
 			"journal_mode": "wal",
 			"busy_timeout": "10000",
 			"foreign_keys": "1",
-			"synchronous":  "1", // NORMAL
+			"synchronous":  "2", // FULL: a commit is on disk when it returns
 		} {
 			var got string
 			if err := db.QueryRowContext(t.Context(), "PRAGMA "+pragma).Scan(&got); err != nil {
@@ -271,5 +271,69 @@ func wantInternal(t *testing.T, what string, err error, msg string) {
 	t.Helper()
 	if !errs.Is(err, errs.Internal) || !strings.Contains(err.Error(), msg) {
 		t.Fatalf("%s: got %v (kind %q), want kind %q saying %q", what, err, errs.KindOf(err), errs.Internal, msg)
+	}
+}
+
+// TestFullDatabase: a write that finds the database full fails with kind
+// NoSpace (the disk's SQLITE_FULL; here max_page_count stands in for the
+// disk), stores nothing, and leaves the writer usable: deletes go on.
+func TestFullDatabase(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "meta.db"))
+	ctx := t.Context()
+	if err := s.CreateBucket(ctx, &meta.Bucket{Name: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	var pages int
+	if err := s.Writer().QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Writer().ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", pages+8)); err != nil {
+		t.Fatal(err)
+	}
+	big := map[string]string{"pad": strings.Repeat("x", 3000)}
+	var err error
+	n := 0
+	for ; n < 100; n++ {
+		o := &meta.Object{Bucket: "b", Key: fmt.Sprintf("k%03d", n), ETag: "e", Metadata: big,
+			Blobs: []meta.Blob{{ID: fmt.Sprintf("blob%03d", n)}}}
+		if _, err = s.PutObject(ctx, o); err != nil {
+			break
+		}
+	}
+	if !errs.Is(err, errs.NoSpace) || n == 0 {
+		t.Fatalf("after %d objects: %v; want a NoSpace error", n, err)
+	}
+	if _, gerr := s.GetObject(ctx, "b", fmt.Sprintf("k%03d", n)); !errs.Is(gerr, errs.NotFound) {
+		t.Fatalf("the object that did not fit: %v; want NotFound", gerr)
+	}
+	// Concurrent writes into the full database, committed in groups: each
+	// fails as NoSpace (also one whose group another write's failure
+	// ended), none as anything else.
+	errc := make(chan error, 16)
+	for i := range 16 {
+		go func() {
+			o := &meta.Object{Bucket: "b", Key: fmt.Sprintf("c%02d", i), ETag: "e", Metadata: big,
+				Blobs: []meta.Blob{{ID: fmt.Sprintf("cblob%02d", i)}}}
+			_, err := s.PutObject(ctx, o)
+			errc <- err
+		}()
+	}
+	for range 16 {
+		if err := <-errc; err != nil && !errs.Is(err, errs.NoSpace) {
+			t.Errorf("a concurrent write into the full database: %v (kind %v); want NoSpace", err, errs.KindOf(err))
+		}
+	}
+	for i := range n {
+		if _, err := s.DeleteObject(ctx, "b", fmt.Sprintf("k%03d", i)); err != nil {
+			t.Fatalf("deleting from a full database: %v", err)
+		}
+	}
+	for i := range 16 {
+		if _, err := s.DeleteObject(ctx, "b", fmt.Sprintf("c%02d", i)); err != nil && !errs.Is(err, errs.NotFound) {
+			t.Fatalf("deleting from a full database: %v", err)
+		}
+	}
+	if _, err := s.PutObject(ctx, &meta.Object{Bucket: "b", Key: "after", ETag: "e", Blobs: []meta.Blob{{ID: "x"}}}); err != nil {
+		t.Fatalf("a write after deletes made room: %v", err)
 	}
 }

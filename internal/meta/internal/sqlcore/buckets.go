@@ -74,7 +74,7 @@ func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 	const op errs.Op = "meta.DeleteBucket"
 	// The lock keeps objects and uploads from arriving before the delete:
 	// the foreign-key checks of their INSERTs lock the bucket's row too.
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.lockBucket(ctx, tx, op, name); err != nil {
 			return err
 		}

@@ -23,6 +23,12 @@ type Dialect struct {
 	// transactions interleave. SQLite leaves it empty: its write
 	// transactions run one at a time.
 	ForUpdate string
+	// GroupCommit runs concurrent write transactions together, each in a
+	// savepoint of one database transaction, so that they share one
+	// commit (see groupCommit). SQLite, whose single writer syncs its log
+	// at every commit, sets it; PostgreSQL, whose transactions run in
+	// parallel on several connections, does not.
+	GroupCommit bool
 }
 
 // Rebind rewrites the '?' placeholders of query for d. Question marks inside

@@ -15,7 +15,10 @@
 // read pool; PostgreSQL passes the same pool twice. In PostgreSQL, whose
 // transactions interleave, writes that replace a row and return the old one
 // lock it first (SELECT … FOR UPDATE) and retry an INSERT that a concurrent
-// transaction won.
+// transaction won. With Dialect.GroupCommit (SQLite) the write transactions
+// of concurrent callers run as savepoints of one transaction, committed
+// together, so that they share one sync of the log; each still commits or
+// fails alone.
 //
 // Times are stored as BIGINT epoch milliseconds, NULL for the zero time, and
 // read back in UTC. Object metadata, headers, checksums and blob lists are

@@ -191,7 +191,7 @@ func (s *Store) UpdateJob(ctx context.Context, r *meta.JobRecord) error {
 		return err
 	}
 	now := time.UnixMilli(time.Now().UnixMilli()).UTC()
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := s.exec(ctx, tx,
 			`UPDATE jobs SET name = ?, owner_id = ?, phase = ?, priority = ?, update_time = ?,
 			spec = ?, status = ?, runtime = ?, version = version + 1
@@ -338,7 +338,7 @@ func (s *Store) appendBatches(ctx context.Context, n, cols int, head, tail strin
 			s.prepared(ctx, s.w, s.d.Rebind(batchInsert(head, tail, cols, b.n)))
 		}
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return s.insertBatches(ctx, tx, bs, cols, head, tail, add)
 	})
 }

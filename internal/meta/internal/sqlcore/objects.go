@@ -124,7 +124,7 @@ func (s *Store) PutObject(ctx context.Context, o *meta.Object) (*meta.Object, er
 		return nil, err
 	}
 	var replaced *meta.Object
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		replaced, err = s.putObject(ctx, tx, op, o)
 		return err
@@ -230,8 +230,13 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string) (*meta.Obj
 	if err := validText(op, "bucket name", bucket, "object key", key); err != nil {
 		return nil, err
 	}
-	o, err := scanObject(s.queryRow(ctx, s.w,
-		`DELETE FROM objects WHERE bucket = ? AND key = ? RETURNING `+objectColumns, bucket, key))
+	var o *meta.Object
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		var err error
+		o, err = scanObject(s.queryRow(ctx, q,
+			`DELETE FROM objects WHERE bucket = ? AND key = ? RETURNING `+objectColumns, bucket, key))
+		return err
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, objectNotFound(op, bucket, key)
 	}

@@ -83,7 +83,7 @@ func (s *Store) ListPolicies(ctx context.Context, opts meta.ListOptions) ([]*met
 func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 	const op errs.Op = "meta.DeletePolicy"
 	conflict := errs.E(op, errs.Conflict, fmt.Sprintf("policy %q is attached to users; detach it first", id))
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var n int
 		if err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM user_policies WHERE policy_id = ?`, id).Scan(&n); err != nil {
 			return err
@@ -103,7 +103,7 @@ func (s *Store) DeletePolicy(ctx context.Context, id string) error {
 // error. NotFound if the user or the policy does not exist.
 func (s *Store) AttachPolicy(ctx context.Context, userID, policyID string) error {
 	const op errs.Op = "meta.AttachPolicy"
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, c := range []struct {
 			query, id string
 			notFound  error

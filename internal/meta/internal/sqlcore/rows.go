@@ -36,7 +36,7 @@ func (s *Store) staleOrMissing(ctx context.Context, tx *sql.Tx, op errs.Op, tabl
 // commit before and are deleted too, or fail with NotFound.
 func (s *Store) deleteWithChildren(ctx context.Context, op errs.Op, table, id string, notFound func(errs.Op, string) error,
 	deletes ...string) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var one int
 		err := s.queryRow(ctx, tx, `SELECT 1 FROM `+table+` WHERE id = ?`+s.d.ForUpdate, id).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {

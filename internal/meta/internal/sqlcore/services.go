@@ -149,7 +149,7 @@ func (s *Store) UpdateService(ctx context.Context, r *meta.ServiceRecord) error 
 		return err
 	}
 	now := time.UnixMilli(time.Now().UnixMilli()).UTC()
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := s.exec(ctx, tx,
 			`UPDATE services SET name = ?, owner_id = ?, status = ?, update_time = ?,
 			spec = ?, state = ?, runtime = ?, version = version + 1

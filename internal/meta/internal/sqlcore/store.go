@@ -19,12 +19,17 @@ type Store struct {
 	w     *sql.DB // writes and transactions
 	r     *sql.DB // plain reads; may be w
 	stmts stmtCache
+	group *groupCommit // nil unless d.GroupCommit
 }
 
 // New returns a Store that writes through w and reads through r, which may be
 // the same pool. The Store owns both: Close closes them.
 func New(d Dialect, w, r *sql.DB) *Store {
-	return &Store{d: d, w: w, r: r, stmts: stmtCache{m: map[stmtKey]*sql.Stmt{}}}
+	s := &Store{d: d, w: w, r: r, stmts: stmtCache{m: map[stmtKey]*sql.Stmt{}}}
+	if d.GroupCommit {
+		s.group = newGroupCommit(w)
+	}
+	return s
 }
 
 // stmtCache keeps prepared statements by pool and query text, so a query
@@ -103,8 +108,11 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes both pools.
+// Close finishes the queued write transactions and closes both pools.
 func (s *Store) Close() error {
+	if s.group != nil {
+		s.group.close()
+	}
 	s.stmts.mu.Lock()
 	for k, st := range s.stmts.m {
 		st.Close()
@@ -186,17 +194,33 @@ func (s *Store) count(ctx context.Context, query string, args ...any) (int, erro
 	return n, err
 }
 
-// tx runs fn in a write transaction, committing when it returns nil.
-func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// tx runs fn in a write transaction, committing when it returns nil. fn
+// must run its statements with the context it is given. With group commit
+// fn runs in a savepoint of a transaction shared with concurrent writers
+// (see groupCommit), and its context is not cancelled with ctx.
+func (s *Store) tx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	if s.group != nil {
+		return s.group.do(ctx, fn)
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(ctx, tx); err != nil {
 		_ = tx.Rollback() // fn's error is the one that matters
 		return err
 	}
 	return tx.Commit()
+}
+
+// write runs fn, a write of one statement, on the writer: in the next group
+// commit when the dialect groups commits (fn's querier is then the group's
+// transaction), else by itself on the writer pool.
+func (s *Store) write(ctx context.Context, fn func(ctx context.Context, q querier) error) error {
+	if s.group != nil {
+		return s.group.do(ctx, func(ctx context.Context, tx *sql.Tx) error { return fn(ctx, tx) })
+	}
+	return fn(ctx, s.w)
 }
 
 // wrap turns a driver error into an *errs.Error with the dialect's kind, and

@@ -80,10 +80,13 @@ func (s *Store) CreateUpload(ctx context.Context, u *meta.Upload) error {
 	if err := validMap(op, "headers", u.Headers); err != nil {
 		return err
 	}
-	_, err := s.exec(ctx, s.w,
-		`INSERT INTO uploads (`+uploadColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		u.ID, u.Bucket, u.Key, u.OwnerID, millis(u.Initiated), u.ContentType,
-		encodeMap(u.Metadata), encodeMap(u.Headers), u.StorageClass, u.ChecksumAlgo)
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		_, err := s.exec(ctx, q,
+			`INSERT INTO uploads (`+uploadColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			u.ID, u.Bucket, u.Key, u.OwnerID, millis(u.Initiated), u.ContentType,
+			encodeMap(u.Metadata), encodeMap(u.Headers), u.StorageClass, u.ChecksumAlgo)
+		return err
+	})
 	switch {
 	case s.d.IsUnique(err):
 		return errs.E(op, errs.Exists, fmt.Sprintf("multipart upload %q already exists", u.ID))
@@ -171,7 +174,7 @@ func (s *Store) PutPart(ctx context.Context, p *meta.UploadPart) (*meta.UploadPa
 	}
 	args := []any{p.Blob.ID, p.Blob.Size, p.Blob.ETag, p.Checksum, millis(p.LastModified)}
 	var replaced *meta.UploadPart
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for {
 			old, err := scanPart(s.queryRow(ctx, tx,
 				`SELECT `+partColumns+` FROM upload_parts WHERE upload_id = ? AND number = ?`+s.d.ForUpdate,
@@ -254,7 +257,7 @@ func (s *Store) CompleteUpload(ctx context.Context, uploadID string, o *meta.Obj
 	}
 	var replaced *meta.Object
 	var unused []*meta.UploadPart
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var bucket, key string
 		err := s.queryRow(ctx, tx, `SELECT bucket, key FROM uploads WHERE id = ?`+s.d.ForUpdate, uploadID).Scan(&bucket, &key)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -307,7 +310,7 @@ func (s *Store) AbortUpload(ctx context.Context, uploadID string) ([]*meta.Uploa
 		return nil, err
 	}
 	var parts []*meta.UploadPart
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var one int
 		err := s.queryRow(ctx, tx, `SELECT 1 FROM uploads WHERE id = ?`+s.d.ForUpdate, uploadID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {

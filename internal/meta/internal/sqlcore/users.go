@@ -78,7 +78,7 @@ func (s *Store) ListUsers(ctx context.Context, opts meta.ListOptions) ([]*meta.U
 // tokens and policy attachments; NotFound if none.
 func (s *Store) DeleteUser(ctx context.Context, id string) error {
 	const op errs.Op = "meta.DeleteUser"
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, q := range []string{
 			`DELETE FROM user_policies WHERE user_id = ?`,
 			`DELETE FROM tokens WHERE user_id = ?`,
