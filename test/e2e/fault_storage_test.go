@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sys/unix"
+
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 const mib = 1 << 20
@@ -165,12 +167,7 @@ func TestReadWhileReplaced(t *testing.T) {
 // so there a test that is not root fails; elsewhere it is skipped.
 func mountTmpfs(t *testing.T, dir, size string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("mounting a tmpfs needs root, and CI runs the tests as root")
-		}
-		t.Skip("mounting a tmpfs needs root")
-	}
+	testenv.Root(t, "mounting a tmpfs")
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/blob/disk"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
 // mountTmpfs mounts a tmpfs of the given size ("4m") on a temporary
@@ -18,12 +19,7 @@ import (
 // test that cannot mount fails; elsewhere it is skipped.
 func mountTmpfs(t *testing.T, size string) string {
 	t.Helper()
-	if os.Getuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("mounting a tmpfs needs root, and CI runs the tests as root")
-		}
-		t.Skip("mounting a tmpfs needs root")
-	}
+	testenv.Root(t, "mounting a tmpfs")
 	dir := t.TempDir()
 	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size="+size+",mode=0700"); err != nil {
 		t.Fatalf("mount -t tmpfs -o size=%s tmpfs %s: %v", size, dir, err)
