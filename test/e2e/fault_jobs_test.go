@@ -48,7 +48,8 @@ func TestFaultJobStoreFullAtFinalSync(t *testing.T) {
 		t.Fatalf("mounting a tmpfs at %s: %v", objects, err)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(objects, syscall.MNT_DETACH) })
-	cfg := writeJobConfig(t, t.TempDir(), py, "")
+	// A small reserve: the code upload fits, the outputs do not.
+	cfg := writeJobConfig(t, t.TempDir(), py, "storage_reserve: 1MiB\n")
 	s := &jobServer{server: startServer(t, dir, "--config", cfg), py: py}
 	s.must(nil, "obs", "mb", "obs://bkt")
 	// 40 MiB in two files of 20: multipart uploads (16 MiB parts), more
