@@ -2,91 +2,28 @@ package obs
 
 import (
 	"fmt"
-	"net/netip"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/atelier-dev/atelier/internal/bucketname"
 	"github.com/atelier-dev/atelier/internal/errs"
 )
 
 // Limits of names and metadata, as S3 sets them.
 const (
-	MinBucketNameLen = 3
-	MaxBucketNameLen = 63
 	MaxKeyLen        = 1024    // bytes of UTF-8
 	MaxMetadataSize  = 2 << 10 // bytes of user metadata names and values together
 )
 
-const bucketNameRules = "a bucket name is 3-63 characters: lower-case letters, digits, '.' and '-', " +
-	"starting and ending with a letter or digit, without '..', '.-' or '-.', and not an IP address"
-
-// ValidateBucketName checks name against the DNS rules for bucket names and
-// says what is wrong with it; the hint suggests a valid name where one can be
-// derived (capitals lowered, '_' replaced by '-').
+// ValidateBucketName checks name by the rules of bucket names
+// (internal/bucketname) and says what is wrong with it; the hint suggests a
+// valid name where one can be derived.
 func ValidateBucketName(name string) error {
 	const op errs.Op = "obs.ValidateBucketName"
-	problem := bucketNameProblem(name)
-	if problem == "" {
-		return nil
+	if problem := bucketname.Problem(name); problem != "" {
+		return fail(op, CodeInvalidBucketName, fmt.Sprintf("invalid bucket name %q: %s", name, problem), bucketname.Hint(name))
 	}
-	hint := bucketNameRules
-	if s := suggestBucketName(name); s != "" && s != name && bucketNameProblem(s) == "" {
-		hint = fmt.Sprintf("try %q; %s", s, bucketNameRules)
-	}
-	return fail(op, CodeInvalidBucketName, fmt.Sprintf("invalid bucket name %q: %s", name, problem), hint)
-}
-
-// bucketNameProblem says what is wrong with a bucket name, "" if nothing.
-func bucketNameProblem(name string) string {
-	n := len(name)
-	switch {
-	case n == 0:
-		return "the name is empty"
-	case n < MinBucketNameLen:
-		return fmt.Sprintf("it is %d characters long; the minimum is %d", n, MinBucketNameLen)
-	case n > MaxBucketNameLen:
-		return fmt.Sprintf("it is %d characters long; the maximum is %d", n, MaxBucketNameLen)
-	}
-	for i, r := range name {
-		switch {
-		case 'a' <= r && r <= 'z', '0' <= r && r <= '9', r == '.', r == '-':
-		case 'A' <= r && r <= 'Z':
-			return fmt.Sprintf("it contains the capital letter %q at position %d (bucket names are lower case)", r, i+1)
-		case r == '_':
-			return fmt.Sprintf("it contains an underscore at position %d (use '-')", i+1)
-		case r == ' ':
-			return fmt.Sprintf("it contains a space at position %d", i+1)
-		default:
-			return fmt.Sprintf("it contains %q at position %d, which is not allowed", r, i+1)
-		}
-	}
-	if !isAlnum(name[0]) {
-		return fmt.Sprintf("it starts with %q; it must start with a letter or digit", name[0])
-	}
-	if !isAlnum(name[n-1]) {
-		return fmt.Sprintf("it ends with %q; it must end with a letter or digit", name[n-1])
-	}
-	for _, bad := range []string{"..", ".-", "-."} {
-		if strings.Contains(name, bad) {
-			return fmt.Sprintf("it contains %q", bad)
-		}
-	}
-	if _, err := netip.ParseAddr(name); err == nil {
-		return "it is formatted as an IP address"
-	}
-	if strings.HasPrefix(name, "xn--") {
-		return `it starts with "xn--", which is reserved for internationalised domain names`
-	}
-	return ""
-}
-
-func isAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
-
-// suggestBucketName lowers capitals and turns '_' and spaces into '-'.
-func suggestBucketName(name string) string {
-	s := strings.ToLower(name)
-	s = strings.NewReplacer("_", "-", " ", "-").Replace(s)
-	return strings.Trim(s, ".-")
+	return nil
 }
 
 // ValidateKey checks an object key: not empty, at most MaxKeyLen bytes,

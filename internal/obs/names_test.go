@@ -19,19 +19,19 @@ func TestValidateBucketName(t *testing.T) {
 		{"a" + strings.Repeat("b", 62), true, "", ""},
 		{"123", true, "", ""},
 		{"", false, "empty", ""},
-		{"ab", false, "minimum is 3", ""},
-		{strings.Repeat("a", 64), false, "maximum is 63", ""},
-		{"My-Data", false, "capital letter 'M'", `"my-data"`},
-		{"my_data", false, "underscore", `"my-data"`},
-		{"my data", false, "space", `"my-data"`},
-		{"-data", false, "must start", ""},
-		{"data-", false, "must end", ""},
-		{"da..ta", false, `".."`, ""},
-		{"da.-ta", false, `".-"`, ""},
-		{"da-.ta", false, `"-."`, ""},
+		{"ab", false, "at least 3", ""},
+		{strings.Repeat("a", 64), false, "at most 63", ""},
+		{"My-Data", false, "upper-case letter 'M'", `"my-data"`},
+		{"my_data", false, "'_'", `"my-data"`},
+		{"my data", false, "' '", `"my-data"`},
+		{"-data", false, "starts with", ""},
+		{"data-", false, "ends with", ""},
+		{"da..ta", false, "two adjacent periods", ""},
+		{"da.-ta", false, "starts or ends with '-'", ""},
+		{"da-.ta", false, "starts or ends with '-'", ""},
 		{"192.168.5.4", false, "IP address", ""},
 		{"xn--data", false, "xn--", ""},
-		{"数据", false, "not allowed", ""},
+		{"数据", false, "'数'", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,7 +46,7 @@ func TestValidateBucketName(t *testing.T) {
 			if m := errs.UserMessage(err); !strings.Contains(m, tt.msg) || !strings.Contains(m, tt.name) {
 				t.Errorf("message %q lacks %q or the name", m, tt.msg)
 			}
-			if h := string(errs.HintOf(err)); !strings.Contains(h, tt.suggest) || !strings.Contains(h, "3-63") {
+			if h := string(errs.HintOf(err)); !strings.Contains(h, tt.suggest) || !strings.Contains(h, "3 to 63") {
 				t.Errorf("hint %q lacks %q or the rules", h, tt.suggest)
 			}
 		})

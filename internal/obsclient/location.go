@@ -2,12 +2,12 @@ package obsclient
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 
+	"github.com/atelier-dev/atelier/internal/bucketname"
 	"github.com/atelier-dev/atelier/internal/errs"
 )
 
@@ -128,45 +128,12 @@ func isScheme(s string) bool {
 	return true
 }
 
-// ValidateBucketName checks name against the DNS-compatible bucket naming
-// rules of S3 and OBS: 3 to 63 characters; lowercase letters, digits,
-// hyphens and dots; a letter or digit first and last; no "..", ".-" or
-// "-."; not an IP address. The error names the rule broken.
+// ValidateBucketName checks name by the rules of bucket names
+// (internal/bucketname); the error names the rule broken.
 func ValidateBucketName(name string) error {
 	const op errs.Op = "obsclient.ValidateBucketName"
-	const rules errs.Hint = "bucket names are 3-63 lowercase letters, digits, hyphens and dots, starting and ending with a letter or digit"
-	bad := func(why string) error {
-		return errs.E(op, errs.Invalid, rules, fmt.Sprintf("invalid bucket name %q: %s", name, why))
-	}
-	switch {
-	case len(name) < 3:
-		return bad("shorter than 3 characters")
-	case len(name) > 63:
-		return bad("longer than 63 characters")
-	}
-	for _, r := range name {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
-		case r >= 'A' && r <= 'Z':
-			return bad("capital letters are not allowed")
-		case r == '_':
-			return bad("underscores are not allowed")
-		default:
-			return bad(fmt.Sprintf("%q is not allowed", r))
-		}
-	}
-	if !isAlnum(name[0]) || !isAlnum(name[len(name)-1]) {
-		return bad("must start and end with a letter or digit")
-	}
-	for _, s := range []string{"..", ".-", "-."} {
-		if strings.Contains(name, s) {
-			return bad(fmt.Sprintf("%q is not allowed", s))
-		}
-	}
-	if net.ParseIP(name) != nil {
-		return bad("must not be an IP address")
+	if problem := bucketname.Problem(name); problem != "" {
+		return errs.E(op, errs.Invalid, errs.Hint(bucketname.Hint(name)), fmt.Sprintf("invalid bucket name %q: %s", name, problem))
 	}
 	return nil
 }
-
-func isAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }

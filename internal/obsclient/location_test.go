@@ -36,11 +36,11 @@ func TestParseLocation(t *testing.T) {
 		{in: "obs:/b1k/key", wantErr: "malformed URL"},
 		{in: "s3:b1k", wantErr: "malformed URL"},
 		{in: "gs://b1k/key", wantErr: `unsupported URL scheme "gs"`},
-		{in: "obs://My_Bucket/k", wantErr: "capital letters"},
-		{in: "obs://my_bucket/k", wantErr: "underscores"},
-		{in: "obs://ab/k", wantErr: "shorter than 3"},
-		{in: "obs://-abc/k", wantErr: "start and end"},
-		{in: "obs://a..b/k", wantErr: `".."`},
+		{in: "obs://My_Bucket/k", wantErr: "upper-case letter"},
+		{in: "obs://my_bucket/k", wantErr: "'_'"},
+		{in: "obs://ab/k", wantErr: "at least 3"},
+		{in: "obs://-abc/k", wantErr: "starts with '-'"},
+		{in: "obs://a..b/k", wantErr: "two adjacent periods"},
 		{in: "obs://192.168.1.1/k", wantErr: "IP address"},
 	}
 	for _, tt := range tests {

@@ -23,8 +23,9 @@
 //     message), Error, constructors whose messages name the bucket, key,
 //     principal and action involved, ToError (mapping SigV4 failures and
 //     *errs.Error kinds to S3 codes) and WriteError.
-//   - bucketname.go: ValidateBucketName (S3's DNS rules, with a message that
-//     names the rule broken and a hint with a corrected name).
+//   - bucketname.go: ValidateBucketName (the rules of internal/bucketname as
+//     an InvalidBucketName error that names the rule broken, with a hint
+//     that suggests a corrected name).
 //
 // Protocol errors are *Error values; functions return them as error. A
 // handler returns whatever error it gets and lets WriteError map it; it

@@ -215,34 +215,3 @@ func FuzzParseRange(f *testing.F) {
 	})
 }
 
-// FuzzBucketName checks ValidateBucketName against the rules stated
-// independently, and that suggestions are valid.
-func FuzzBucketName(f *testing.F) {
-	for _, s := range []string{"my-bucket", "My_Bucket", "192.168.0.1", "xn--abc", "a..b", "a-.b", "ab", "bucket-s3alias", "中文", "a\xffb"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, name string) {
-		err := ValidateBucketName(name)
-		if err == nil {
-			if len(name) < 3 || len(name) > 63 || !isAlnum(name[0]) || !isAlnum(name[len(name)-1]) ||
-				strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789-.") != "" ||
-				strings.Contains(name, "..") || strings.Contains(name, ".-") || strings.Contains(name, "-.") ||
-				strings.HasPrefix(name, "xn--") || strings.HasSuffix(name, "-s3alias") {
-				t.Fatalf("ValidateBucketName accepted %q", name)
-			}
-			if SuggestBucketName(name) != name {
-				t.Fatalf("SuggestBucketName changed the valid name %q", name)
-			}
-			return
-		}
-		var e *Error
-		if !errors.As(err, &e) || e.Code != InvalidBucketName || e.Bucket != name || e.Message == "" {
-			t.Fatalf("ValidateBucketName(%q) = %#v", name, err)
-		}
-		if s := SuggestBucketName(name); s != "" {
-			if verr := ValidateBucketName(s); verr != nil {
-				t.Fatalf("the suggestion %q for %q is not valid: %v", s, name, verr)
-			}
-		}
-	})
-}
