@@ -11,8 +11,8 @@ import (
 
 // Limits of names and metadata, as S3 sets them.
 const (
-	MaxKeyLen        = 1024    // bytes of UTF-8
-	MaxMetadataSize  = 2 << 10 // bytes of user metadata names and values together
+	MaxKeyLen       = 1024    // bytes of UTF-8
+	MaxMetadataSize = 2 << 10 // bytes of user metadata names and values together
 )
 
 // ValidateBucketName checks name by the rules of bucket names

@@ -214,4 +214,3 @@ func FuzzParseRange(f *testing.F) {
 		}
 	})
 }
-
