@@ -56,14 +56,3 @@ func TestPartSizes(t *testing.T) {
 		t.Errorf("PartSizeFor raises a small part size to the minimum")
 	}
 }
-
-func TestUnsafeRel(t *testing.T) {
-	for rel, bad := range map[string]bool{
-		"a/b.txt": false, "中文/名 字.jpg": false, "..a/b": false,
-		"": true, "/etc/passwd": true, "../x": true, "a/../../x": true, "a//b": true, "./a": true, "a/\x00": true,
-	} {
-		if got := unsafeRel(rel) != ""; got != bad {
-			t.Errorf("unsafeRel(%q) = %q", rel, unsafeRel(rel))
-		}
-	}
-}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/keypath"
 )
 
 // Entry is one file or object of a listing.
@@ -256,11 +257,11 @@ func (p *Plan) filter(kind Op, src Source, all bool) []Entry {
 				}
 				continue
 			}
-			if why := unsafeRel(e.Rel); why != "" {
+			if why := keypath.Unsafe(e.Rel); why != "" {
 				p.warnf("skipping %s: %s", src.Loc.Join(e.Rel), why)
 				continue
 			}
-			if dir := fileAncestor(e.Rel, files); dir != "" {
+			if dir := keypath.FileAncestor(e.Rel, files); dir != "" {
 				p.warnf("skipping %s: %s is also an object, and a local file cannot be a directory", src.Loc.Join(e.Rel), src.Loc.Join(dir))
 				continue
 			}
@@ -272,37 +273,6 @@ func (p *Plan) filter(kind Op, src Source, all bool) []Entry {
 		p.warnf("not copying %s/ (use --all to include them)", strings.Join(skipped, "/, "))
 	}
 	return out
-}
-
-// unsafeRel says why a key's relative path cannot be written under a local
-// directory (it would escape it or is not a path), or "".
-func unsafeRel(rel string) string {
-	if rel == "" || strings.HasPrefix(rel, "/") {
-		return "the key is not a relative path"
-	}
-	if strings.ContainsRune(rel, 0) {
-		return "the key contains a NUL byte"
-	}
-	for _, e := range strings.Split(rel, "/") {
-		switch e {
-		case "":
-			return "the key contains an empty path element (//)"
-		case ".", "..":
-			return fmt.Sprintf("the key contains a %q path element", e)
-		}
-	}
-	return ""
-}
-
-// fileAncestor is the first ancestor directory of rel that is also a file
-// of files, or "".
-func fileAncestor(rel string, files map[string]bool) string {
-	for i := 0; i < len(rel); i++ {
-		if rel[i] == '/' && files[rel[:i]] {
-			return rel[:i]
-		}
-	}
-	return ""
 }
 
 // checkSame rejects a plan that copies an object onto itself.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/keypath"
 	"github.com/atelier-dev/atelier/internal/obsclient"
 )
 
@@ -101,12 +102,12 @@ func (s *stager) listed(dir obsclient.Location, objs []obsclient.Object) listing
 	for _, o := range objs {
 		rel := strings.TrimPrefix(o.Key, dir.Key)
 		if strings.HasSuffix(rel, "/") {
-			if r := strings.TrimSuffix(rel, "/"); unsafeRel(r) == "" {
+			if r := strings.TrimSuffix(rel, "/"); keypath.Unsafe(r) == "" {
 				out.Dirs = append(out.Dirs, r)
 			}
 			continue
 		}
-		if why := unsafeRel(rel); why != "" {
+		if why := keypath.Unsafe(rel); why != "" {
 			s.warn(fmt.Sprintf("skipping %s: %s", obsclient.URL(dir.Bucket, o.Key), why))
 			continue
 		}
@@ -116,7 +117,7 @@ func (s *stager) listed(dir obsclient.Location, objs []obsclient.Object) listing
 	// A key that is also the directory of other keys cannot be a file.
 	kept := out.Files[:0]
 	for _, f := range out.Files {
-		if anc := fileAncestor(f.Rel, files); anc != "" {
+		if anc := keypath.FileAncestor(f.Rel, files); anc != "" {
 			s.warn(fmt.Sprintf("skipping %s: %s is also an object, not a directory", obsclient.URL(f.Bucket, f.Obj.Key), anc))
 			continue
 		}
@@ -143,35 +144,6 @@ func (s *stager) single(ctx context.Context, loc obsclient.Location, known *obsc
 		return listing{}, errs.E(op, CodeList, because(fmt.Sprintf("cannot read %s", loc), err), err)
 	}
 	return listing{Single: true, Files: []remoteFile{{Bucket: loc.Bucket, Obj: o, Rel: path.Base(loc.Key)}}}, nil
-}
-
-// unsafeRel says why rel cannot be written below a directory, or "".
-func unsafeRel(rel string) string {
-	if rel == "" || strings.HasPrefix(rel, "/") {
-		return "the key is not a relative path"
-	}
-	if strings.ContainsRune(rel, 0) {
-		return "the key contains a NUL byte"
-	}
-	for _, e := range strings.Split(rel, "/") {
-		switch e {
-		case "":
-			return "the key contains an empty path element (//)"
-		case ".", "..":
-			return fmt.Sprintf("the key contains a %q path element", e)
-		}
-	}
-	return ""
-}
-
-// fileAncestor is the first proper ancestor of rel that is in files, or "".
-func fileAncestor(rel string, files map[string]bool) string {
-	for i := 0; i < len(rel); i++ {
-		if rel[i] == '/' && files[rel[:i]] {
-			return rel[:i]
-		}
-	}
-	return ""
 }
 
 // fetchStats counts a fetch.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/keypath"
 	"github.com/atelier-dev/atelier/internal/obsclient"
 )
 
@@ -137,7 +138,7 @@ func (o *outputSync) restore(ctx context.Context) (obsclient.Summary, error) {
 				return obsclient.Summary{}, errs.E(op, CodeRestore, because(fmt.Sprintf("cannot list %s", dir), err), err)
 			}
 			rel := obj.Key[len(dir.Key):]
-			if unsafeRel(rel) != "" {
+			if keypath.Unsafe(rel) != "" {
 				continue // "dir/" markers and keys that are no paths
 			}
 			plan.Transfers = append(plan.Transfers, obsclient.Transfer{
