@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/minio/crc64nvme"
 )
 
 // Algorithm is an S3 checksum algorithm, named as in the
@@ -94,7 +95,7 @@ func (a Algorithm) New() hash.Hash {
 	case CRC32C:
 		return crc32.New(castagnoli)
 	case CRC64NVME:
-		return newCRC64NVME()
+		return crc64nvme.New()
 	case SHA1:
 		return sha1.New()
 	case SHA256:

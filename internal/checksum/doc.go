@@ -7,7 +7,9 @@
 // 32 and 64 for the SHAs. CRC32 is the IEEE polynomial, CRC32C the
 // Castagnoli one, CRC64NVME the reflected polynomial 0x9a6c9329ac4bc9b5 with
 // all-ones initial value and final XOR (check value of "123456789":
-// 0xae8b14860a799888), computed here by slicing-by-8.
+// 0xae8b14860a799888), computed by github.com/minio/crc64nvme (carry-less
+// multiplication where the CPU has it: ~28× the table-driven hash/crc64
+// here; the tests check it against hash/crc64 with the same polynomial).
 //
 // FromHeaders finds the one checksum a request sends as a header;
 // NewReader checks a body against it as the body is read, failing at EOF;

@@ -1,6 +1,7 @@
 package checksum
 
 import (
+	"hash"
 	"net/http"
 	"testing"
 )
@@ -61,7 +62,7 @@ func FuzzCRC64NVME(f *testing.F) {
 	f.Add(make([]byte, 100), uint8(0))
 	f.Fuzz(func(t *testing.T, b []byte, split uint8) {
 		k := min(int(split), len(b))
-		h := newCRC64NVME()
+		h := CRC64NVME.New().(hash.Hash64)
 		h.Write(b[:k])
 		h.Write(b[k:])
 		if got, want := Encode(h.Sum(nil)), reference(CRC64NVME, b); got != want {
