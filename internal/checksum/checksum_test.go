@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/s3code"
 )
 
 // reference computes a checksum value with the standard library only, as
@@ -270,8 +271,8 @@ func wantErr(t *testing.T, what string, err error, code errs.Code, s3 string) {
 	switch {
 	case err == nil:
 		t.Errorf("%s: no error", what)
-	case errs.KindOf(err) != errs.Invalid || errs.CodeOf(err) != code || S3Code(err) != s3:
-		t.Errorf("%s: %v (kind %v, code %s, s3 %q); want %s, %s", what, err, errs.KindOf(err), errs.CodeOf(err), S3Code(err), code, s3)
+	case errs.KindOf(err) != errs.Invalid || errs.CodeOf(err) != code || s3code.Code(err) != s3:
+		t.Errorf("%s: %v (kind %v, code %s, s3 %q); want %s, %s", what, err, errs.KindOf(err), errs.CodeOf(err), s3code.Code(err), code, s3)
 	case errs.HintOf(err) == "":
 		t.Errorf("%s: no hint", what)
 	}

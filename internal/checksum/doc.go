@@ -18,7 +18,6 @@
 // auth/sigv4's chunked reader, which uses this package's algorithms.
 //
 // Errors are *errs.Error values of kind errs.Invalid with a stable
-// ATL.CKSUM.NNNN code, wrapping an *Error that carries the S3 error code
-// (InvalidRequest for a malformed header, BadDigest for a mismatch); S3Code
-// digs it out.
+// ATL.CKSUM.NNNN code, wrapping an *s3code.Error that carries the S3 error code
+// (InvalidRequest for a malformed header, BadDigest for a mismatch).
 package checksum

@@ -1,9 +1,8 @@
 package checksum
 
 import (
-	"errors"
-
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/s3code"
 )
 
 // S3 error codes this package reports.
@@ -26,26 +25,8 @@ const (
 	opVerify      errs.Op = "checksum.Verify"
 )
 
-// Error carries the S3 error code of a checksum failure, for the S3 API's
-// XML error body. The package's functions wrap it in an *errs.Error.
-type Error struct {
-	Code string // S3 error code, e.g. BadDigest
-	Msg  string // S3 error message
-}
-
-func (e *Error) Error() string { return e.Code }
-
-// S3Code returns the S3 error code carried by err, or "" when it has none.
-func S3Code(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return ""
-}
-
 func newError(op errs.Op, code errs.Code, s3, msg, hint string) error {
-	return errs.E(op, errs.Invalid, code, msg, errs.Hint(hint), &Error{Code: s3, Msg: msg})
+	return errs.E(op, errs.Invalid, code, msg, errs.Hint(hint), &s3code.Error{Code: s3, Msg: msg})
 }
 
 // Mismatch is the error of data whose checksum under a is got where want

@@ -4,6 +4,8 @@ import (
 	"hash"
 	"net/http"
 	"testing"
+
+	"github.com/atelier-dev/atelier/internal/s3code"
 )
 
 func FuzzFromHeaders(f *testing.F) {
@@ -20,7 +22,7 @@ func FuzzFromHeaders(f *testing.F) {
 		}
 		a, v, err := FromHeaders(h)
 		if err != nil {
-			if S3Code(err) == "" {
+			if s3code.Code(err) == "" {
 				t.Fatalf("error without S3 code: %v", err)
 			}
 			return

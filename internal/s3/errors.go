@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/atelier-dev/atelier/internal/auth"
-	"github.com/atelier-dev/atelier/internal/auth/sigv4"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/s3code"
 )
 
 // ErrorCode is an S3 error code, the <Code> of an error response.
@@ -371,7 +371,8 @@ const (
 
 // ToError maps any error to the S3 error to send:
 //   - an *Error (anywhere in the chain) as is;
-//   - a SigV4 failure (*sigv4.Error) by its S3 code, with its message and the
+//   - a failure that carries its S3 code (an *s3code.Error: a signature or
+//     a checksum that does not match) by that code, with its message and the
 //     hint of the *errs.Error around it;
 //   - an *errs.Error by kind: NotFound → NoSuchKey (handlers that know better
 //     return ErrNoSuchBucket or ErrNoSuchUpload), PermissionDenied →
@@ -393,7 +394,7 @@ func ToError(err error) *Error {
 		return e
 	}
 	hint := string(errs.HintOf(err))
-	var se *sigv4.Error
+	var se *s3code.Error
 	if errors.As(err, &se) {
 		return &Error{Code: ErrorCode(se.Code), Message: se.Msg, Hint: hint, Err: err}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/auth/sigv4"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/s3code"
 )
 
 // TestErrorTable checks the statuses S3 clients rely on (S3 API reference,
@@ -66,10 +67,10 @@ func TestToError(t *testing.T) {
 	s3err := ErrNoSuchBucket("data")
 	sigErr := errs.E("sigv4.Verify", errs.Unauthenticated, errs.Code("ATL.AUTH.0018"),
 		"the request signature we calculated does not match", errs.Hint("check the secret key"),
-		&sigv4.Error{Code: sigv4.S3SignatureDoesNotMatch, Msg: "the request signature we calculated does not match"})
+		&s3code.Error{Code: sigv4.S3SignatureDoesNotMatch, Msg: "the request signature we calculated does not match"})
 	malformed := errs.E("sigv4.Verify", errs.Invalid, errs.Code("ATL.AUTH.0008"), "wrong region",
-		&sigv4.Error{Code: sigv4.S3AuthorizationHeaderMalformed, Msg: `the region "eu-west-1" is wrong; expecting "us-east-1"`})
-	badDate := errs.E("sigv4.Verify", errs.Invalid, "bad date", &sigv4.Error{Code: sigv4.S3AccessDenied, Msg: "X-Amz-Date does not parse"})
+		&s3code.Error{Code: sigv4.S3AuthorizationHeaderMalformed, Msg: `the region "eu-west-1" is wrong; expecting "us-east-1"`})
+	badDate := errs.E("sigv4.Verify", errs.Invalid, "bad date", &s3code.Error{Code: sigv4.S3AccessDenied, Msg: "X-Amz-Date does not parse"})
 	secret := errors.New("open /var/lib/atelier/secret: permission denied")
 	tests := []struct {
 		name   string

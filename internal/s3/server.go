@@ -148,9 +148,6 @@ func (s *Server) toS3Error(err error) *Error {
 		}
 		return out
 	}
-	if code := checksum.S3Code(err); code != "" {
-		return &Error{Code: ErrorCode(code), Message: userMessage(err), Hint: string(errs.HintOf(err)), Err: err}
-	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return NewError(EntityTooLarge, "the request body is larger than "+strconv.FormatInt(mbe.Limit, 10)+" bytes")

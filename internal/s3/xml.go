@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/atelier-dev/atelier/internal/auth/sigv4"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/s3code"
 )
 
 // Namespace is the XML namespace of S3 response documents.
@@ -534,7 +534,7 @@ func ParseXML(r io.Reader, max int64, v any) error {
 		switch {
 		case errors.As(err, &mb):
 			return Errorf(MalformedXML, "the XML document is larger than the %d bytes the server accepts", mb.Limit)
-		case sigv4.S3Code(err) != "" || errs.KindOf(err) != errs.Other:
+		case s3code.Code(err) != "" || errs.KindOf(err) != errs.Other:
 			return err
 		}
 		return &Error{Code: IncompleteBody, Message: "the request body could not be read to its end", Err: err}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/auth/sigv4"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/s3code"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -356,7 +357,7 @@ type errReader struct{ err error }
 func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 func TestParseXMLReadErrors(t *testing.T) {
-	sig := errs.E("sigv4.Body", errs.Invalid, "mismatch", &sigv4.Error{Code: sigv4.S3XAmzContentSHA256Mismatch, Msg: "mismatch"})
+	sig := errs.E("sigv4.Body", errs.Invalid, "mismatch", &s3code.Error{Code: sigv4.S3XAmzContentSHA256Mismatch, Msg: "mismatch"})
 	var d Delete
 	if err := ParseXML(errReader{sig}, 100, &d); !errors.Is(err, sig) || ToError(err).Code != XAmzContentSHA256Mismatch {
 		t.Errorf("sigv4 error: %v", err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/checksum"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/s3code"
 )
 
 // The x-amz-content-sha256 values of aws-chunked bodies this package
@@ -662,13 +663,13 @@ func (c *ChunkedReader) readError(err error, where string) error {
 		return errs.E(opChunked, msg, err)
 	}
 	return errs.E(opChunked, errs.IO, CodeChunkRead, msg, errs.Hint("send the whole body"),
-		&causeError{s3: &Error{Code: S3IncompleteBody, Msg: msg}, cause: err})
+		&causeError{s3: &s3code.Error{Code: S3IncompleteBody, Msg: msg}, cause: err})
 }
 
 // causeError carries the S3 code of a failed read and the error that
 // caused it, so that errors.As finds either.
 type causeError struct {
-	s3    *Error
+	s3    *s3code.Error
 	cause error
 }
 

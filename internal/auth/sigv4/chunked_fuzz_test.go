@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/atelier-dev/atelier/internal/checksum"
+	"github.com/atelier-dev/atelier/internal/s3code"
 )
 
 // FuzzChunkedReader decodes mutated aws-chunked bodies. The decoder must
@@ -55,7 +56,7 @@ func FuzzChunkedReader(f *testing.F) {
 			t.Fatalf("decoded %d bytes out of %d", len(got), len(enc))
 		}
 		if err != nil {
-			if S3Code(err) == "" {
+			if s3code.Code(err) == "" {
 				t.Fatalf("error without S3 code: %v", err)
 			}
 			return
@@ -93,7 +94,7 @@ func FuzzChunkedHeaders(f *testing.F) {
 		}
 		cr, err := NewChunkedReader(strings.NewReader("0\r\n\r\n"), res, h)
 		if err != nil {
-			if S3Code(err) == "" {
+			if s3code.Code(err) == "" {
 				t.Fatalf("error without S3 code: %v", err)
 			}
 			return

@@ -11,6 +11,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/checksum"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/s3code"
 )
 
 // chunkedUpload is an aws-chunked upload as a client builds it, with every
@@ -156,8 +157,8 @@ func wantChunkedErr(t testing.TB, what string, err error, kind errs.Kind, code e
 	switch {
 	case err == nil:
 		t.Errorf("%s: no error, want %s", what, code)
-	case errs.KindOf(err) != kind || errs.CodeOf(err) != code || S3Code(err) != s3:
-		t.Errorf("%s: %v\n(kind %v, code %s, s3 %q); want %v, %s, %s", what, err, errs.KindOf(err), errs.CodeOf(err), S3Code(err), kind, code, s3)
+	case errs.KindOf(err) != kind || errs.CodeOf(err) != code || s3code.Code(err) != s3:
+		t.Errorf("%s: %v\n(kind %v, code %s, s3 %q); want %v, %s, %s", what, err, errs.KindOf(err), errs.CodeOf(err), s3code.Code(err), kind, code, s3)
 	case errs.UserMessage(err) == "" || errs.HintOf(err) == "":
 		t.Errorf("%s: %v has no message or no hint", what, err)
 	}

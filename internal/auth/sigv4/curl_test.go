@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/s3code"
 	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
@@ -32,7 +33,7 @@ func curlServer(t *testing.T) *httptest.Server {
 			}
 		}
 		w.WriteHeader(http.StatusForbidden)
-		io.WriteString(w, S3Code(err)+": "+errs.UserMessage(err))
+		io.WriteString(w, s3code.Code(err)+": "+errs.UserMessage(err))
 	}))
 	t.Cleanup(srv.Close)
 	return srv

@@ -20,7 +20,7 @@
 //
 // Errors are *errs.Error values with kind errs.Unauthenticated (bad
 // signature, unknown key, expired, clock skew) or errs.Invalid (malformed
-// input), a stable ATL.AUTH.00NN code and a hint, wrapping an *Error that
-// carries the S3 error code (S3Code digs it out). Messages never contain a
+// input), a stable ATL.AUTH.00NN code and a hint, wrapping an
+// *s3code.Error that carries the S3 error code. Messages never contain a
 // secret or an expected signature.
 package sigv4

@@ -1,9 +1,8 @@
 package sigv4
 
 import (
-	"errors"
-
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/s3code"
 )
 
 // S3 error codes that Verify reports, as the S3 API answers them.
@@ -59,24 +58,6 @@ const (
 	opPresign errs.Op = "sigv4.Presign"
 )
 
-// Error carries the S3 error code of a verification failure, for the S3
-// API's XML error body. Verify wraps it in an *errs.Error.
-type Error struct {
-	Code string // S3 error code, e.g. SignatureDoesNotMatch
-	Msg  string // S3 error message
-}
-
-func (e *Error) Error() string { return e.Code }
-
-// S3Code returns the S3 error code carried by err, or "" when it has none.
-func S3Code(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return ""
-}
-
 // failure describes one verification failure.
 type failure struct {
 	kind errs.Kind
@@ -87,7 +68,7 @@ type failure struct {
 }
 
 func (f failure) err(op errs.Op) error {
-	return errs.E(op, f.kind, f.code, f.msg, errs.Hint(f.hint), &Error{Code: f.s3, Msg: f.msg})
+	return errs.E(op, f.kind, f.code, f.msg, errs.Hint(f.hint), &s3code.Error{Code: f.s3, Msg: f.msg})
 }
 
 // malformedS3 is the S3 code for a malformed signature: it depends on where

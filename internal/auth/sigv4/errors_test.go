@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/s3code"
 )
 
 // signed returns a GET request signed for service and region at testTime,
@@ -332,7 +333,7 @@ func checkErr(t *testing.T, err error, kind errs.Kind, code errs.Code, s3, msgHa
 	if got := errs.CodeOf(err); got != code {
 		t.Errorf("code = %q, want %q (%v)", got, code, err)
 	}
-	switch got := S3Code(err); {
+	switch got := s3code.Code(err); {
 	case s3 == noS3Code && got != "":
 		t.Errorf("S3Code = %q, want none (%v)", got, err)
 	case s3 != "" && s3 != noS3Code && got != s3:
@@ -404,7 +405,7 @@ func TestVerifyBodyMismatch(t *testing.T) {
 		t.Fatal("reading a body that does not match x-amz-content-sha256 succeeded")
 	}
 	checkErr(t, err, errs.Invalid, CodeContentSHA256, S3XAmzContentSHA256Mismatch, "does not match")
-	if _, again := sr.Body.Read(make([]byte, 1)); again == nil || S3Code(again) != S3XAmzContentSHA256Mismatch {
+	if _, again := sr.Body.Read(make([]byte, 1)); again == nil || s3code.Code(again) != S3XAmzContentSHA256Mismatch {
 		t.Errorf("second read after mismatch: %v", again)
 	}
 
@@ -420,15 +421,15 @@ func TestVerifyBodyMismatch(t *testing.T) {
 }
 
 func TestS3Code(t *testing.T) {
-	if got := S3Code(nil); got != "" {
-		t.Errorf("S3Code(nil) = %q", got)
+	if got := s3code.Code(nil); got != "" {
+		t.Errorf("s3code.Code(nil) = %q", got)
 	}
-	if got := S3Code(errors.New("x")); got != "" {
-		t.Errorf("S3Code(foreign) = %q", got)
+	if got := s3code.Code(errors.New("x")); got != "" {
+		t.Errorf("s3code.Code(foreign) = %q", got)
 	}
-	wrapped := errs.E("outer", errs.E("inner", &Error{Code: S3AccessDenied, Msg: "no"}))
-	if got := S3Code(wrapped); got != S3AccessDenied {
-		t.Errorf("S3Code(wrapped) = %q", got)
+	wrapped := errs.E("outer", errs.E("inner", &s3code.Error{Code: S3AccessDenied, Msg: "no"}))
+	if got := s3code.Code(wrapped); got != S3AccessDenied {
+		t.Errorf("s3code.Code(wrapped) = %q", got)
 	}
 }
 

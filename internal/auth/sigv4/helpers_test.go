@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/s3code"
 )
 
 const (
@@ -88,7 +89,7 @@ func verifyServer(t testing.TB, v *Verifier) *httptest.Server {
 			}
 		}
 		w.WriteHeader(http.StatusForbidden)
-		io.WriteString(w, S3Code(err)+"\n"+errs.UserMessage(err))
+		io.WriteString(w, s3code.Code(err)+"\n"+errs.UserMessage(err))
 	}))
 	t.Cleanup(srv.Close)
 	return srv

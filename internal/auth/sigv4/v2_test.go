@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/s3code"
 )
 
 // presignV2 builds a V2 presigned URL the way s3cmd's signurl does.
@@ -73,8 +74,8 @@ func TestVerifyPresignedV2(t *testing.T) {
 				}
 				return
 			}
-			if errs.CodeOf(err) != tt.code || S3Code(err) != tt.s3 {
-				t.Errorf("err = %v (code %s, s3 %s), want %s %s", err, errs.CodeOf(err), S3Code(err), tt.code, tt.s3)
+			if errs.CodeOf(err) != tt.code || s3code.Code(err) != tt.s3 {
+				t.Errorf("err = %v (code %s, s3 %s), want %s %s", err, errs.CodeOf(err), s3code.Code(err), tt.code, tt.s3)
 			}
 		})
 	}
