@@ -74,7 +74,6 @@ type installer struct {
 	// bound read-only at srcView, the working directory; req is the
 	// requirements file as seen there.
 	src, srcView, req string
-	spool             string // the dir for user.pgid
 	sink              *logSink
 }
 

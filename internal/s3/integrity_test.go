@@ -171,7 +171,7 @@ func (e *testEnv) targets() []uploadTarget {
 					return nil
 				}
 				// Complete it to read what the part holds.
-				st, _, body = e.do("GET", "/bkt/"+key+"?uploadId="+uploads[key], "", nil, e.admin())
+				_, _, body = e.do("GET", "/bkt/"+key+"?uploadId="+uploads[key], "", nil, e.admin())
 				parts := `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>` + partETag(body) + `</ETag></Part></CompleteMultipartUpload>`
 				if st, _, body = e.do("POST", "/bkt/"+key+"?uploadId="+uploads[key], "", []byte(parts), e.admin()); st != 200 {
 					e.t.Fatalf("CompleteMultipartUpload: %d %s", st, body)
@@ -206,11 +206,10 @@ func TestChunkedUploadsVerified(t *testing.T) {
 	}
 	small := []byte("a small object, one chunk")
 	type tamper struct {
-		name   string
-		data   []byte
-		alter  func(b *chunkedBody)
-		status int
-		code   map[string]string // by mode; "*" for every mode
+		name  string
+		data  []byte
+		alter func(b *chunkedBody)
+		code  map[string]string // by mode; "*" for every mode
 	}
 	flip := func(i int) func(b *chunkedBody) {
 		return func(b *chunkedBody) {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -97,11 +97,11 @@ func TestAWSSDKGoV2(t *testing.T) {
 		t.Errorf("delimiter listing: keys %v prefixes %v", keys, prefixes)
 	}
 
-	// Multipart upload of 17 MiB through the SDK's upload manager.
+	// Multipart upload of 17 MiB through the SDK's transfer manager.
 	big := make([]byte, 17<<20)
 	rand.Read(big)
-	up := manager.NewUploader(c, func(u *manager.Uploader) { u.PartSize = 8 << 20 })
-	if _, err := up.Upload(ctx, &s3.PutObjectInput{Bucket: b, Key: aws.String("big.bin"), Body: bytes.NewReader(big)}); err != nil {
+	up := transfermanager.New(c, func(o *transfermanager.Options) { o.PartSizeBytes = 8 << 20 })
+	if _, err := up.UploadObject(ctx, &transfermanager.UploadObjectInput{Bucket: b, Key: aws.String("big.bin"), Body: bytes.NewReader(big)}); err != nil {
 		t.Fatal(err)
 	}
 	got, err = c.GetObject(ctx, &s3.GetObjectInput{Bucket: b, Key: aws.String("big.bin")})

@@ -16,13 +16,6 @@ import (
 	"github.com/atelier-dev/atelier/internal/testenv"
 )
 
-type apiError struct {
-	ErrorCode string `json:"error_code"`
-	ErrorMsg  string `json:"error_msg"`
-	Hint      string `json:"hint"`
-	RequestID string `json:"request_id"`
-}
-
 // curl runs the real curl binary and returns status and body.
 func curl(t *testing.T, args ...string) (int, string) {
 	t.Helper()

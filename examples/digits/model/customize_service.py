@@ -1,6 +1,5 @@
 """ModelArts-style inference handler for the digits CNN: a multipart upload
 of images (field "images") -> the predicted digit of each."""
-import os
 
 import torch
 from PIL import Image
