@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/apiserver"
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/blob/disk"
@@ -27,6 +28,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/meta/postgres"
 	"github.com/atelier-dev/atelier/internal/meta/sqlite"
 	"github.com/atelier-dev/atelier/internal/obs"
+	"github.com/atelier-dev/atelier/internal/runner"
 	"github.com/atelier-dev/atelier/internal/s3"
 	"github.com/atelier-dev/atelier/internal/serving"
 	"github.com/atelier-dev/atelier/internal/serving/gateway"
@@ -71,6 +73,10 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 		log.Warn("sandbox: none — jobs and services will run without isolation from each other and from the server's files")
 	}
 	iso := newIsolation(ctx, cfg, log)
+	// Runners trim the content cache they share to the configured size.
+	if err := runner.WriteCachePolicy(cfg.WorkDir, api.CachePolicy{MaxBytes: int64(cfg.ContentCacheSize)}); err != nil {
+		return err
+	}
 
 	key, err := auth.LoadOrCreateMasterKey(cfg.DataDir)
 	if err != nil {

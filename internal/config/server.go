@@ -57,6 +57,10 @@ type Server struct {
 	// than this is left, so that the metadata database and deletes keep
 	// room. Default DefaultStorageReserve.
 	StorageReserve Bytes `json:"storage_reserve,omitempty"`
+	// ContentCacheSize bounds the content cache of objects runners
+	// download (work_dir/cache/objects): runners trim it, least recently
+	// used first. Default DefaultContentCacheSize.
+	ContentCacheSize Bytes `json:"content_cache_size,omitempty"`
 }
 
 // Capacity is what jobs and service instances may hold at once on this
@@ -114,6 +118,7 @@ const (
 	DefaultRegion            = "us-east-1"
 	DefaultLifecycleInterval = time.Hour
 	DefaultStorageReserve    = 64 << 20
+	DefaultContentCacheSize  = 20 << 30
 	// DefaultSandboxUser is the account user code runs as on a root server.
 	DefaultSandboxUser = "atelier"
 )
@@ -183,6 +188,9 @@ func (c *Server) ApplyDefaults(m Machine) {
 	}
 	if c.StorageReserve == 0 {
 		c.StorageReserve = DefaultStorageReserve
+	}
+	if c.ContentCacheSize == 0 {
+		c.ContentCacheSize = DefaultContentCacheSize
 	}
 }
 
@@ -302,6 +310,9 @@ func (c *Server) Validate() error {
 	if c.LifecycleInterval < Duration(time.Second) {
 		return invalid("lifecycle_interval", "%s is shorter than 1s", time.Duration(c.LifecycleInterval))
 	}
+	if c.ContentCacheSize < 0 {
+		return invalid("content_cache_size", "must not be negative")
+	}
 	if c.StorageReserve < 0 {
 		return invalid("storage_reserve", "must not be negative; it is the free space kept for the metadata and deletes, e.g. 64MiB")
 	}
@@ -341,7 +352,7 @@ var unknownFieldRe = regexp.MustCompile(`unknown field "([^"]*)"`)
 func decodeError(op errs.Op, path string, err error) error {
 	if m := unknownFieldRe.FindStringSubmatch(err.Error()); m != nil {
 		return errs.E(op, errs.Invalid, CodeConfigUnknown, fmt.Sprintf("%s: unknown key %q", path, m[1]),
-			errs.Hint("the keys are region, s3_domain, advertise_url, work_dir, sandbox, sandbox_user, flavors, engines, quotas, capacity, lifecycle_interval, storage_reserve; data dir, listen addresses and --meta are flags"))
+			errs.Hint("the keys are region, s3_domain, advertise_url, work_dir, sandbox, sandbox_user, flavors, engines, quotas, capacity, lifecycle_interval, storage_reserve, content_cache_size; data dir, listen addresses and --meta are flags"))
 	}
 	var te *json.UnmarshalTypeError
 	if asTypeError(err, &te) {

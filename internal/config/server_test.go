@@ -61,7 +61,16 @@ func TestLoadFile(t *testing.T) {
 			if c.StorageReserve != 64<<20 {
 				t.Errorf("storage_reserve %v, want 64MiB", c.StorageReserve)
 			}
+			if c.ContentCacheSize != 20<<30 {
+				t.Errorf("content_cache_size %v, want 20GiB", c.ContentCacheSize)
+			}
 		}},
+		{name: "content cache size", yaml: "content_cache_size: 5GiB\n", check: func(t *testing.T, c *Server) {
+			if c.ContentCacheSize != 5<<30 {
+				t.Errorf("content_cache_size %v", c.ContentCacheSize)
+			}
+		}},
+		{name: "negative content cache size", yaml: "content_cache_size: -1\n", code: CodeConfigInvalid, wantMsg: "content_cache_size"},
 		{name: "reserve in bytes", yaml: "storage_reserve: 8388608\n", check: func(t *testing.T, c *Server) {
 			if c.StorageReserve != 8<<20 {
 				t.Errorf("storage_reserve %v", c.StorageReserve)

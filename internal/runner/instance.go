@@ -410,6 +410,7 @@ func (in *instance) download() error {
 	if err := st.place(ls.Files, ls.Dirs, in.layout.Model, true); err != nil {
 		return errs.E(op, CodeModelDownload, "cannot place the model version's files", err)
 	}
+	trimCacheLater(in.work, in.cfg.Timing.CacheTrim, st.cacheDir, st.usedPaths(), in.log)
 	end := time.Now()
 	res := stageResult{Files: fs.Files, Hits: fs.Hits, Bytes: fs.Bytes, Elapsed: end.Sub(start),
 		List: listed.Sub(start), Fetch: fetched.Sub(listed), Place: end.Sub(fetched)}

@@ -77,6 +77,8 @@ type Timing struct {
 	Heartbeat       time.Duration
 	SyncInterval    time.Duration
 	HangTimeout     time.Duration
+	// CacheTrim is how long after staging the content cache is trimmed.
+	CacheTrim time.Duration
 }
 
 func (t *Timing) defaults(rj *api.RunnerJob) {
@@ -92,6 +94,7 @@ func (t *Timing) defaults(rj *api.RunnerJob) {
 	set(&t.LogInterval, DefaultLogInterval)
 	set(&t.MetricsInterval, DefaultMetricsInterval)
 	set(&t.MetricsPoll, DefaultMetricsPoll)
+	set(&t.CacheTrim, CacheTrimDelay)
 	if rj == nil {
 		return
 	}
@@ -576,6 +579,7 @@ func (r *run) stageAll() bool {
 		r.log.Error("cannot hand the job tree to user code", "err", err)
 		return false
 	}
+	trimCacheLater(r.work, r.cfg.Timing.CacheTrim, st.cacheDir, st.usedPaths(), r.log)
 	return !r.stopping()
 }
 

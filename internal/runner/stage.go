@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -66,6 +67,16 @@ type stager struct {
 	// streams bounds the parallel tar streams (0: BulkStreams).
 	streams int
 	log     *slog.Logger // the runner's own log (nil: none)
+
+	mu   sync.Mutex
+	used []string // the cache paths fetched: their last use is now
+}
+
+// usedPaths are the cache paths of the files fetched so far.
+func (s *stager) usedPaths() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.used)
 }
 
 // listing is what a location holds.
@@ -166,8 +177,15 @@ func (s *stager) fetch(ctx context.Context, files []remoteFile) (fetchStats, err
 	var bulk, direct []remoteFile
 	queued := map[string]bool{}
 	hit := s.inCache(files)
+	used := make([]string, 0, len(files))
+	defer func() {
+		s.mu.Lock()
+		s.used = append(s.used, used...)
+		s.mu.Unlock()
+	}()
 	for i, f := range files {
 		p := s.cachePath(f)
+		used = append(used, p)
 		if hit[i] {
 			st.Hits++
 			continue
