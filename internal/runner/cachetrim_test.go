@@ -42,7 +42,7 @@ func TestCacheEvictions(t *testing.T) {
 		{name: "recently used entries stay", max: 10, evict: []string{"stale"}, left: 20,
 			entries: []cacheEntry{e("stale", 20, ago(time.Hour), 1), e("fresh", 20, ago(time.Minute), 1)}},
 		{name: "an unbounded cache is never trimmed", max: 0, left: 1 << 40,
-			entries: []cacheEntry{e("a", 1 << 40, ago(time.Hour), 1)}},
+			entries: []cacheEntry{e("a", 1<<40, ago(time.Hour), 1)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
