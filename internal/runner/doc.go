@@ -128,8 +128,11 @@
 //
 // # Limits
 //
-// The content cache and the environment cache are never evicted; a
-// cleanup of <work_dir>/cache is an operator's task for now. With sandbox
-// "none" user code could modify its (hard linked) inputs and so the cache;
-// the sandbox binds inputs read-only.
+// The content cache is bounded (cachetrim.go): after staging, a runner
+// trims it in the background to the server's content_cache_size
+// (<work_dir>/cache/policy.json), least recently used first (the access
+// time it sets on what it used), never an entry linked into a workload or
+// used in the last CacheTrimGrace. The environment cache (venvs) is not
+// evicted. With sandbox "none" user code could modify its (hard linked)
+// inputs and so the cache; the sandbox binds inputs read-only.
 package runner
