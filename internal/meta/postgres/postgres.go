@@ -80,6 +80,10 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, errs.E(op, errs.Internal, err)
 	}
 	err = sqlcore.Migrate(ctx, db, goose.DialectPostgres, migrations, "migrations", goose.WithSessionLocker(locker))
+	if errs.CodeOf(err) != "" { // a store's own error (a schema too new): its code and hint stand
+		db.Close()
+		return nil, errs.E(op, err)
+	}
 	if err != nil {
 		db.Close()
 		return nil, errs.E(op, kind(err), hintMigrate,

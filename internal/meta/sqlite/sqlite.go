@@ -140,6 +140,9 @@ func private(abs string) error {
 // openError reports a failure to open or migrate the file at path. The
 // reason goes into the message, which users see.
 func openError(op errs.Op, what, path string, err error) error {
+	if errs.CodeOf(err) != "" { // a store's own error (a schema too new): its code and hint stand
+		return errs.E(op, err)
+	}
 	return errs.E(op, kind(err), fmt.Sprintf("%s %s: %v", what, path, err))
 }
 

@@ -337,3 +337,23 @@ func TestFullDatabase(t *testing.T) {
 		t.Fatalf("a write after deletes made room: %v", err)
 	}
 }
+
+// TestSchemaNewerThanTheBinary: a store migrated by a newer binary is
+// refused, with the versions and a hint, rather than used or downgraded.
+func TestSchemaNewerThanTheBinary(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meta.db")
+	s := open(t, path)
+	s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("INSERT INTO goose_db_version (version_id, is_applied) VALUES (9999, 1)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = sqlite.Open(t.Context(), path)
+	if errs.CodeOf(err) != "ATL.META.0001" || !strings.Contains(errs.UserMessage(err), "version 9999, newer than this binary's") || errs.HintOf(err) == "" {
+		t.Fatalf("opening a store of a newer schema: %v", err)
+	}
+}

@@ -3,9 +3,12 @@ package sqlcore
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"io/fs"
 
 	"github.com/pressly/goose/v3"
+
+	"github.com/atelier-dev/atelier/internal/errs"
 )
 
 // Migrate applies the goose SQL migrations in directory dir of fsys to db, up
@@ -22,6 +25,29 @@ func Migrate(ctx context.Context, db *sql.DB, dialect goose.Dialect, fsys fs.FS,
 		return err
 	}
 	// p.Close would close db, which belongs to the caller.
+	if err := checkNotNewer(ctx, p); err != nil {
+		return err
+	}
 	_, err = p.Up(ctx)
 	return err
 }
+
+// checkNotNewer refuses a store whose schema is newer than the newest
+// migration this binary has: an older binary must not run on it.
+func checkNotNewer(ctx context.Context, p *goose.Provider) error {
+	srcs := p.ListSources()
+	if len(srcs) == 0 {
+		return nil
+	}
+	newest := srcs[len(srcs)-1].Version
+	cur, err := p.GetDBVersion(ctx)
+	if err != nil || cur <= newest {
+		return nil // a new store has no version table yet: Up makes it
+	}
+	return errs.E("sqlcore.Migrate", errs.Invalid, CodeSchemaNewer,
+		fmt.Sprintf("the metadata store's schema is version %d, newer than this binary's %d", cur, newest),
+		errs.Hint("run the atelier binary that upgraded the store (or a newer one), or restore the backup taken before the upgrade"))
+}
+
+// CodeSchemaNewer: the store's schema is newer than this binary's.
+const CodeSchemaNewer errs.Code = "ATL.META.0001"
