@@ -202,7 +202,7 @@ func TestStopOfADeadRunnerEndsEverything(t *testing.T) {
 	e := newLedgerEnv(t, Capacity{CPU: 1, Memory: gib})
 	id := e.startOne("stopdead", map[string]string{api.AnnotationRetryNum: "2"})
 	e.killRunner(id)
-	if _, err := e.svc.Stop(e.ctx, e.principal("alice"), id); err != nil {
+	if _, err := e.svc.Jobs.Stop(e.ctx, e.principal("alice"), id); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -232,7 +232,7 @@ func TestCompletedWithoutOutputsIsNotCompleted(t *testing.T) {
 		t.Run("retries "+tt.retries, func(t *testing.T) {
 			e := newLedgerEnv(t, Capacity{CPU: 1, Memory: gib})
 			id := e.startOne("nosync", map[string]string{api.AnnotationRetryNum: tt.retries})
-			if err := e.svc.settle(e.ctx, id, 1, &api.RunnerExit{Attempt: 1, Reason: api.FailureCompleted, OutputsSynced: false}); err != nil {
+			if err := e.svc.Controller.settle(e.ctx, id, 1, &api.RunnerExit{Attempt: 1, Reason: api.FailureCompleted, OutputsSynced: false}); err != nil {
 				t.Fatal(err)
 			}
 			r := e.record(id)

@@ -1,7 +1,22 @@
 // Package job runs training jobs: the ModelArts v2 job spec, its phases,
-// the admission queue and (in the service files) the store, the controller
-// and the runner protocol.
+// the admission queue, and the roles that do the I/O, which New builds
+// over one shared state (the store, the per-job record locks, the last
+// contact of each runner, the log followers):
 //
+//   - Jobs: the REST operations users call — create (with its dry run,
+//     Validate, and the upload of a local code dir), get, list, logs,
+//     metrics, events, stop, delete, engines and flavors;
+//   - Runners: the runner protocol — what the runner of the current
+//     attempt calls with its token: the job and its code, input listings
+//     and objects, heartbeats, log, metric and event batches, the exit;
+//   - Controller: the control loop — admission on the capacity ledger,
+//     starting runners through the executor, watching, stopping, reaping,
+//     sweeping and settling attempts, retries, re-adoption after a
+//     restart;
+//   - Janitor: what jobs leave behind — the platform bucket, the export
+//     of a finished job's log, work dirs, uploaded code no job references.
+//
+
 // The decisions are pure functions with table tests:
 //
 //   - Normalize validates a job spec against the server's flavors and
