@@ -83,112 +83,73 @@ func (c *Controller) reconcile(ctx context.Context) error {
 			break
 		}
 	}
-	var running []capacity.Holder
-	var pending []Candidate
-	byID := map[string]*record{}
-	for _, r := range recs {
+	facts := make([]jobFacts, len(recs))
+	byID := make(map[string]*record, len(recs))
+	for i, r := range recs {
 		byID[r.raw.ID] = r
 		fl, _ := c.flavor(r.job.Spec.Resource.FlavorID)
-		switch r.st.Phase {
-		case api.PhaseRunning, api.PhaseTerminating:
-			running = append(running, capacity.Holder{Kind: capacity.Job, ID: r.raw.ID, Name: r.job.Metadata.Name, Owner: r.raw.OwnerID,
-				Need: capacity.Need(fl), GPUs: r.rt.GPUs})
-		case api.PhasePending, api.PhaseCreating:
-			pending = append(pending, Candidate{ID: r.raw.ID, UserID: r.raw.OwnerID, Name: r.job.Metadata.Name, Priority: r.raw.Priority,
-				Created: r.raw.CreateTime, Flavor: fl})
+		var seen time.Time
+		if t, ok := c.seen.Load(r.raw.ID); ok {
+			seen = t.(time.Time)
 		}
+		facts[i] = factsOf(r, fl, seen)
 	}
+	p := planPass(c.now(), c.o.LostAfter, facts)
 	// The ledger holds what the records say runs; watch may settle a job,
 	// whose hold goes at the next pass.
-	c.ledger.Sync(capacity.Job, running, nil)
-	for _, h := range running {
-		c.watch(ctx, byID[h.ID])
+	c.ledger.Sync(capacity.Job, p.Holding, nil)
+	for _, a := range p.Watch {
+		c.watch(ctx, byID[a.ID], a)
 	}
-	if len(pending) == 0 {
+	if len(p.Queue) == 0 {
 		return nil
 	}
-	var ds []Decision
+	var q queuePlan
 	if !c.ledger.Decide(func(snap capacity.Snapshot) []capacity.Holder {
-		ds = Admit(snap, pending, c.o.Quota)
-		var grants []capacity.Holder
-		for _, d := range ds {
-			if d.Admit {
-				r := byID[d.ID]
-				fl, _ := c.flavor(r.job.Spec.Resource.FlavorID)
-				grants = append(grants, capacity.Holder{Kind: capacity.Job, ID: d.ID, Name: r.job.Metadata.Name, Owner: r.raw.OwnerID,
-					Need: capacity.Need(fl), GPUs: d.GPUs})
-			}
-		}
-		return grants
+		q = planQueue(snap, p.Queue, c.o.Quota)
+		return q.Grants
 	}) {
 		return nil // the ledger is not rebuilt yet after a start: admit at the next pass
 	}
-	for _, d := range ds {
-		r := byID[d.ID]
+	for _, d := range q.Decisions {
 		if d.Admit {
-			if err := c.start(ctx, r, d.GPUs); err != nil {
+			if err := c.start(ctx, d.ID, d.GPUs); err != nil {
 				c.ledger.Release(capacity.Job, d.ID)
 				c.log.Warn("starting job", "job", d.ID, "err", err)
 			}
 			continue
 		}
-		if r.st.QueuePosition != d.Position || r.st.WaitingFor != d.WaitingFor {
-			_, _ = c.update(ctx, d.ID, func(u *record) (bool, error) {
-				if u.st.Phase != api.PhasePending {
-					return false, nil
-				}
-				u.st.QueuePosition, u.st.WaitingFor = d.Position, d.WaitingFor
-				return true, nil
-			})
-		}
+		_, _ = c.update(ctx, d.ID, func(u *record) (bool, error) {
+			if u.st.Phase != api.PhasePending {
+				return false, nil
+			}
+			u.st.QueuePosition, u.st.WaitingFor = d.Position, d.WaitingFor
+			return true, nil
+		})
 	}
 	return nil
 }
 
-// start begins the next attempt of a pending job on the GPU devices gpus.
-func (c *Controller) start(ctx context.Context, r *record, gpus []int) error {
-	const op errs.Op = "job.start"
-	id := r.raw.ID
+// start begins the next attempt of pending job id on the GPU devices
+// gpus (beginAttempt), then starts its runner through the executor.
+func (c *Controller) start(ctx context.Context, id string, gpus []int) error {
 	token, hash := newToken()
-	var spec executor.Spec
-	var attemptDir string
 	u, err := c.update(ctx, id, func(u *record) (bool, error) {
-		if u.st.Phase != api.PhasePending || u.rt.StopRequested {
-			return false, errs.E(op, errs.Conflict, "job is no longer pending")
-		}
-		now := c.now()
-		u.st.Attempt++
-		attemptDir = filepath.Join(c.o.WorkDir, "jobs", id, "attempt-"+strconv.Itoa(u.st.Attempt))
-		u.st.Phase, u.st.SecondaryPhase = api.PhaseRunning, api.SecondaryStarting
-		u.st.QueuePosition, u.st.WaitingFor = 0, ""
-		u.rt.TokenHash, u.rt.AttemptDir, u.rt.Handle = hash, attemptDir, ""
-		u.rt.GPUs = gpus
-		u.rt.AttemptStart, u.rt.UserStarted = ms(now), 0
-		u.rt.RestoreOutputs = u.st.Attempt > 1
-		if u.rt.Deadline == 0 {
-			if d, err := MaxRuntime(u.job); err == nil && d > 0 {
-				u.rt.Deadline = ms(now.Add(d))
-			}
-		}
-		startType := "init_or_rescheduled"
-		if u.st.Attempt > 1 {
-			startType = "restarted"
-		}
-		u.st.RunningRecords = append(u.st.RunningRecords, api.RunningRecord{StartAt: now.Unix(), StartType: startType})
-		return true, nil
+		return true, beginAttempt(u, c.o.WorkDir, gpus, hash, c.now())
 	})
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(attemptDir, 0o700); err != nil {
+	dir := u.rt.AttemptDir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return c.settle(ctx, id, u.st.Attempt, platformExit(u.st.Attempt, "cannot create the attempt dir: "+err.Error()))
 	}
-	if err := os.WriteFile(filepath.Join(attemptDir, "token"), []byte(token), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte(token), 0o600); err != nil {
 		return c.settle(ctx, id, u.st.Attempt, platformExit(u.st.Attempt, "cannot write the runner token: "+err.Error()))
 	}
-	spec = executor.Spec{ID: id, Attempt: u.st.Attempt, Dir: attemptDir,
+	spec := executor.Spec{ID: id, Attempt: u.st.Attempt, Dir: dir,
 		Argv: []string{c.o.RunnerArgv0, "runner", "--server", c.o.ServerURL, "--job", id, "--attempt", strconv.Itoa(u.st.Attempt),
-			"--dir", attemptDir, "--token-file", filepath.Join(attemptDir, "token"), "--work-dir", c.o.WorkDir, "--data-dir", c.o.DataDir},
+			"--dir", dir, "--token-file", filepath.Join(dir, "token"), "--work-dir", c.o.WorkDir, "--data-dir", c.o.DataDir},
 		Env: runnerEnv()}
 	c.seen.Store(id, c.now())
 	handle, err := c.exec.Start(ctx, spec)
@@ -222,68 +183,14 @@ func platformExit(attempt int, msg string) *api.RunnerExit {
 		Hint: "the platform failed, not your code; the job is retried when fault-tolerance/job-retry-num allows it"}
 }
 
-// watchFacts is what the controller knows about the runner of a running
-// (or terminating) attempt.
-type watchFacts struct {
-	Started   bool          // the executor's handle of the runner is recorded
-	Silent    time.Duration // since the runner last called (or the server first looked)
-	LostAfter time.Duration
-	// Overdue: past the maximum running time by more than the runner's
-	// own grace to stop.
-	Overdue bool
-	// Inspected is what the executor says of the runner; nil before it was
-	// asked.
-	Inspected *executor.Status
-}
-
-// watchStep is what the controller does next about a running attempt.
-type watchStep int
-
-const (
-	stepWait         watchStep = iota // the runner talks to us, or may still
-	stepInspect                       // silent for LostAfter, or overdue: ask the executor
-	stepNeverStarted                  // no runner was recorded for long: the attempt is lost
-	stepStop                          // alive past its deadline: stop the runner
-	stepReap                          // the runner is gone: sweep what is left, then settle
-)
-
-// decideWatch is the controller's decision about a running attempt: a pure
-// function of what it knows. A runner that is gone is reaped — the attempt
-// is swept and settled with the runner's final report, or as lost — and a
-// runner alive past its deadline is stopped.
-func decideWatch(f watchFacts) watchStep {
-	if !f.Started {
-		if f.Silent > 2*f.LostAfter {
-			return stepNeverStarted
-		}
-		return stepWait
-	}
-	if f.Silent < f.LostAfter && !f.Overdue {
-		return stepWait
-	}
-	switch {
-	case f.Inspected == nil:
-		return stepInspect
-	case f.Inspected.Phase == executor.Running && f.Overdue:
-		return stepStop
-	case f.Inspected.Phase == executor.Running:
-		return stepWait // alive but not talking to us (a network problem)
-	}
-	return stepReap
-}
-
-// watch checks a running job whose runner has been silent.
-func (c *Controller) watch(ctx context.Context, r *record) {
+// watch carries out the watch decision a about the running attempt of r:
+// it notes the first look after a server start, asks the executor about a
+// silent or overdue runner and decides again, stops a runner past its
+// deadline, reaps one that is gone and settles an attempt whose runner
+// never started.
+func (c *Controller) watch(ctx context.Context, r *record, a watchAction) {
 	id := r.raw.ID
-	last, ok := c.seen.Load(id)
-	if !ok {
-		// First look after a server start: give the runner time to reach us.
-		c.seen.Store(id, c.now())
-		return
-	}
-	f := watchFacts{Started: r.rt.Handle != "", Silent: c.now().Sub(last.(time.Time)), LostAfter: c.o.LostAfter,
-		Overdue: r.rt.Deadline > 0 && c.now().After(time.UnixMilli(r.rt.Deadline).Add(2*time.Minute))}
-	step := decideWatch(f)
+	f, step := a.Facts, a.Step
 	if step == stepInspect {
 		st, err := c.exec.Inspect(ctx, r.rt.Handle, r.rt.AttemptDir)
 		if err != nil {
@@ -294,6 +201,8 @@ func (c *Controller) watch(ctx context.Context, r *record) {
 		step = decideWatch(f)
 	}
 	switch step {
+	case stepNote:
+		c.seen.Store(id, c.now())
 	case stepNeverStarted:
 		_ = c.settle(ctx, id, r.st.Attempt, platformExit(r.st.Attempt, "the runner was never started"))
 	case stepStop:
@@ -391,77 +300,24 @@ func (c *Controller) sweep(ctx context.Context, id string, attempt int) error {
 // attempt is swept first; while processes of it survive, nothing changes
 // and the error says why.
 func (c *Controller) settle(ctx context.Context, id string, attempt int, report *api.RunnerExit) error {
-	end := EndOf(*report)
-	e := &end
+	e := EndOf(*report)
 	// Nothing of the attempt may run on once it is settled (idempotent: an
-	// attempt settled already has no group left).
-	if err := c.sweep(ctx, id, attempt); err != nil {
-		return err
-	}
-	var retried, terminal bool
+	// attempt settled already has no group left); endAttempt holds the
+	// record while the sweep fails.
+	swept := c.sweep(ctx, id, attempt)
+	var d endDecision
 	var credsKey string
 	r, err := c.update(ctx, id, func(u *record) (bool, error) {
-		if u.st.Attempt != attempt || Terminal(u.st.Phase) || u.st.Phase == api.PhasePending {
+		d, credsKey = endAttempt(u, attempt, e, swept == nil, c.now())
+		switch d.Step {
+		case endHold:
+			return false, swept
+		case endIgnore:
 			return false, nil
 		}
-		now := c.now()
-		if n := len(u.st.RunningRecords); n > 0 {
-			rr := &u.st.RunningRecords[n-1]
-			rr.EndAt = now.Unix()
-			rr.EndReason = e.Reason
-			rr.EndRelatedTask = "worker-0"
-		}
-		started := e.UserStarted
-		if started == 0 {
-			started = u.rt.UserStarted
-		}
-		if started > 0 {
-			end := e.EndTime
-			if end == 0 {
-				end = ms(now)
-			}
-			if end > started {
-				u.st.Duration += end - started
-			}
-			if u.st.StartTime == 0 {
-				u.st.StartTime = started
-			}
-		}
-		u.st.TaskStatuses = []api.TaskStatus{{Task: "worker-0", ExitCode: e.ExitCode, Message: e.Message, Reason: e.Reason, Hint: e.Hint}}
-		credsKey = u.rt.CredsKey
-		u.rt.CredsKey, u.rt.TokenHash = "", ""
-		reason := e.Reason
-		switch {
-		case u.rt.StopRequested:
-			if reason != api.FailureCompleted {
-				u.st.TaskStatuses[0].Reason = api.FailureStopped
-				if u.st.TaskStatuses[0].Message == "" || reason == api.FailurePlatform {
-					u.st.TaskStatuses[0].Message = "stopped by user"
-				}
-			}
-			finish(u, api.PhaseTerminated, api.SecondaryTerminated, now)
-		case reason == api.FailureCompleted:
-			finish(u, api.PhaseCompleted, api.SecondaryCompleted, now)
-		case reason == api.FailureMaxRuntime:
-			finish(u, api.PhaseTerminated, api.SecondaryTerminated, now)
-		case ShouldRetry(RetryPolicy(u.job), u.rt.RetriesUsed, reason):
-			u.rt.RetriesUsed++
-			u.st.RetriesLeft = max(RetryPolicy(u.job).Max-u.rt.RetriesUsed, 0)
-			if n := len(u.st.RunningRecords); n > 0 {
-				u.st.RunningRecords[n-1].EndRecover = "job_reschedule"
-			}
-			u.st.Phase, u.st.SecondaryPhase = api.PhasePending, api.SecondaryRestarting
-			u.rt.Handle = ""
-			u.rt.GPUs = nil // the next attempt gets its devices when it is admitted
-			retried = true
-		case reason == api.FailurePlatform:
-			finish(u, api.PhaseAbnormal, api.SecondaryLost, now)
-		default:
-			finish(u, api.PhaseFailed, api.SecondaryFailed, now)
-		}
-		terminal = Terminal(u.st.Phase)
 		return true, nil
 	})
+	retried, terminal := d.Step == endRetry, d.Step == endFinish
 	if err != nil {
 		return err
 	}
@@ -493,12 +349,4 @@ func (c *Controller) settle(ctx context.Context, id string, attempt int, report 
 	c.waiters.wake(id)
 	c.Kick()
 	return nil
-}
-
-// finish moves a record to a terminal phase at now.
-func finish(r *record, phase, secondary string, now time.Time) {
-	r.st.Phase, r.st.SecondaryPhase = phase, secondary
-	r.st.EndTime = ms(now)
-	r.st.QueuePosition, r.st.WaitingFor = 0, ""
-	r.st.RetriesLeft = 0
 }

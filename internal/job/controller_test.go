@@ -88,6 +88,8 @@ func TestDecideWatch(t *testing.T) {
 		{"gone past its deadline", watchFacts{Started: true, Silent: time.Second, LostAfter: lost, Overdue: true, Inspected: exited}, stepReap},
 		{"not started yet", watchFacts{Silent: lost, LostAfter: lost}, stepWait},
 		{"never started", watchFacts{Silent: 2*lost + time.Second, LostAfter: lost}, stepNeverStarted},
+		{"first look after a server start", watchFacts{Unseen: true, Started: true, LostAfter: lost, Overdue: true}, stepNote},
+		{"first look at a runner not yet recorded", watchFacts{Unseen: true, LostAfter: lost}, stepNote},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

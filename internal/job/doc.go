@@ -47,15 +47,36 @@
 //   - EndOf reads a runner's exit report: code that completed while its
 //     outputs did not reach OBS failed (output_sync), which ShouldRetry
 //     treats as a platform fault.
+//   - The controller's pass is pure, with thin I/O around it (plan.go):
+//     planPass turns the active jobs' records and the runners' last
+//     contacts into what the ledger holds for jobs, a watch step for each
+//     running attempt and the queue; planQueue runs Admit on the ledger's
+//     snapshot and says which jobs start and which waiting jobs' position
+//     or reason changed; beginAttempt starts a record's next attempt (its
+//     deadline: the first attempt's start plus max runtime, kept by
+//     retries); endAttempt applies decideEnd; stopJob applies decideStop
+//     (a queued job ends at once, a running one becomes Terminating).
+//     FuzzController drives them through random histories and checks that
+//     no job is admitted twice or over capacity, no attempt settles while
+//     its sweep fails, a waiting job has a reason and a position, and
+//     retries stay within the spec.
 //   - decideWatch is the controller's decision about a running attempt
-//     (wait, ask the executor, stop a runner past its deadline, reap a
-//     runner that is gone). Reaping sweeps the attempt — the executor's
-//     Stop of the dead runner, then every process in the attempt's cgroup,
-//     found by its name (executor.JobGroup) and removed — and only then
-//     settles it: capacity is released and a retry starts once nothing of
-//     the attempt runs. Every settle sweeps first (idempotent), so the
-//     sweep is level-triggered and holds across a server restart; `job
-//     stop` of a job whose runner was gone reaps it at once.
+//     (note the first look after a server start, wait, ask the executor,
+//     stop a runner past its deadline and overdueGrace, reap a runner
+//     that is gone, count a runner never recorded as lost). Reaping sweeps
+//     the attempt — the executor's Stop of the dead runner, then every
+//     process in the attempt's cgroup, found by its name
+//     (executor.JobGroup) and removed — and only then settles it:
+//     decideEnd holds the record while the sweep fails, so capacity is
+//     released and a retry starts once nothing of the attempt runs. Every
+//     settle sweeps first (idempotent), so the sweep is level-triggered
+//     and holds across a server restart; `job stop` of a job whose runner
+//     was gone reaps it at once.
+//   - decideEnd is what becomes of a job whose attempt ended: held while
+//     its sweep fails, ignored for an attempt it no longer runs,
+//     Terminated when stopped, Completed, Terminated at max runtime,
+//     queued again when ShouldRetry allows, Abnormal for a platform
+//     fault, else Failed.
 //
 // Package failure (internal/job/failure) classifies how an attempt ended.
 package job

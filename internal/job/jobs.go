@@ -169,23 +169,11 @@ func (js *Jobs) Stop(ctx context.Context, p *auth.Principal, id string) (*api.Jo
 	}
 	var handle string
 	r, err := js.update(ctx, id, func(r *record) (bool, error) {
-		switch {
-		case Terminal(r.st.Phase):
-			return false, nil
-		case r.st.Phase == api.PhasePending || r.st.Phase == api.PhaseCreating:
-			r.rt.StopRequested = true
-			finish(r, api.PhaseTerminated, api.SecondaryTerminated, js.now())
-			r.st.TaskStatuses = []api.TaskStatus{{Task: "worker-0", ExitCode: -1, Message: "stopped by user before it started", Reason: api.FailureStopped}}
-			return true, nil
-		case r.rt.StopRequested:
-			return false, nil
+		step := stopJob(r, js.now())
+		if step == stopRunner {
+			handle = r.rt.Handle
 		}
-		r.rt.StopRequested = true
-		r.rt.StopTime = ms(js.now())
-		r.st.Phase = api.PhaseTerminating
-		r.st.SecondaryPhase = api.SecondaryTerminating
-		handle = r.rt.Handle
-		return true, nil
+		return step != stopNone, nil
 	})
 	if err != nil {
 		return nil, err
