@@ -131,7 +131,8 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	ledger.OnFree(services.Kick)
 	models.SetDeployments(services)
 	api := apiserver.New(apiserver.Deps{Auth: iam, Store: store, Registry: reg, Logger: log, Region: cfg.Region, Version: version,
-		Jobs: jobs.Jobs, Runners: jobs.Runners, Models: models, Services: services, InstanceRunners: services, Gateway: gw})
+		Jobs:    apiserver.JobDeps{Submit: jobs.Jobs, Read: jobs.Jobs, Act: jobs.Jobs, Catalog: jobs.Jobs},
+		Runners: apiserver.RunnerDeps{Feed: jobs.Runners, Reports: jobs.Runners}, Models: models, Services: services, InstanceRunners: services, Gateway: gw})
 
 	servers := []*http.Server{
 		{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
