@@ -1,7 +1,7 @@
 // Package job runs training jobs: the ModelArts v2 job spec, its phases,
 // the admission queue, and the roles that do the I/O, which New builds
-// over one shared state (the store, the per-job record locks, the last
-// contact of each runner, the log followers):
+// (Roles) over one shared state (the store, the per-job record locks, the
+// last contact of each runner, the log followers):
 //
 //   - Jobs: the REST operations users call — create (with its dry run,
 //     Validate, and the upload of a local code dir), get, list, logs,
@@ -16,7 +16,6 @@
 //   - Janitor: what jobs leave behind — the platform bucket, the export
 //     of a finished job's log, work dirs, uploaded code no job references.
 //
-
 // The decisions are pure functions with table tests:
 //
 //   - Normalize validates a job spec against the server's flavors and
@@ -77,6 +76,10 @@
 //     Terminated when stopped, Completed, Terminated at max runtime,
 //     queued again when ShouldRetry allows, Abnormal for a platform
 //     fault, else Failed.
+//   - decideWorkDir and ExpiredCode are the janitor's: a job's work dir
+//     is kept while the job or its runner runs, removed once its log is
+//     exported; an uploaded code dir no job references is deleted after a
+//     grace period.
 //
 // Package failure (internal/job/failure) classifies how an attempt ended.
 package job
