@@ -92,7 +92,7 @@ func newEnv(t *testing.T, mod ...func(*Options)) *env {
 	for _, m := range mod {
 		m(&o)
 	}
-	// The training jobs models are imported from: the job service's REST
+	// The training jobs models are imported from: the job package's REST
 	// side over the same store (it reads and authorizes; it runs nothing).
 	jobs := job.New(store, e.obs, nil, iam, nil, e.admin, job.Options{}).Jobs
 	e.svc = New(store, jobs, e.obs, iam, o)
