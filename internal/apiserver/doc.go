@@ -9,4 +9,9 @@
 // offset/limit; times in epoch milliseconds; unknown JSON fields rejected by
 // name. The contract is internal/apiserver/openapi.yaml, served at
 // /api/openapi.yaml; a test keeps it and the route table in agreement.
+//
+// The handlers' dependencies are small interfaces this package owns, one
+// per kind of use: training jobs as JobSubmitter, JobReader, JobActions
+// and JobCatalog (Deps.Jobs), their runner protocol as RunnerFeed and
+// RunnerReports (Deps.Runners).
 package apiserver

@@ -15,34 +15,71 @@ import (
 	"github.com/atelier-dev/atelier/internal/meta"
 )
 
-// Jobs is the training-job service as the API uses it.
-type Jobs interface {
-	Create(ctx context.Context, p *auth.Principal, j *api.Job) (*api.Job, error)
+// JobSubmitter creates training jobs: the dry run, the upload of a local
+// code dir, the create.
+type JobSubmitter interface {
 	Validate(ctx context.Context, p *auth.Principal, j *api.Job, codeUpload bool) (*api.Job, error)
+	UploadCode(ctx context.Context, p *auth.Principal, name string, r io.Reader) (codeDir string, files int, size int64, err error)
+	Create(ctx context.Context, p *auth.Principal, j *api.Job) (*api.Job, error)
+}
+
+// JobReader reads the training jobs a caller may see, with their logs,
+// metrics and events.
+type JobReader interface {
 	Get(ctx context.Context, p *auth.Principal, id string) (*api.Job, error)
 	ListJobs(ctx context.Context, p *auth.Principal, name string, phases []string, opts meta.ListOptions) ([]*api.Job, int, error)
-	Stop(ctx context.Context, p *auth.Principal, id string) (*api.Job, error)
-	Delete(ctx context.Context, p *auth.Principal, id string) error
 	Logs(ctx context.Context, p *auth.Principal, id, after string, limit int) (*api.JobLogs, error)
 	FollowLogs(ctx context.Context, p *auth.Principal, id, after string, fn func(api.LogLine) error) error
 	Metrics(ctx context.Context, p *auth.Principal, id string) (*api.JobMetrics, error)
 	Events(ctx context.Context, p *auth.Principal, id string, opts meta.ListOptions) ([]api.Event, int, error)
-	Engines() []api.Engine
-	Flavors() []api.Flavor
-	UploadCode(ctx context.Context, p *auth.Principal, name string, r io.Reader) (codeDir string, files int, size int64, err error)
 }
 
-// Runners is the runner protocol side of the job service.
-type Runners interface {
+// JobActions stop and delete training jobs.
+type JobActions interface {
+	Stop(ctx context.Context, p *auth.Principal, id string) (*api.Job, error)
+	Delete(ctx context.Context, p *auth.Principal, id string) error
+}
+
+// JobCatalog lists what training jobs may run on.
+type JobCatalog interface {
+	Engines() []api.Engine
+	Flavors() []api.Flavor
+}
+
+// JobDeps are the training-job operations the API serves (*job.Jobs
+// implements them all). Routes whose operation is nil answer that
+// training jobs are not enabled.
+type JobDeps struct {
+	Submit  JobSubmitter
+	Read    JobReader
+	Act     JobActions
+	Catalog JobCatalog
+}
+
+// RunnerFeed is what the runner of a job's attempt reads: its job, its
+// code and its inputs.
+type RunnerFeed interface {
 	RunnerJob(ctx context.Context, id, token string) (*api.RunnerJob, error)
 	RunnerCode(ctx context.Context, id, token string, w io.Writer) error
+	RunnerInputList(ctx context.Context, id, token, name string) (*api.RunnerObjectList, error)
+	RunnerInputObjects(ctx context.Context, id, token, name string, keys []string, w io.Writer) error
+}
+
+// RunnerReports is what the runner of a job's attempt reports: heartbeats,
+// log, metric and event batches, the exit.
+type RunnerReports interface {
 	RunnerHeartbeat(ctx context.Context, id, token string, hb *api.RunnerHeartbeat) (*api.RunnerHeartbeatReply, error)
 	RunnerLogs(ctx context.Context, id, token string, b *api.RunnerLogs) error
 	RunnerMetrics(ctx context.Context, id, token string, b *api.RunnerMetrics) error
 	RunnerEvent(ctx context.Context, id, token string, e *api.RunnerEvent) error
 	RunnerExit(ctx context.Context, id, token string, e *api.RunnerExit) error
-	RunnerInputList(ctx context.Context, id, token, name string) (*api.RunnerObjectList, error)
-	RunnerInputObjects(ctx context.Context, id, token, name string, keys []string, w io.Writer) error
+}
+
+// RunnerDeps are the runner protocol of training jobs (*job.Runners
+// implements both).
+type RunnerDeps struct {
+	Feed    RunnerFeed
+	Reports RunnerReports
 }
 
 // CodeUploadMaxBody bounds POST /api/v1/training-jobs/code.
@@ -68,24 +105,27 @@ func (s *Server) jobRoutes() []route {
 		{method: "GET", path: "/api/v1/runner/jobs/{id}", public: true, h: s.runnerJob},
 		{method: "GET", path: "/api/v1/runner/jobs/{id}/code", public: true, h: s.runnerCode},
 		{method: "POST", path: "/api/v1/runner/jobs/{id}/heartbeat", public: true, h: s.runnerHeartbeat, maxBody: RunnerMaxBody},
-		{method: "POST", path: "/api/v1/runner/jobs/{id}/logs", public: true, h: runnerBatch(s, Runners.RunnerLogs), maxBody: RunnerMaxBody},
-		{method: "POST", path: "/api/v1/runner/jobs/{id}/metrics", public: true, h: runnerBatch(s, Runners.RunnerMetrics), maxBody: RunnerMaxBody},
-		{method: "POST", path: "/api/v1/runner/jobs/{id}/events", public: true, h: runnerBatch(s, Runners.RunnerEvent), maxBody: RunnerMaxBody},
-		{method: "POST", path: "/api/v1/runner/jobs/{id}/exit", public: true, h: runnerBatch(s, Runners.RunnerExit), maxBody: RunnerMaxBody},
+		{method: "POST", path: "/api/v1/runner/jobs/{id}/logs", public: true, h: runnerBatch(s, RunnerReports.RunnerLogs), maxBody: RunnerMaxBody},
+		{method: "POST", path: "/api/v1/runner/jobs/{id}/metrics", public: true, h: runnerBatch(s, RunnerReports.RunnerMetrics), maxBody: RunnerMaxBody},
+		{method: "POST", path: "/api/v1/runner/jobs/{id}/events", public: true, h: runnerBatch(s, RunnerReports.RunnerEvent), maxBody: RunnerMaxBody},
+		{method: "POST", path: "/api/v1/runner/jobs/{id}/exit", public: true, h: runnerBatch(s, RunnerReports.RunnerExit), maxBody: RunnerMaxBody},
 		{method: "GET", path: "/api/v1/runner/jobs/{id}/inputs/{name}", public: true, h: s.runnerInputList},
 		{method: "POST", path: "/api/v1/runner/jobs/{id}/inputs/{name}/objects", public: true, h: s.runnerInputObjects, maxBody: RunnerMaxBody},
 	}
 }
 
-func (s *Server) jobs() (Jobs, error) {
-	if s.deps.Jobs == nil {
-		return nil, errs.E("apiserver.jobs", errs.Unavailable, "training jobs are not enabled on this server")
+// enabled is the job dependency dep, or the error of a server whose
+// training jobs are not enabled.
+func enabled[T any](dep T, op errs.Op) (T, error) {
+	if any(dep) == nil {
+		var none T
+		return none, errs.E(op, errs.Unavailable, "training jobs are not enabled on this server")
 	}
-	return s.deps.Jobs, nil
+	return dep, nil
 }
 
 func (s *Server) createJob(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	js, err := s.jobs()
+	js, err := enabled(s.deps.Jobs.Submit, "apiserver.jobs")
 	if err != nil {
 		return err
 	}
@@ -136,7 +176,7 @@ func boolQuery(op errs.Op, q url.Values, name string) (bool, error) {
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	js, err := s.jobs()
+	js, err := enabled(s.deps.Jobs.Read, "apiserver.jobs")
 	if err != nil {
 		return err
 	}
@@ -174,7 +214,7 @@ func canonicalPhase(s string) string {
 }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	js, err := s.jobs()
+	js, err := enabled(s.deps.Jobs.Read, "apiserver.jobs")
 	if err != nil {
 		return err
 	}
@@ -187,7 +227,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request, p *auth.Principa
 }
 
 func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	js, err := s.jobs()
+	js, err := enabled(s.deps.Jobs.Act, "apiserver.jobs")
 	if err != nil {
 		return err
 	}
@@ -199,7 +239,7 @@ func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request, p *auth.Princ
 }
 
 func (s *Server) jobAction(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	js, err := s.jobs()
+	js, err := enabled(s.deps.Jobs.Act, "apiserver.jobs")
 	if err != nil {
 		return err
 	}
@@ -220,7 +260,7 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request, p *auth.Princ
 }
 
 func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	js, err := s.jobs()
+	js, err := enabled(s.deps.Jobs.Read, "apiserver.jobs")
 	if err != nil {
 		return err
 	}
@@ -268,7 +308,7 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, p *auth.Princip
 }
 
 func (s *Server) jobMetrics(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	js, err := s.jobs()
+	js, err := enabled(s.deps.Jobs.Read, "apiserver.jobs")
 	if err != nil {
 		return err
 	}
@@ -281,7 +321,7 @@ func (s *Server) jobMetrics(w http.ResponseWriter, r *http.Request, p *auth.Prin
 }
 
 func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	js, err := s.jobs()
+	js, err := enabled(s.deps.Jobs.Read, "apiserver.jobs")
 	if err != nil {
 		return err
 	}
@@ -298,7 +338,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, p *auth.Princ
 }
 
 func (s *Server) jobEngines(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	js, err := s.jobs()
+	js, err := enabled(s.deps.Jobs.Catalog, "apiserver.jobs")
 	if err != nil {
 		return err
 	}
@@ -308,7 +348,7 @@ func (s *Server) jobEngines(w http.ResponseWriter, r *http.Request, p *auth.Prin
 }
 
 func (s *Server) jobFlavors(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	js, err := s.jobs()
+	js, err := enabled(s.deps.Jobs.Catalog, "apiserver.jobs")
 	if err != nil {
 		return err
 	}
@@ -325,7 +365,7 @@ type CodeUploadResponse struct {
 }
 
 func (s *Server) uploadCode(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	js, err := s.jobs()
+	js, err := enabled(s.deps.Jobs.Submit, "apiserver.jobs")
 	if err != nil {
 		return err
 	}
@@ -339,17 +379,10 @@ func (s *Server) uploadCode(w http.ResponseWriter, r *http.Request, p *auth.Prin
 
 // ---- runner protocol ----
 
-func (s *Server) runners() (Runners, error) {
-	if s.deps.Runners == nil {
-		return nil, errs.E("apiserver.runners", errs.Unavailable, "training jobs are not enabled on this server")
-	}
-	return s.deps.Runners, nil
-}
-
 func runnerToken(r *http.Request) string { return r.Header.Get(api.RunnerTokenHeader) }
 
 func (s *Server) runnerJob(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	rs, err := s.runners()
+	rs, err := enabled(s.deps.Runners.Feed, "apiserver.runners")
 	if err != nil {
 		return err
 	}
@@ -363,7 +396,7 @@ func (s *Server) runnerJob(w http.ResponseWriter, r *http.Request, _ *auth.Princ
 }
 
 func (s *Server) runnerCode(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	rs, err := s.runners()
+	rs, err := enabled(s.deps.Runners.Feed, "apiserver.runners")
 	if err != nil {
 		return err
 	}
@@ -384,7 +417,7 @@ func (s *Server) runnerCode(w http.ResponseWriter, r *http.Request, _ *auth.Prin
 }
 
 func (s *Server) runnerInputList(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	rs, err := s.runners()
+	rs, err := enabled(s.deps.Runners.Feed, "apiserver.runners")
 	if err != nil {
 		return err
 	}
@@ -398,7 +431,7 @@ func (s *Server) runnerInputList(w http.ResponseWriter, r *http.Request, _ *auth
 }
 
 func (s *Server) runnerInputObjects(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	rs, err := s.runners()
+	rs, err := enabled(s.deps.Runners.Feed, "apiserver.runners")
 	if err != nil {
 		return err
 	}
@@ -444,7 +477,7 @@ func (l *lazyWriter) Write(p []byte) (int, error) {
 }
 
 func (s *Server) runnerHeartbeat(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	rs, err := s.runners()
+	rs, err := enabled(s.deps.Runners.Reports, "apiserver.runners")
 	if err != nil {
 		return err
 	}
@@ -461,9 +494,9 @@ func (s *Server) runnerHeartbeat(w http.ResponseWriter, r *http.Request, _ *auth
 }
 
 // runnerBatch is a runner call that posts a JSON body and answers {}.
-func runnerBatch[T any](s *Server, call func(rs Runners, ctx context.Context, id, token string, body *T) error) handlerFunc {
+func runnerBatch[T any](s *Server, call func(rs RunnerReports, ctx context.Context, id, token string, body *T) error) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-		rs, err := s.runners()
+		rs, err := enabled(s.deps.Runners.Reports, "apiserver.runners")
 		if err != nil {
 			return err
 		}

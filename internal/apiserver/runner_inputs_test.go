@@ -19,7 +19,7 @@ import (
 // fakeInputs is the inputs side of the runner protocol; the other calls
 // are not used (the embedded nil interface would panic).
 type fakeInputs struct {
-	Runners
+	RunnerFeed
 	gotKeys []string
 	write   string // written before err
 	err     error
@@ -43,7 +43,7 @@ func (f *fakeInputs) RunnerInputObjects(_ context.Context, id, token, name strin
 func TestRunnerInputRoutes(t *testing.T) {
 	e := newEnv(t)
 	f := &fakeInputs{}
-	srv := httptest.NewServer(New(Deps{Auth: e.iam, Store: e.ping, Registry: prometheus.NewRegistry(), Region: "us-east-1", Runners: f}))
+	srv := httptest.NewServer(New(Deps{Auth: e.iam, Store: e.ping, Registry: prometheus.NewRegistry(), Region: "us-east-1", Runners: RunnerDeps{Feed: f}}))
 	t.Cleanup(srv.Close)
 	e.srv = srv
 	tok := []string{api.RunnerTokenHeader, "tok"}

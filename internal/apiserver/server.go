@@ -32,8 +32,8 @@ type Deps struct {
 	Logger          *slog.Logger
 	Region          string
 	Version         string
-	Jobs            Jobs            // nil: training jobs disabled
-	Runners         Runners         // the runner protocol of the same service
+	Jobs            JobDeps         // zero: training jobs disabled
+	Runners         RunnerDeps      // the runner protocol of training jobs
 	Services        Services        // nil: online services disabled
 	InstanceRunners InstanceRunners // the runner protocol of service instances
 	Models          Models          // nil: the model registry disabled

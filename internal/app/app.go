@@ -123,21 +123,22 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	if err != nil {
 		return err
 	}
-	models := newModelService(ctx, cfg, iso, store, iam, objects, jobs, log)
+	models := newModelService(ctx, cfg, iso, store, iam, objects, jobs.Jobs, log)
 	// The gateway tells the controller of requests waiting for a service
 	// scaled to zero; services is set before the servers start.
 	var services *serving.Service
 	gw := gateway.New(gateway.Options{Authenticator: iam, Logger: log, Registry: reg,
 		Demand: func(serviceID string) { services.Demand(serviceID) }})
-	services, err = newServingService(ctx, cfg, iso, store, iam, jobs, ledger, models, gw, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
+	services, err = newServingService(ctx, cfg, iso, store, iam, jobs.Jobs, ledger, models, gw, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
 	if err != nil {
 		return err
 	}
-	ledger.OnFree(jobs.Kick)
+	ledger.OnFree(jobs.Controller.Kick)
 	ledger.OnFree(services.Kick)
 	models.SetDeployments(services)
 	api := apiserver.New(apiserver.Deps{Auth: iam, Store: store, Registry: reg, Logger: log, Region: cfg.Region, Version: version,
-		Jobs: jobs, Runners: jobs, Models: models, Services: services, InstanceRunners: services, Gateway: gw})
+		Jobs:    apiserver.JobDeps{Submit: jobs.Jobs, Read: jobs.Jobs, Act: jobs.Jobs, Catalog: jobs.Jobs},
+		Runners: apiserver.RunnerDeps{Feed: jobs.Runners, Reports: jobs.Runners}, Models: models, Services: services, InstanceRunners: services, Gateway: gw})
 
 	servers := []*http.Server{
 		{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
@@ -176,12 +177,12 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		gcLoop(ctx, iam, jobs, log)
+		gcLoop(ctx, iam, jobs.Janitor, log)
 	}()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		jobs.Run(ctx)
+		jobs.Controller.Run(ctx)
 	}()
 	wg.Add(1)
 	go func() {
@@ -221,9 +222,9 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 // leave behind (work dirs of ended or deleted jobs, uploaded code no job
 // references), every 10 minutes; the jobs' part also once at start, for
 // what a stopped server left.
-func gcLoop(ctx context.Context, iam *auth.Service, jobs *job.Service, log *slog.Logger) {
+func gcLoop(ctx context.Context, iam *auth.Service, janitor *job.Janitor, log *slog.Logger) {
 	collectJobs := func() {
-		if n, err := jobs.CollectGarbage(ctx); err != nil && ctx.Err() == nil {
+		if n, err := janitor.CollectGarbage(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("job garbage collection failed", "err", err)
 		} else if n > 0 {
 			log.Info("deleted uploaded code dirs no job references", "count", n)

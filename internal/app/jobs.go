@@ -20,11 +20,11 @@ import (
 	"github.com/atelier-dev/atelier/internal/sandbox"
 )
 
-// newJobService wires training jobs: the local executor, the sandbox check,
-// the capacity ledger shared with service instances, and the platform
-// bucket.
+// newJobService wires the roles of training jobs (job.Roles): the local
+// executor, the sandbox check, the capacity ledger shared with service
+// instances, and the platform bucket.
 func newJobService(ctx context.Context, cfg *config.Server, iso *isolation, store meta.Store, iam *auth.Service, objects *obs.Service,
-	ledger *capacity.Ledger, apiAddr, s3URL string, log *slog.Logger) (*job.Service, error) {
+	ledger *capacity.Ledger, apiAddr, s3URL string, log *slog.Logger) (*job.Roles, error) {
 	const op errs.Op = "app.newJobService"
 	admin, err := store.GetUserByName(ctx, auth.AdminName)
 	if err != nil {
@@ -60,14 +60,14 @@ func newJobService(ctx context.Context, cfg *config.Server, iso *isolation, stor
 	if len(engines) == 0 {
 		log.Warn("no Python interpreter found: jobs cannot run until `engines` is configured")
 	}
-	svc := job.New(store, objects, iam, iam, local.New(local.Options{Logger: log}), system, job.Options{
+	roles := job.New(store, objects, iam, iam, local.New(local.Options{Logger: log}), system, job.Options{
 		Flavors: flavors, Engines: engines, RefusedEngines: iso.refused, Capacity: ledger.Capacity(), Ledger: ledger, Quota: cfg.Quotas.JobsPerUser,
 		Sandbox: cfg.Sandbox, SandboxUser: cfg.SandboxUser, SandboxError: iso.err, DataDir: cfg.DataDir, WorkDir: cfg.WorkDir,
 		ServerURL: advertise, S3Endpoint: s3URL, Region: cfg.Region, RunnerArgv0: self, Logger: log,
 		RemoveGroup: cgroup.Remove, RemoveAll: iso.sb.Identity().RemoveAll,
 	})
-	if err := svc.Init(ctx); err != nil {
+	if err := roles.Janitor.Init(ctx); err != nil {
 		return nil, errs.E(op, err)
 	}
-	return svc, nil
+	return roles, nil
 }

@@ -18,8 +18,8 @@ import (
 // imports a crash interrupted. A failed clean-up is logged: imports still
 // work and report their own errors.
 func newModelService(ctx context.Context, cfg *config.Server, iso *isolation, store meta.Store, iam *auth.Service, objects *obs.Service,
-	jobs *job.Service, log *slog.Logger) *model.Service {
-	svc := model.New(store, objects, iam, model.Options{
+	jobs *job.Jobs, log *slog.Logger) *model.Service {
+	svc := model.New(store, jobs, objects, iam, model.Options{
 		Engines: jobs.Engines(), Flavors: jobs.Flavors(), Sandbox: cfg.Sandbox, SandboxError: iso.err, Isolation: iso.sb,
 		DataDir: cfg.DataDir, WorkDir: cfg.WorkDir, Logger: log,
 	})

@@ -18,7 +18,7 @@ import (
 // newServingService wires online services: the same flavors, engines,
 // sandbox, executor and capacity ledger as training jobs, the model
 // registry, and the gateway the controller drives.
-func newServingService(ctx context.Context, cfg *config.Server, iso *isolation, store meta.Store, iam *auth.Service, jobs *job.Service,
+func newServingService(ctx context.Context, cfg *config.Server, iso *isolation, store meta.Store, iam *auth.Service, jobs *job.Jobs,
 	ledger *capacity.Ledger, models serving.Models, router serving.Router, apiAddr, s3URL string, log *slog.Logger) (*serving.Service, error) {
 	const op errs.Op = "app.newServingService"
 	admin, err := store.GetUserByName(ctx, auth.AdminName)

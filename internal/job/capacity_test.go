@@ -128,7 +128,7 @@ func (e *ledgerEnv) queue(name, flavor string, annotations map[string]string) st
 
 func (e *ledgerEnv) reconcile() {
 	e.t.Helper()
-	if err := e.svc.reconcile(e.ctx); err != nil {
+	if err := e.svc.Controller.reconcile(e.ctx); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -202,7 +202,7 @@ func TestJobGPUsAreExclusive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rj, err := e.svc.RunnerJob(e.ctx, id, string(token))
+	rj, err := e.svc.Runners.RunnerJob(e.ctx, id, string(token))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestJobLedgerRebuiltAfterRestartAndRetry(t *testing.T) {
 	// The first attempt of g1 is lost: the attempt is retried, its device
 	// is given back at once, the retry runs on what is free.
 	r := e.record(id)
-	if err := e.svc.settle(e.ctx, id, r.st.Attempt, platformExit(r.st.Attempt, "node lost")); err != nil {
+	if err := e.svc.Controller.settle(e.ctx, id, r.st.Attempt, platformExit(r.st.Attempt, "node lost")); err != nil {
 		t.Fatal(err)
 	}
 	if r = e.record(id); r.st.Phase != api.PhasePending || r.rt.GPUs != nil {
@@ -264,7 +264,7 @@ func TestJobLedgerRebuiltAfterRestartAndRetry(t *testing.T) {
 		t.Fatalf("holders after the retry started %+v", hs)
 	}
 	// It completes: nothing is held for it any more.
-	if err := e.svc.settle(e.ctx, id, 2, &api.RunnerExit{Attempt: 2, Reason: api.FailureCompleted, OutputsSynced: true}); err != nil {
+	if err := e.svc.Controller.settle(e.ctx, id, 2, &api.RunnerExit{Attempt: 2, Reason: api.FailureCompleted, OutputsSynced: true}); err != nil {
 		t.Fatal(err)
 	}
 	e.reconcile()

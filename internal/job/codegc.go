@@ -77,10 +77,10 @@ func uploadTime(id string) (time.Time, bool) {
 
 // collectCode deletes the uploaded code dirs no job references that are
 // older than the grace period, and returns how many it deleted.
-func (s *Service) collectCode(ctx context.Context) (int, error) {
+func (jn *Janitor) collectCode(ctx context.Context) (int, error) {
 	const op errs.Op = "job.collectCode"
-	sys := obs.As(s.system)
-	uploads, err := s.codeUploads(ctx, sys)
+	sys := obs.As(jn.system)
+	uploads, err := jn.codeUploads(ctx, sys)
 	if errs.Is(err, errs.NotFound) {
 		return 0, nil // no platform bucket yet: nothing was uploaded
 	}
@@ -94,7 +94,7 @@ func (s *Service) collectCode(ctx context.Context) (int, error) {
 	// seen, and an upload made meanwhile is within the grace period.
 	referenced := map[string]bool{}
 	for off := 0; ; {
-		page, total, err := s.store.ListJobs(ctx, meta.JobFilter{}, meta.ListOptions{Offset: off, Limit: meta.MaxLimit})
+		page, total, err := jn.store.ListJobs(ctx, meta.JobFilter{}, meta.ListOptions{Offset: off, Limit: meta.MaxLimit})
 		if err != nil {
 			return 0, errs.E(op, err)
 		}
@@ -114,8 +114,8 @@ func (s *Service) collectCode(ctx context.Context) (int, error) {
 	}
 	n := 0
 	var errList []error
-	for _, p := range ExpiredCode(uploads, referenced, s.now(), s.o.CodeGrace) {
-		if err := s.deletePrefix(ctx, sys, p); err != nil {
+	for _, p := range ExpiredCode(uploads, referenced, jn.now(), jn.o.CodeGrace) {
+		if err := jn.deletePrefix(ctx, sys, p); err != nil {
 			errList = append(errList, err)
 			continue
 		}
@@ -125,14 +125,14 @@ func (s *Service) collectCode(ctx context.Context) (int, error) {
 }
 
 // codeUploads lists the uploaded code dirs with their upload times.
-func (s *Service) codeUploads(ctx context.Context, c *obs.Caller) ([]CodeUpload, error) {
-	users, err := s.prefixes(ctx, c, codeRoot)
+func (jn *Janitor) codeUploads(ctx context.Context, c *obs.Caller) ([]CodeUpload, error) {
+	users, err := jn.prefixes(ctx, c, codeRoot)
 	if err != nil {
 		return nil, err
 	}
 	var out []CodeUpload
 	for _, u := range users {
-		ups, err := s.prefixes(ctx, c, u)
+		ups, err := jn.prefixes(ctx, c, u)
 		if err != nil {
 			return nil, err
 		}
@@ -140,7 +140,7 @@ func (s *Service) codeUploads(ctx context.Context, c *obs.Caller) ([]CodeUpload,
 			cu := CodeUpload{Prefix: p}
 			if t, ok := uploadTime(strings.TrimSuffix(strings.TrimPrefix(p, u), "/")); ok {
 				cu.Uploaded = t
-			} else if objs, _, err := s.obs.ListAll(ctx, c, SystemBucket, p, 1); err == nil && len(objs) > 0 {
+			} else if objs, _, err := jn.obs.ListAll(ctx, c, SystemBucket, p, 1); err == nil && len(objs) > 0 {
 				cu.Uploaded = objs[0].LastModified // not made by UploadCode: its first object's age
 			}
 			out = append(out, cu)
@@ -151,11 +151,11 @@ func (s *Service) codeUploads(ctx context.Context, c *obs.Caller) ([]CodeUpload,
 
 // prefixes lists the common prefixes one level under prefix in the
 // platform bucket.
-func (s *Service) prefixes(ctx context.Context, c *obs.Caller, prefix string) ([]string, error) {
+func (jn *Janitor) prefixes(ctx context.Context, c *obs.Caller, prefix string) ([]string, error) {
 	var out []string
 	o := obs.ListOptions{Prefix: prefix, Delimiter: "/", MaxKeys: obs.DefaultMaxKeys, V2: true}
 	for {
-		res, err := s.obs.ListObjects(ctx, c, SystemBucket, o)
+		res, err := jn.obs.ListObjects(ctx, c, SystemBucket, o)
 		if err != nil {
 			return nil, err
 		}
@@ -168,10 +168,10 @@ func (s *Service) prefixes(ctx context.Context, c *obs.Caller, prefix string) ([
 }
 
 // deletePrefix deletes every object under prefix in the platform bucket.
-func (s *Service) deletePrefix(ctx context.Context, c *obs.Caller, prefix string) error {
+func (jn *Janitor) deletePrefix(ctx context.Context, c *obs.Caller, prefix string) error {
 	const op errs.Op = "job.deletePrefix"
 	for {
-		objs, truncated, err := s.obs.ListAll(ctx, c, SystemBucket, prefix, obs.MaxDeleteKeys)
+		objs, truncated, err := jn.obs.ListAll(ctx, c, SystemBucket, prefix, obs.MaxDeleteKeys)
 		if err != nil {
 			return errs.E(op, err)
 		}
@@ -182,7 +182,7 @@ func (s *Service) deletePrefix(ctx context.Context, c *obs.Caller, prefix string
 		for i, o := range objs {
 			keys[i] = o.Key
 		}
-		res, err := s.obs.DeleteObjects(ctx, c, SystemBucket, keys)
+		res, err := jn.obs.DeleteObjects(ctx, c, SystemBucket, keys)
 		if err != nil {
 			return errs.E(op, err)
 		}

@@ -1,13 +1,12 @@
 package job
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
@@ -15,24 +14,46 @@ import (
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/executor"
 	"github.com/atelier-dev/atelier/internal/meta"
-	"github.com/atelier-dev/atelier/internal/obs"
 )
+
+// Controller is the control loop of training jobs: it admits queued jobs
+// on the capacity ledger (Admit), starts their runners through the
+// executor, watches the runners that went silent (decideWatch), stops a
+// runner past its deadline, reaps a runner that is gone, sweeps and
+// settles attempts (retries by ShouldRetry), and re-adopts what ran on
+// while the server was down.
+type Controller struct {
+	*base
+	janitor *Janitor // takes over a job that ended
+	kick    chan struct{}
+	// sweepFailed: job id → the attempt whose sweep last failed (its
+	// event is recorded once).
+	sweepFailed sync.Map
+}
+
+// Kick wakes the controller.
+func (c *Controller) Kick() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
 
 // Run is the controller loop: it admits queued jobs, starts their runners,
 // notices runners that were lost and finishes what they left. It re-adopts
 // the jobs that kept running while the server was down. It returns when ctx
 // ends.
-func (s *Service) Run(ctx context.Context) {
-	t := time.NewTicker(s.o.TickInterval)
+func (c *Controller) Run(ctx context.Context) {
+	t := time.NewTicker(c.o.TickInterval)
 	defer t.Stop()
 	for {
-		if err := s.reconcile(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("job controller", "err", err)
+		if err := c.reconcile(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("job controller", "err", err)
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.kick:
+		case <-c.kick:
 		case <-t.C:
 		}
 	}
@@ -41,18 +62,18 @@ func (s *Service) Run(ctx context.Context) {
 var activePhases = []string{api.PhaseCreating, api.PhasePending, api.PhaseRunning, api.PhaseTerminating}
 
 // reconcile compares every active job with what its runner is doing.
-func (s *Service) reconcile(ctx context.Context) error {
+func (c *Controller) reconcile(ctx context.Context) error {
 	const op errs.Op = "job.reconcile"
 	var recs []*record
 	for off := 0; ; {
-		page, total, err := s.store.ListJobs(ctx, meta.JobFilter{Phases: activePhases}, meta.ListOptions{Offset: off, Limit: meta.MaxLimit})
+		page, total, err := c.store.ListJobs(ctx, meta.JobFilter{Phases: activePhases}, meta.ListOptions{Offset: off, Limit: meta.MaxLimit})
 		if err != nil {
 			return errs.E(op, err)
 		}
 		for _, raw := range page {
 			r, err := decode(raw)
 			if err != nil {
-				s.log.Error("undecodable job record", "job", raw.ID, "err", err)
+				c.log.Error("undecodable job record", "job", raw.ID, "err", err)
 				continue
 			}
 			recs = append(recs, r)
@@ -62,126 +83,87 @@ func (s *Service) reconcile(ctx context.Context) error {
 			break
 		}
 	}
-	var running []capacity.Holder
-	var pending []Candidate
-	byID := map[string]*record{}
-	for _, r := range recs {
+	facts := make([]jobFacts, len(recs))
+	byID := make(map[string]*record, len(recs))
+	for i, r := range recs {
 		byID[r.raw.ID] = r
-		fl, _ := s.flavor(r.job.Spec.Resource.FlavorID)
-		switch r.st.Phase {
-		case api.PhaseRunning, api.PhaseTerminating:
-			running = append(running, capacity.Holder{Kind: capacity.Job, ID: r.raw.ID, Name: r.job.Metadata.Name, Owner: r.raw.OwnerID,
-				Need: capacity.Need(fl), GPUs: r.rt.GPUs})
-		case api.PhasePending, api.PhaseCreating:
-			pending = append(pending, Candidate{ID: r.raw.ID, UserID: r.raw.OwnerID, Name: r.job.Metadata.Name, Priority: r.raw.Priority,
-				Created: r.raw.CreateTime, Flavor: fl})
+		fl, _ := c.flavor(r.job.Spec.Resource.FlavorID)
+		var seen time.Time
+		if t, ok := c.seen.Load(r.raw.ID); ok {
+			seen = t.(time.Time)
 		}
+		facts[i] = factsOf(r, fl, seen)
 	}
+	p := planPass(c.now(), c.o.LostAfter, facts)
 	// The ledger holds what the records say runs; watch may settle a job,
 	// whose hold goes at the next pass.
-	s.ledger.Sync(capacity.Job, running, nil)
-	for _, h := range running {
-		s.watch(ctx, byID[h.ID])
+	c.ledger.Sync(capacity.Job, p.Holding, nil)
+	for _, a := range p.Watch {
+		c.watch(ctx, byID[a.ID], a)
 	}
-	if len(pending) == 0 {
+	if len(p.Queue) == 0 {
 		return nil
 	}
-	var ds []Decision
-	if !s.ledger.Decide(func(snap capacity.Snapshot) []capacity.Holder {
-		ds = Admit(snap, pending, s.o.Quota)
-		var grants []capacity.Holder
-		for _, d := range ds {
-			if d.Admit {
-				r := byID[d.ID]
-				fl, _ := s.flavor(r.job.Spec.Resource.FlavorID)
-				grants = append(grants, capacity.Holder{Kind: capacity.Job, ID: d.ID, Name: r.job.Metadata.Name, Owner: r.raw.OwnerID,
-					Need: capacity.Need(fl), GPUs: d.GPUs})
-			}
-		}
-		return grants
+	var q queuePlan
+	if !c.ledger.Decide(func(snap capacity.Snapshot) []capacity.Holder {
+		q = planQueue(snap, p.Queue, c.o.Quota)
+		return q.Grants
 	}) {
 		return nil // the ledger is not rebuilt yet after a start: admit at the next pass
 	}
-	for _, d := range ds {
-		r := byID[d.ID]
+	for _, d := range q.Decisions {
 		if d.Admit {
-			if err := s.start(ctx, r, d.GPUs); err != nil {
-				s.ledger.Release(capacity.Job, d.ID)
-				s.log.Warn("starting job", "job", d.ID, "err", err)
+			if err := c.start(ctx, d.ID, d.GPUs); err != nil {
+				c.ledger.Release(capacity.Job, d.ID)
+				c.log.Warn("starting job", "job", d.ID, "err", err)
 			}
 			continue
 		}
-		if r.st.QueuePosition != d.Position || r.st.WaitingFor != d.WaitingFor {
-			_, _ = s.update(ctx, d.ID, func(u *record) (bool, error) {
-				if u.st.Phase != api.PhasePending {
-					return false, nil
-				}
-				u.st.QueuePosition, u.st.WaitingFor = d.Position, d.WaitingFor
-				return true, nil
-			})
-		}
+		_, _ = c.update(ctx, d.ID, func(u *record) (bool, error) {
+			if u.st.Phase != api.PhasePending {
+				return false, nil
+			}
+			u.st.QueuePosition, u.st.WaitingFor = d.Position, d.WaitingFor
+			return true, nil
+		})
 	}
 	return nil
 }
 
-// start begins the next attempt of a pending job on the GPU devices gpus.
-func (s *Service) start(ctx context.Context, r *record, gpus []int) error {
-	const op errs.Op = "job.start"
-	id := r.raw.ID
+// start begins the next attempt of pending job id on the GPU devices
+// gpus (beginAttempt), then starts its runner through the executor.
+func (c *Controller) start(ctx context.Context, id string, gpus []int) error {
 	token, hash := newToken()
-	var spec executor.Spec
-	var attemptDir string
-	u, err := s.update(ctx, id, func(u *record) (bool, error) {
-		if u.st.Phase != api.PhasePending || u.rt.StopRequested {
-			return false, errs.E(op, errs.Conflict, "job is no longer pending")
-		}
-		now := s.now()
-		u.st.Attempt++
-		attemptDir = filepath.Join(s.o.WorkDir, "jobs", id, "attempt-"+strconv.Itoa(u.st.Attempt))
-		u.st.Phase, u.st.SecondaryPhase = api.PhaseRunning, api.SecondaryStarting
-		u.st.QueuePosition, u.st.WaitingFor = 0, ""
-		u.rt.TokenHash, u.rt.AttemptDir, u.rt.Handle = hash, attemptDir, ""
-		u.rt.GPUs = gpus
-		u.rt.AttemptStart, u.rt.UserStarted = ms(now), 0
-		u.rt.RestoreOutputs = u.st.Attempt > 1
-		if u.rt.Deadline == 0 {
-			if d, err := MaxRuntime(u.job); err == nil && d > 0 {
-				u.rt.Deadline = ms(now.Add(d))
-			}
-		}
-		startType := "init_or_rescheduled"
-		if u.st.Attempt > 1 {
-			startType = "restarted"
-		}
-		u.st.RunningRecords = append(u.st.RunningRecords, api.RunningRecord{StartAt: now.Unix(), StartType: startType})
-		return true, nil
+	u, err := c.update(ctx, id, func(u *record) (bool, error) {
+		return true, beginAttempt(u, c.o.WorkDir, gpus, hash, c.now())
 	})
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(attemptDir, 0o700); err != nil {
-		return s.settle(ctx, id, u.st.Attempt, platformExit(u.st.Attempt, "cannot create the attempt dir: "+err.Error()))
+	dir := u.rt.AttemptDir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return c.settle(ctx, id, u.st.Attempt, platformExit(u.st.Attempt, "cannot create the attempt dir: "+err.Error()))
 	}
-	if err := os.WriteFile(filepath.Join(attemptDir, "token"), []byte(token), 0o600); err != nil {
-		return s.settle(ctx, id, u.st.Attempt, platformExit(u.st.Attempt, "cannot write the runner token: "+err.Error()))
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte(token), 0o600); err != nil {
+		return c.settle(ctx, id, u.st.Attempt, platformExit(u.st.Attempt, "cannot write the runner token: "+err.Error()))
 	}
-	spec = executor.Spec{ID: id, Attempt: u.st.Attempt, Dir: attemptDir,
-		Argv: []string{s.o.RunnerArgv0, "runner", "--server", s.o.ServerURL, "--job", id, "--attempt", strconv.Itoa(u.st.Attempt),
-			"--dir", attemptDir, "--token-file", filepath.Join(attemptDir, "token"), "--work-dir", s.o.WorkDir, "--data-dir", s.o.DataDir},
+	spec := executor.Spec{ID: id, Attempt: u.st.Attempt, Dir: dir,
+		Argv: []string{c.o.RunnerArgv0, "runner", "--server", c.o.ServerURL, "--job", id, "--attempt", strconv.Itoa(u.st.Attempt),
+			"--dir", dir, "--token-file", filepath.Join(dir, "token"), "--work-dir", c.o.WorkDir, "--data-dir", c.o.DataDir},
 		Env: runnerEnv()}
-	s.seen.Store(id, s.now())
-	handle, err := s.exec.Start(ctx, spec)
+	c.seen.Store(id, c.now())
+	handle, err := c.exec.Start(ctx, spec)
 	if err != nil {
-		s.event(ctx, id, "Error", "Executor", "cannot start the runner: "+errs.UserMessage(err))
-		return s.settle(ctx, id, u.st.Attempt, platformExit(u.st.Attempt, "the executor could not start the runner: "+errs.UserMessage(err)))
+		c.event(ctx, id, "Error", "Executor", "cannot start the runner: "+errs.UserMessage(err))
+		return c.settle(ctx, id, u.st.Attempt, platformExit(u.st.Attempt, "the executor could not start the runner: "+errs.UserMessage(err)))
 	}
-	if _, err := s.update(ctx, id, func(u *record) (bool, error) {
+	if _, err := c.update(ctx, id, func(u *record) (bool, error) {
 		u.rt.Handle = handle
 		return true, nil
 	}); err != nil {
 		return err
 	}
-	s.event(ctx, id, "Info", "Executor", fmt.Sprintf("attempt %d started on %s executor", u.st.Attempt, s.exec.Name()))
+	c.event(ctx, id, "Info", "Executor", fmt.Sprintf("attempt %d started on %s executor", u.st.Attempt, c.exec.Name()))
 	return nil
 }
 
@@ -201,85 +183,33 @@ func platformExit(attempt int, msg string) *api.RunnerExit {
 		Hint: "the platform failed, not your code; the job is retried when fault-tolerance/job-retry-num allows it"}
 }
 
-// watchFacts is what the controller knows about the runner of a running
-// (or terminating) attempt.
-type watchFacts struct {
-	Started   bool          // the executor's handle of the runner is recorded
-	Silent    time.Duration // since the runner last called (or the server first looked)
-	LostAfter time.Duration
-	// Overdue: past the maximum running time by more than the runner's
-	// own grace to stop.
-	Overdue bool
-	// Inspected is what the executor says of the runner; nil before it was
-	// asked.
-	Inspected *executor.Status
-}
-
-// watchStep is what the controller does next about a running attempt.
-type watchStep int
-
-const (
-	stepWait         watchStep = iota // the runner talks to us, or may still
-	stepInspect                       // silent for LostAfter, or overdue: ask the executor
-	stepNeverStarted                  // no runner was recorded for long: the attempt is lost
-	stepStop                          // alive past its deadline: stop the runner
-	stepReap                          // the runner is gone: sweep what is left, then settle
-)
-
-// decideWatch is the controller's decision about a running attempt: a pure
-// function of what it knows. A runner that is gone is reaped — the attempt
-// is swept and settled with the runner's final report, or as lost — and a
-// runner alive past its deadline is stopped.
-func decideWatch(f watchFacts) watchStep {
-	if !f.Started {
-		if f.Silent > 2*f.LostAfter {
-			return stepNeverStarted
-		}
-		return stepWait
-	}
-	if f.Silent < f.LostAfter && !f.Overdue {
-		return stepWait
-	}
-	switch {
-	case f.Inspected == nil:
-		return stepInspect
-	case f.Inspected.Phase == executor.Running && f.Overdue:
-		return stepStop
-	case f.Inspected.Phase == executor.Running:
-		return stepWait // alive but not talking to us (a network problem)
-	}
-	return stepReap
-}
-
-// watch checks a running job whose runner has been silent.
-func (s *Service) watch(ctx context.Context, r *record) {
+// watch carries out the watch decision a about the running attempt of r:
+// it notes the first look after a server start, asks the executor about a
+// silent or overdue runner and decides again, stops a runner past its
+// deadline, reaps one that is gone and settles an attempt whose runner
+// never started.
+func (c *Controller) watch(ctx context.Context, r *record, a watchAction) {
 	id := r.raw.ID
-	last, ok := s.seen.Load(id)
-	if !ok {
-		// First look after a server start: give the runner time to reach us.
-		s.seen.Store(id, s.now())
-		return
-	}
-	f := watchFacts{Started: r.rt.Handle != "", Silent: s.now().Sub(last.(time.Time)), LostAfter: s.o.LostAfter,
-		Overdue: r.rt.Deadline > 0 && s.now().After(time.UnixMilli(r.rt.Deadline).Add(2*time.Minute))}
-	step := decideWatch(f)
+	f, step := a.Facts, a.Step
 	if step == stepInspect {
-		st, err := s.exec.Inspect(ctx, r.rt.Handle, r.rt.AttemptDir)
+		st, err := c.exec.Inspect(ctx, r.rt.Handle, r.rt.AttemptDir)
 		if err != nil {
-			s.log.Warn("inspecting runner", "job", id, "err", err)
+			c.log.Warn("inspecting runner", "job", id, "err", err)
 			return
 		}
 		f.Inspected = &st
 		step = decideWatch(f)
 	}
 	switch step {
+	case stepNote:
+		c.seen.Store(id, c.now())
 	case stepNeverStarted:
-		_ = s.settle(ctx, id, r.st.Attempt, platformExit(r.st.Attempt, "the runner was never started"))
+		_ = c.settle(ctx, id, r.st.Attempt, platformExit(r.st.Attempt, "the runner was never started"))
 	case stepStop:
-		s.event(ctx, id, "Warning", "Job", "the runner did not stop at the maximum running time; stopping it")
-		go func() { _ = s.exec.Stop(context.Background(), r.rt.Handle, time.Minute); s.Kick() }()
+		c.event(ctx, id, "Warning", "Job", "the runner did not stop at the maximum running time; stopping it")
+		go func() { _ = c.exec.Stop(context.Background(), r.rt.Handle, time.Minute); c.Kick() }()
 	case stepReap:
-		s.reap(ctx, r, *f.Inspected)
+		c.reap(ctx, r, *f.Inspected)
 	}
 }
 
@@ -288,12 +218,12 @@ func (s *Service) watch(ctx context.Context, r *record) {
 // of a runner that exited), then everything in the attempt's cgroup (in
 // settle) — and the attempt settles with the runner's final report, or as
 // lost.
-func (s *Service) reap(ctx context.Context, r *record, st executor.Status) {
+func (c *Controller) reap(ctx context.Context, r *record, st executor.Status) {
 	id := r.raw.ID
-	if err := s.exec.Stop(ctx, r.rt.Handle, 0); err != nil {
+	if err := c.exec.Stop(ctx, r.rt.Handle, 0); err != nil {
 		// A handle the executor cannot read: the cgroup sweep in settle
 		// still ends what the attempt left.
-		s.log.Warn("stopping what is left of a runner", "job", id, "err", err)
+		c.log.Warn("stopping what is left of a runner", "job", id, "err", err)
 	}
 	e := st.Final
 	if e == nil {
@@ -304,16 +234,32 @@ func (s *Service) reap(ctx context.Context, r *record, st executor.Status) {
 		msg += "; the runner's log is " + filepath.Join(r.rt.AttemptDir, "runner.log") + " while the job runs, then " + RunnerLogURL(id, r.st.Attempt)
 		e = platformExit(r.st.Attempt, msg)
 	}
-	if err := s.settle(ctx, id, r.st.Attempt, e); err != nil {
-		s.log.Warn("settling an attempt whose runner is gone", "job", id, "err", err)
+	if err := c.settle(ctx, id, r.st.Attempt, e); err != nil {
+		c.log.Warn("settling an attempt whose runner is gone", "job", id, "err", err)
 	}
+}
+
+// stopRunner has the executor stop the runner of job id (handle) in the
+// background: the runner also learns it from its next heartbeat, SIGTERM
+// makes it act at once, and the executor waits for it to finish syncing.
+// A runner that was gone already (killed) reported nothing: its attempt
+// is reaped then.
+func (c *Controller) stopRunner(id, handle string) {
+	go func() {
+		ctx := context.Background()
+		if err := c.exec.Stop(ctx, handle, 10*time.Minute); err != nil {
+			c.log.Warn("stopping runner", "job", id, "err", err)
+		}
+		c.reapStopped(ctx, id, handle)
+		c.Kick()
+	}()
 }
 
 // reapStopped reaps the attempt of a job whose runner the executor has
 // just stopped: it reported its exit (nothing left to do) or was gone, and
 // the attempt ends now rather than when the runner would count as lost.
-func (s *Service) reapStopped(ctx context.Context, id, handle string) {
-	raw, err := s.store.GetJob(ctx, id)
+func (c *Controller) reapStopped(ctx context.Context, id, handle string) {
+	raw, err := c.store.GetJob(ctx, id)
 	if err != nil {
 		return
 	}
@@ -321,11 +267,11 @@ func (s *Service) reapStopped(ctx context.Context, id, handle string) {
 	if err != nil || r.rt.Handle != handle || (r.st.Phase != api.PhaseRunning && r.st.Phase != api.PhaseTerminating) {
 		return
 	}
-	st, err := s.exec.Inspect(ctx, handle, r.rt.AttemptDir)
+	st, err := c.exec.Inspect(ctx, handle, r.rt.AttemptDir)
 	if err != nil || st.Phase == executor.Running {
 		return
 	}
-	s.reap(ctx, r, st)
+	c.reap(ctx, r, st)
 }
 
 // sweep makes sure no process of the attempt is left: it kills everything
@@ -333,114 +279,61 @@ func (s *Service) reapStopped(ctx context.Context, id, handle string) {
 // runs before an attempt settles, so the capacity is released and a retry
 // starts only once the attempt is gone; it fails (and the attempt stays
 // unsettled, to be swept again) while processes survive.
-func (s *Service) sweep(ctx context.Context, id string, attempt int) error {
+func (c *Controller) sweep(ctx context.Context, id string, attempt int) error {
 	const op errs.Op = "job.sweep"
-	if s.o.RemoveGroup == nil || attempt < 1 {
+	if c.o.RemoveGroup == nil || attempt < 1 {
 		return nil
 	}
 	name := executor.JobGroup(id, attempt)
-	if err := s.o.RemoveGroup(name); err != nil {
-		if prev, ok := s.sweepFailed.Swap(id, attempt); !ok || prev.(int) != attempt {
-			s.event(ctx, id, "Warning", "Job", fmt.Sprintf("processes of attempt %d are still running (cgroup %s): %s; the attempt ends once they are gone",
+	if err := c.o.RemoveGroup(name); err != nil {
+		if prev, ok := c.sweepFailed.Swap(id, attempt); !ok || prev.(int) != attempt {
+			c.event(ctx, id, "Warning", "Job", fmt.Sprintf("processes of attempt %d are still running (cgroup %s): %s; the attempt ends once they are gone",
 				attempt, name, errs.UserMessage(err)))
 		}
 		return errs.E(op, err)
 	}
-	s.sweepFailed.Delete(id)
+	c.sweepFailed.Delete(id)
 	return nil
 }
 
 // settle ends attempt with e: the job is retried, or finishes. The
 // attempt is swept first; while processes of it survive, nothing changes
 // and the error says why.
-func (s *Service) settle(ctx context.Context, id string, attempt int, report *api.RunnerExit) error {
-	end := EndOf(*report)
-	e := &end
+func (c *Controller) settle(ctx context.Context, id string, attempt int, report *api.RunnerExit) error {
+	e := EndOf(*report)
 	// Nothing of the attempt may run on once it is settled (idempotent: an
-	// attempt settled already has no group left).
-	if err := s.sweep(ctx, id, attempt); err != nil {
-		return err
-	}
-	var retried, terminal bool
+	// attempt settled already has no group left); endAttempt holds the
+	// record while the sweep fails.
+	swept := c.sweep(ctx, id, attempt)
+	var d endDecision
 	var credsKey string
-	r, err := s.update(ctx, id, func(u *record) (bool, error) {
-		if u.st.Attempt != attempt || Terminal(u.st.Phase) || u.st.Phase == api.PhasePending {
+	r, err := c.update(ctx, id, func(u *record) (bool, error) {
+		d, credsKey = endAttempt(u, attempt, e, swept == nil, c.now())
+		switch d.Step {
+		case endHold:
+			return false, swept
+		case endIgnore:
 			return false, nil
 		}
-		now := s.now()
-		if n := len(u.st.RunningRecords); n > 0 {
-			rr := &u.st.RunningRecords[n-1]
-			rr.EndAt = now.Unix()
-			rr.EndReason = e.Reason
-			rr.EndRelatedTask = "worker-0"
-		}
-		started := e.UserStarted
-		if started == 0 {
-			started = u.rt.UserStarted
-		}
-		if started > 0 {
-			end := e.EndTime
-			if end == 0 {
-				end = ms(now)
-			}
-			if end > started {
-				u.st.Duration += end - started
-			}
-			if u.st.StartTime == 0 {
-				u.st.StartTime = started
-			}
-		}
-		u.st.TaskStatuses = []api.TaskStatus{{Task: "worker-0", ExitCode: e.ExitCode, Message: e.Message, Reason: e.Reason, Hint: e.Hint}}
-		credsKey = u.rt.CredsKey
-		u.rt.CredsKey, u.rt.TokenHash = "", ""
-		reason := e.Reason
-		switch {
-		case u.rt.StopRequested:
-			if reason != api.FailureCompleted {
-				u.st.TaskStatuses[0].Reason = api.FailureStopped
-				if u.st.TaskStatuses[0].Message == "" || reason == api.FailurePlatform {
-					u.st.TaskStatuses[0].Message = "stopped by user"
-				}
-			}
-			s.finish(u, api.PhaseTerminated, api.SecondaryTerminated, "")
-		case reason == api.FailureCompleted:
-			s.finish(u, api.PhaseCompleted, api.SecondaryCompleted, "")
-		case reason == api.FailureMaxRuntime:
-			s.finish(u, api.PhaseTerminated, api.SecondaryTerminated, "")
-		case ShouldRetry(RetryPolicy(u.job), u.rt.RetriesUsed, reason):
-			u.rt.RetriesUsed++
-			u.st.RetriesLeft = max(RetryPolicy(u.job).Max-u.rt.RetriesUsed, 0)
-			if n := len(u.st.RunningRecords); n > 0 {
-				u.st.RunningRecords[n-1].EndRecover = "job_reschedule"
-			}
-			u.st.Phase, u.st.SecondaryPhase = api.PhasePending, api.SecondaryRestarting
-			u.rt.Handle = ""
-			u.rt.GPUs = nil // the next attempt gets its devices when it is admitted
-			retried = true
-		case reason == api.FailurePlatform:
-			s.finish(u, api.PhaseAbnormal, api.SecondaryLost, "")
-		default:
-			s.finish(u, api.PhaseFailed, api.SecondaryFailed, "")
-		}
-		terminal = Terminal(u.st.Phase)
 		return true, nil
 	})
+	retried, terminal := d.Step == endRetry, d.Step == endFinish
 	if err != nil {
 		return err
 	}
 	if credsKey != "" {
-		if err := s.creds.RevokeTemporary(ctx, credsKey); err != nil {
-			s.log.Warn("revoking job credentials", "job", id, "err", err)
+		if err := c.creds.RevokeTemporary(ctx, credsKey); err != nil {
+			c.log.Warn("revoking job credentials", "job", id, "err", err)
 		}
 	}
 	if retried || terminal {
 		// The attempt's user code has ended: what it held is free now (the
 		// controller's next pass agrees).
-		s.ledger.Release(capacity.Job, id)
+		c.ledger.Release(capacity.Job, id)
 	}
 	switch {
 	case retried:
-		s.event(ctx, id, "Warning", "Job", fmt.Sprintf("attempt %d ended (%s: %s); restarting (%d retries left)", attempt, e.Reason, e.Message, r.st.RetriesLeft))
+		c.event(ctx, id, "Warning", "Job", fmt.Sprintf("attempt %d ended (%s: %s); restarting (%d retries left)", attempt, e.Reason, e.Message, r.st.RetriesLeft))
 	case terminal:
 		level := "Info"
 		if r.st.Phase != api.PhaseCompleted {
@@ -450,75 +343,10 @@ func (s *Service) settle(ctx context.Context, id string, attempt int, report *ap
 		if e.Message != "" {
 			msg += ": " + e.Message
 		}
-		s.event(ctx, id, level, "Job", msg)
-		s.afterTerminal(r)
+		c.event(ctx, id, level, "Job", msg)
+		c.janitor.ended(r)
 	}
-	s.waiters.wake(id)
-	s.Kick()
+	c.waiters.wake(id)
+	c.Kick()
 	return nil
-}
-
-// finish moves a record to a terminal phase.
-func (s *Service) finish(r *record, phase, secondary, _ string) {
-	r.st.Phase, r.st.SecondaryPhase = phase, secondary
-	r.st.EndTime = ms(s.now())
-	r.st.QueuePosition, r.st.WaitingFor = 0, ""
-	r.st.RetriesLeft = 0
-}
-
-// afterTerminal exports the job's log, wakes followers and, once its
-// runner is gone, removes the job's work dir (the janitor).
-func (s *Service) afterTerminal(r *record) {
-	s.waiters.wake(r.raw.ID)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		id := r.raw.ID
-		if err := s.exportLog(ctx, r); err != nil {
-			s.log.Warn("exporting job log", "job", id, "err", err)
-			s.event(ctx, id, "Warning", "Job", "the log could not be exported (it is kept with the job; the export is tried again later): "+errs.UserMessage(err))
-			return
-		}
-		if _, err := s.update(ctx, id, func(u *record) (bool, error) {
-			u.rt.LogExported = true
-			return true, nil
-		}); err != nil {
-			s.log.Warn("recording the log export", "job", id, "err", err)
-			return
-		}
-		s.tidyAfterEnd(ctx, id)
-	}()
-}
-
-// exportLog writes the whole log to log_export_path as <name>-<id>.log.
-func (s *Service) exportLog(ctx context.Context, r *record) error {
-	if r.job.Spec.LogExportPath == nil || r.job.Spec.LogExportPath.OBSURL == "" {
-		return nil
-	}
-	b, prefix, err := ParseOBSURL(r.job.Spec.LogExportPath.OBSURL)
-	if err != nil {
-		return err
-	}
-	if !strings.HasSuffix(prefix, "/") && prefix != "" {
-		prefix += "/"
-	}
-	var buf bytes.Buffer
-	var cur meta.JobLogCursor
-	for {
-		lines, err := s.store.ReadJobLogs(ctx, r.raw.ID, cur, 10000)
-		if err != nil {
-			return err
-		}
-		for _, l := range lines {
-			fmt.Fprintf(&buf, "%s [attempt %d] %s %s\n", l.Time.UTC().Format("2006-01-02T15:04:05.000Z"), l.Attempt, l.Stream, l.Text)
-		}
-		if len(lines) < 10000 {
-			break
-		}
-		last := lines[len(lines)-1]
-		cur = meta.JobLogCursor{Attempt: last.Attempt, Seq: last.Seq}
-	}
-	key := prefix + r.job.Metadata.Name + "-" + r.raw.ID + ".log"
-	_, err = s.obs.PutObject(ctx, obs.As(s.system), b, key, bytes.NewReader(buf.Bytes()), obs.PutOptions{Size: int64(buf.Len()), ContentType: "text/plain; charset=utf-8"})
-	return err
 }

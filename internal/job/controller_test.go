@@ -88,6 +88,8 @@ func TestDecideWatch(t *testing.T) {
 		{"gone past its deadline", watchFacts{Started: true, Silent: time.Second, LostAfter: lost, Overdue: true, Inspected: exited}, stepReap},
 		{"not started yet", watchFacts{Silent: lost, LostAfter: lost}, stepWait},
 		{"never started", watchFacts{Silent: 2*lost + time.Second, LostAfter: lost}, stepNeverStarted},
+		{"first look after a server start", watchFacts{Unseen: true, Started: true, LostAfter: lost, Overdue: true}, stepNote},
+		{"first look at a runner not yet recorded", watchFacts{Unseen: true, LostAfter: lost}, stepNote},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,7 +204,7 @@ func TestStopOfADeadRunnerEndsEverything(t *testing.T) {
 	e := newLedgerEnv(t, Capacity{CPU: 1, Memory: gib})
 	id := e.startOne("stopdead", map[string]string{api.AnnotationRetryNum: "2"})
 	e.killRunner(id)
-	if _, err := e.svc.Stop(e.ctx, e.principal("alice"), id); err != nil {
+	if _, err := e.svc.Jobs.Stop(e.ctx, e.principal("alice"), id); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -232,7 +234,7 @@ func TestCompletedWithoutOutputsIsNotCompleted(t *testing.T) {
 		t.Run("retries "+tt.retries, func(t *testing.T) {
 			e := newLedgerEnv(t, Capacity{CPU: 1, Memory: gib})
 			id := e.startOne("nosync", map[string]string{api.AnnotationRetryNum: tt.retries})
-			if err := e.svc.settle(e.ctx, id, 1, &api.RunnerExit{Attempt: 1, Reason: api.FailureCompleted, OutputsSynced: false}); err != nil {
+			if err := e.svc.Controller.settle(e.ctx, id, 1, &api.RunnerExit{Attempt: 1, Reason: api.FailureCompleted, OutputsSynced: false}); err != nil {
 				t.Fatal(err)
 			}
 			r := e.record(id)

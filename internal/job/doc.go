@@ -1,6 +1,20 @@
 // Package job runs training jobs: the ModelArts v2 job spec, its phases,
-// the admission queue and (in the service files) the store, the controller
-// and the runner protocol.
+// the admission queue, and the roles that do the I/O, which New builds
+// (Roles) over one shared state (the store, the per-job record locks, the
+// last contact of each runner, the log followers):
+//
+//   - Jobs: the REST operations users call — create (with its dry run,
+//     Validate, and the upload of a local code dir), get, list, logs,
+//     metrics, events, stop, delete, engines and flavors;
+//   - Runners: the runner protocol — what the runner of the current
+//     attempt calls with its token: the job and its code, input listings
+//     and objects, heartbeats, log, metric and event batches, the exit;
+//   - Controller: the control loop — admission on the capacity ledger,
+//     starting runners through the executor, watching, stopping, reaping,
+//     sweeping and settling attempts, retries, re-adoption after a
+//     restart;
+//   - Janitor: what jobs leave behind — the platform bucket, the export
+//     of a finished job's log, work dirs, uploaded code no job references.
 //
 // The decisions are pure functions with table tests:
 //
@@ -32,15 +46,40 @@
 //   - EndOf reads a runner's exit report: code that completed while its
 //     outputs did not reach OBS failed (output_sync), which ShouldRetry
 //     treats as a platform fault.
+//   - The controller's pass is pure, with thin I/O around it (plan.go):
+//     planPass turns the active jobs' records and the runners' last
+//     contacts into what the ledger holds for jobs, a watch step for each
+//     running attempt and the queue; planQueue runs Admit on the ledger's
+//     snapshot and says which jobs start and which waiting jobs' position
+//     or reason changed; beginAttempt starts a record's next attempt (its
+//     deadline: the first attempt's start plus max runtime, kept by
+//     retries); endAttempt applies decideEnd; stopJob applies decideStop
+//     (a queued job ends at once, a running one becomes Terminating).
+//     FuzzController drives them through random histories and checks that
+//     no job is admitted twice or over capacity, no attempt settles while
+//     its sweep fails, a waiting job has a reason and a position, and
+//     retries stay within the spec.
 //   - decideWatch is the controller's decision about a running attempt
-//     (wait, ask the executor, stop a runner past its deadline, reap a
-//     runner that is gone). Reaping sweeps the attempt — the executor's
-//     Stop of the dead runner, then every process in the attempt's cgroup,
-//     found by its name (executor.JobGroup) and removed — and only then
-//     settles it: capacity is released and a retry starts once nothing of
-//     the attempt runs. Every settle sweeps first (idempotent), so the
-//     sweep is level-triggered and holds across a server restart; `job
-//     stop` of a job whose runner was gone reaps it at once.
+//     (note the first look after a server start, wait, ask the executor,
+//     stop a runner past its deadline and overdueGrace, reap a runner
+//     that is gone, count a runner never recorded as lost). Reaping sweeps
+//     the attempt — the executor's Stop of the dead runner, then every
+//     process in the attempt's cgroup, found by its name
+//     (executor.JobGroup) and removed — and only then settles it:
+//     decideEnd holds the record while the sweep fails, so capacity is
+//     released and a retry starts once nothing of the attempt runs. Every
+//     settle sweeps first (idempotent), so the sweep is level-triggered
+//     and holds across a server restart; `job stop` of a job whose runner
+//     was gone reaps it at once.
+//   - decideEnd is what becomes of a job whose attempt ended: held while
+//     its sweep fails, ignored for an attempt it no longer runs,
+//     Terminated when stopped, Completed, Terminated at max runtime,
+//     queued again when ShouldRetry allows, Abnormal for a platform
+//     fault, else Failed.
+//   - decideWorkDir and ExpiredCode are the janitor's: a job's work dir
+//     is kept while the job or its runner runs, removed once its log is
+//     exported; an uploaded code dir no job references is deleted after a
+//     grace period.
 //
 // Package failure (internal/job/failure) classifies how an attempt ended.
 package job

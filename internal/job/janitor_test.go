@@ -108,19 +108,19 @@ func gone(p string) bool {
 // own log is kept in the platform bucket.
 func TestWorkDirRemovedWhenTheJobEnds(t *testing.T) {
 	e := newLedgerEnv(t, Capacity{CPU: 1, Memory: gib})
-	if err := e.svc.Init(e.ctx); err != nil {
+	if err := e.svc.Janitor.Init(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	id := e.startOne("tidy", nil)
 	dir := e.attemptTree(id)
-	if _, err := e.svc.CollectGarbage(e.ctx); err != nil {
+	if _, err := e.svc.Janitor.CollectGarbage(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if gone(dir) {
 		t.Fatal("the work dir of a running job was removed")
 	}
 	e.killRunner(id) // it reported its exit and ended
-	if err := e.svc.settle(e.ctx, id, 1, &api.RunnerExit{Attempt: 1, Reason: api.FailureCompleted, OutputsSynced: true}); err != nil {
+	if err := e.svc.Controller.settle(e.ctx, id, 1, &api.RunnerExit{Attempt: 1, Reason: api.FailureCompleted, OutputsSynced: true}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -147,10 +147,10 @@ func TestDeleteRemovesTheWorkDir(t *testing.T) {
 	id := e.startOne("del", nil)
 	dir := e.attemptTree(id)
 	e.killRunner(id)
-	if err := e.svc.settle(e.ctx, id, 1, &api.RunnerExit{Attempt: 1, Reason: api.FailureUserError}); err != nil {
+	if err := e.svc.Controller.settle(e.ctx, id, 1, &api.RunnerExit{Attempt: 1, Reason: api.FailureUserError}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.svc.Delete(e.ctx, e.principal("alice"), id); err != nil {
+	if err := e.svc.Jobs.Delete(e.ctx, e.principal("alice"), id); err != nil {
 		t.Fatal(err)
 	}
 	if !gone(dir) {
@@ -159,7 +159,7 @@ func TestDeleteRemovesTheWorkDir(t *testing.T) {
 	orphan := e.attemptTree("deleted-long-ago")
 	running := e.startOne("busy", nil)
 	busy := e.attemptTree(running)
-	if _, err := e.svc.CollectGarbage(e.ctx); err != nil {
+	if _, err := e.svc.Janitor.CollectGarbage(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if !gone(orphan) || gone(busy) {
@@ -200,12 +200,12 @@ func (e *ledgerEnv) codeKeys() []string {
 // leaves nothing.
 func TestCodeUploadsExpire(t *testing.T) {
 	e := newLedgerEnv(t, Capacity{CPU: 1, Memory: gib})
-	if err := e.svc.Init(e.ctx); err != nil {
+	if err := e.svc.Janitor.Init(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	alice := e.principal("alice")
 	upload := func() string {
-		dir, _, _, err := e.svc.UploadCode(e.ctx, alice, "src", codeTar(t, "train.py", "print(1)", "lib/u.py", "x=1"))
+		dir, _, _, err := e.svc.Jobs.UploadCode(e.ctx, alice, "src", codeTar(t, "train.py", "print(1)", "lib/u.py", "x=1"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +214,7 @@ func TestCodeUploadsExpire(t *testing.T) {
 	used, orphan := upload(), upload()
 	// A job references the first; the second was never used.
 	id := e.queue("uses-code", "cpu.1", nil)
-	if _, err := e.svc.update(e.ctx, id, func(r *record) (bool, error) {
+	if _, err := e.svc.Jobs.update(e.ctx, id, func(r *record) (bool, error) {
 		r.job.Algorithm.CodeDir = used
 		var err error
 		r.raw.Spec, err = json.Marshal(r.job)
@@ -224,7 +224,7 @@ func TestCodeUploadsExpire(t *testing.T) {
 	}
 	// A refused upload (an unsafe path after a good file) leaves nothing.
 	before := len(e.codeKeys())
-	if _, _, _, err := e.svc.UploadCode(e.ctx, alice, "src", codeTar(t, "ok.py", "1", "../escape.py", "2")); err == nil {
+	if _, _, _, err := e.svc.Jobs.UploadCode(e.ctx, alice, "src", codeTar(t, "ok.py", "1", "../escape.py", "2")); err == nil {
 		t.Fatal("an unsafe archive was accepted")
 	}
 	if n := len(e.codeKeys()); n != before {
@@ -232,11 +232,11 @@ func TestCodeUploadsExpire(t *testing.T) {
 	}
 
 	e.clock.t = time.Now().Add(10 * time.Minute) // within the grace period
-	if n, err := e.svc.CollectGarbage(e.ctx); err != nil || n != 0 {
+	if n, err := e.svc.Janitor.CollectGarbage(e.ctx); err != nil || n != 0 {
 		t.Fatalf("within the grace: %d deleted, %v", n, err)
 	}
 	e.clock.t = time.Now().Add(2 * time.Hour)
-	if n, err := e.svc.CollectGarbage(e.ctx); err != nil || n != 1 {
+	if n, err := e.svc.Janitor.CollectGarbage(e.ctx); err != nil || n != 1 {
 		t.Fatalf("after the grace: %d deleted, %v", n, err)
 	}
 	_, usedKey, _ := ParseOBSURL(used)
@@ -250,7 +250,7 @@ func TestCodeUploadsExpire(t *testing.T) {
 	if err := e.store.DeleteJob(e.ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := e.svc.CollectGarbage(e.ctx); err != nil || n != 1 || len(e.codeKeys()) != 0 {
+	if n, err := e.svc.Janitor.CollectGarbage(e.ctx); err != nil || n != 1 || len(e.codeKeys()) != 0 {
 		t.Errorf("after the job was deleted: %d deleted, %v, left %q", n, err, e.codeKeys())
 	}
 }

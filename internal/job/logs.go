@@ -43,9 +43,9 @@ func toAPI(l meta.JobLogLine) api.LogLine {
 }
 
 // Logs returns up to limit lines after the cursor, and the next cursor.
-func (s *Service) Logs(ctx context.Context, p *auth.Principal, id, after string, limit int) (*api.JobLogs, error) {
+func (js *Jobs) Logs(ctx context.Context, p *auth.Principal, id, after string, limit int) (*api.JobLogs, error) {
 	const op errs.Op = "job.Logs"
-	if _, err := s.load(ctx, op, p, id, "Get"); err != nil {
+	if _, err := js.load(ctx, op, p, id, "Get"); err != nil {
 		return nil, err
 	}
 	cur, err := ParseCursor(after)
@@ -55,7 +55,7 @@ func (s *Service) Logs(ctx context.Context, p *auth.Principal, id, after string,
 	if limit <= 0 || limit > 10000 {
 		limit = 1000
 	}
-	lines, err := s.store.ReadJobLogs(ctx, id, cur, limit)
+	lines, err := js.store.ReadJobLogs(ctx, id, cur, limit)
 	if err != nil {
 		return nil, errs.E(op, err)
 	}
@@ -70,9 +70,9 @@ func (s *Service) Logs(ctx context.Context, p *auth.Principal, id, after string,
 
 // FollowLogs calls fn for every line after the cursor as it arrives, and
 // returns when the job is terminal and its log complete, or ctx ends.
-func (s *Service) FollowLogs(ctx context.Context, p *auth.Principal, id, after string, fn func(api.LogLine) error) error {
+func (js *Jobs) FollowLogs(ctx context.Context, p *auth.Principal, id, after string, fn func(api.LogLine) error) error {
 	const op errs.Op = "job.FollowLogs"
-	if _, err := s.load(ctx, op, p, id, "Get"); err != nil {
+	if _, err := js.load(ctx, op, p, id, "Get"); err != nil {
 		return err
 	}
 	cur, err := ParseCursor(after)
@@ -80,10 +80,10 @@ func (s *Service) FollowLogs(ctx context.Context, p *auth.Principal, id, after s
 		return err
 	}
 	for {
-		wake := s.waiters.wait(id)
+		wake := js.waiters.wait(id)
 		// Read the phase BEFORE the lines: a job seen terminal here has
 		// delivered its whole log (the exit comes after the last batch).
-		raw, err := s.store.GetJob(ctx, id)
+		raw, err := js.store.GetJob(ctx, id)
 		if err != nil {
 			if errs.Is(err, errs.NotFound) {
 				return nil
@@ -92,7 +92,7 @@ func (s *Service) FollowLogs(ctx context.Context, p *auth.Principal, id, after s
 		}
 		terminal := Terminal(raw.Phase)
 		for {
-			lines, err := s.store.ReadJobLogs(ctx, id, cur, 1000)
+			lines, err := js.store.ReadJobLogs(ctx, id, cur, 1000)
 			if err != nil {
 				return errs.E(op, err)
 			}
@@ -127,9 +127,9 @@ const (
 // UploadCode stores a tar archive of a code dir under
 // obs://atelier-system/code/<user id>/<upload id>/<name>/ and returns that
 // prefix as code_dir.
-func (s *Service) UploadCode(ctx context.Context, p *auth.Principal, name string, r io.Reader) (codeDir string, files int, size int64, err error) {
+func (js *Jobs) UploadCode(ctx context.Context, p *auth.Principal, name string, r io.Reader) (codeDir string, files int, size int64, err error) {
 	const op errs.Op = "job.UploadCode"
-	if err := s.authz.Authorize(p, "job", "Create", auth.Resource("job", "*"), p.User.ID, nil); err != nil {
+	if err := js.authz.Authorize(p, "job", "Create", auth.Resource("job", "*"), p.User.ID, nil); err != nil {
 		return "", 0, 0, err
 	}
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") || len(name) > 128 {
@@ -137,12 +137,12 @@ func (s *Service) UploadCode(ctx context.Context, p *auth.Principal, name string
 			errs.Hint("pass ?name= with the last element of the code dir, e.g. ?name=src"))
 	}
 	prefix := codeRoot + p.User.ID + "/" + uuid.Must(uuid.NewV7()).String() + "/" + name + "/"
-	sys := obs.As(s.system)
+	sys := obs.As(js.system)
 	defer func() {
 		if err != nil {
 			// Nothing of a refused upload stays behind.
-			if derr := s.deletePrefix(context.WithoutCancel(ctx), sys, uploadOf(prefix)); derr != nil {
-				s.log.Warn("deleting a failed code upload", "prefix", prefix, "err", derr)
+			if derr := js.janitor.deletePrefix(context.WithoutCancel(ctx), sys, uploadOf(prefix)); derr != nil {
+				js.log.Warn("deleting a failed code upload", "prefix", prefix, "err", derr)
 			}
 		}
 	}()
@@ -169,7 +169,7 @@ func (s *Service) UploadCode(ctx context.Context, p *auth.Principal, name string
 				fmt.Sprintf("the code dir is larger than %d files / %s", MaxCodeFiles, byteSize(MaxCodeBytes)),
 				errs.Hint("keep data and checkpoints out of the code dir: list them in .atelierignore, or pass them as inputs"))
 		}
-		if _, err := s.obs.PutObject(ctx, sys, SystemBucket, prefix+rel, tr, obs.PutOptions{Size: h.Size}); err != nil {
+		if _, err := js.obs.PutObject(ctx, sys, SystemBucket, prefix+rel, tr, obs.PutOptions{Size: h.Size}); err != nil {
 			return "", 0, 0, errs.E(op, err)
 		}
 	}
@@ -177,16 +177,4 @@ func (s *Service) UploadCode(ctx context.Context, p *auth.Principal, name string
 		return "", 0, 0, errs.E(op, errs.Invalid, CodeCodeUpload, "the code dir is empty", errs.Hint("check --code-dir and .atelierignore"))
 	}
 	return "obs://" + SystemBucket + "/" + prefix, files, size, nil
-}
-
-// Init makes sure the platform bucket exists.
-func (s *Service) Init(ctx context.Context) error {
-	if _, err := s.obs.HeadBucket(ctx, obs.As(s.system), SystemBucket); err == nil {
-		return nil
-	}
-	_, err := s.obs.CreateBucket(ctx, obs.As(s.system), SystemBucket, obs.CreateBucketOptions{})
-	if err != nil && errs.Is(err, errs.Exists) {
-		return nil
-	}
-	return err
 }

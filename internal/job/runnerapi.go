@@ -18,10 +18,22 @@ import (
 	"github.com/atelier-dev/atelier/internal/obs"
 )
 
+// Runners answer the runner protocol (/api/v1/runner/jobs/{id}/…): what
+// the runner of a job's current attempt calls, authenticated by the
+// attempt's token — the job with its credentials and code, its inputs'
+// listings and objects, heartbeats (whose reply can say stop), log, metric
+// and event batches (idempotent), and the exit, which the controller
+// settles. Every call notes the runner's contact for the controller's
+// watch.
+type Runners struct {
+	*base
+	controller *Controller // settles the attempt a runner reports ended
+}
+
 // runner authenticates a runner call: the token must be the current
 // attempt's.
-func (s *Service) runner(ctx context.Context, op errs.Op, id, token string) (*record, error) {
-	raw, err := s.store.GetJob(ctx, id)
+func (rs *Runners) runner(ctx context.Context, op errs.Op, id, token string) (*record, error) {
+	raw, err := rs.store.GetJob(ctx, id)
 	if err != nil {
 		if errs.Is(err, errs.NotFound) {
 			return nil, errs.E(op, errs.Unauthenticated, CodeRunnerToken, "runner token is not valid for job "+id)
@@ -36,11 +48,11 @@ func (s *Service) runner(ctx context.Context, op errs.Op, id, token string) (*re
 		return nil, errs.E(op, errs.Unauthenticated, CodeRunnerToken, "runner token is not valid for job "+id,
 			errs.Hint("the attempt this runner belongs to has ended"))
 	}
-	s.seen.Store(id, s.now())
+	rs.seen.Store(id, rs.now())
 	return r, nil
 }
 
-func (s *Service) checkAttempt(op errs.Op, r *record, attempt int) error {
+func (rs *Runners) checkAttempt(op errs.Op, r *record, attempt int) error {
 	if attempt != r.st.Attempt {
 		return errs.E(op, errs.Conflict, CodeStaleAttempt, fmt.Sprintf("attempt %d of job %s is over (current: %d)", attempt, r.raw.ID, r.st.Attempt))
 	}
@@ -48,20 +60,20 @@ func (s *Service) checkAttempt(op errs.Op, r *record, attempt int) error {
 }
 
 // RunnerJob is what the runner of the current attempt needs.
-func (s *Service) RunnerJob(ctx context.Context, id, token string) (*api.RunnerJob, error) {
+func (rs *Runners) RunnerJob(ctx context.Context, id, token string) (*api.RunnerJob, error) {
 	const op errs.Op = "job.RunnerJob"
-	r, err := s.runner(ctx, op, id, token)
+	r, err := rs.runner(ctx, op, id, token)
 	if err != nil {
 		return nil, err
 	}
-	creds, err := s.runnerCredentials(ctx, r)
+	creds, err := rs.runnerCredentials(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	fl, _ := s.flavor(r.job.Spec.Resource.FlavorID)
-	eng, _ := s.engine(r.job.Algorithm.Engine.EngineName)
+	fl, _ := rs.flavor(r.job.Spec.Resource.FlavorID)
+	eng, _ := rs.engine(r.job.Algorithm.Engine.EngineName)
 	rj := &api.RunnerJob{Job: *r.view(), Attempt: r.st.Attempt, Engine: eng, Flavor: fl, Credentials: *creds,
-		Sandbox: s.o.Sandbox, SandboxUser: s.o.SandboxUser, Owner: r.raw.OwnerID, Deadline: r.rt.Deadline, HeartbeatSeconds: int(s.o.HeartbeatInterval / time.Second),
+		Sandbox: rs.o.Sandbox, SandboxUser: rs.o.SandboxUser, Owner: r.raw.OwnerID, Deadline: r.rt.Deadline, HeartbeatSeconds: int(rs.o.HeartbeatInterval / time.Second),
 		SyncIntervalSeconds: annotationInt(r.job, api.AnnotationSyncInterval, 30),
 		HangTimeoutSeconds:  annotationInt(r.job, api.AnnotationHangTimeout, 1800),
 		RestoreOutputs:      r.rt.RestoreOutputs, CodeArchive: r.job.Algorithm.CodeDir != "", GPUs: r.rt.GPUs}
@@ -85,7 +97,7 @@ func annotationInt(j *api.Job, key string, def int) int {
 // attempt started. The secret is only held in memory by the attempt's start
 // and handed out once, so they are reissued (and the old ones revoked) when
 // a runner asks again, e.g. after a server restart.
-func (s *Service) runnerCredentials(ctx context.Context, r *record) (*api.RunnerCredentials, error) {
+func (rs *Runners) runnerCredentials(ctx context.Context, r *record) (*api.RunnerCredentials, error) {
 	const op errs.Op = "job.runnerCredentials"
 	doc, err := SessionPolicy(r.job)
 	if err != nil {
@@ -95,23 +107,23 @@ func (s *Service) runnerCredentials(ctx context.Context, r *record) (*api.Runner
 	if r.rt.Deadline > 0 {
 		ttl = min(ttl, time.Until(time.UnixMilli(r.rt.Deadline))+time.Hour)
 	}
-	tc, err := s.creds.IssueTemporary(ctx, r.raw.OwnerID, doc, ttl, "job "+r.raw.ID+" attempt "+strconv.Itoa(r.st.Attempt))
+	tc, err := rs.creds.IssueTemporary(ctx, r.raw.OwnerID, doc, ttl, "job "+r.raw.ID+" attempt "+strconv.Itoa(r.st.Attempt))
 	if err != nil {
 		return nil, errs.E(op, err)
 	}
 	var old string
-	if _, err := s.update(ctx, r.raw.ID, func(u *record) (bool, error) {
+	if _, err := rs.update(ctx, r.raw.ID, func(u *record) (bool, error) {
 		old = u.rt.CredsKey
 		u.rt.CredsKey = tc.AccessKey
 		return true, nil
 	}); err != nil {
-		_ = s.creds.RevokeTemporary(ctx, tc.AccessKey)
+		_ = rs.creds.RevokeTemporary(ctx, tc.AccessKey)
 		return nil, err
 	}
 	if old != "" && old != tc.AccessKey {
-		_ = s.creds.RevokeTemporary(ctx, old)
+		_ = rs.creds.RevokeTemporary(ctx, old)
 	}
-	return &api.RunnerCredentials{S3Endpoint: s.o.S3Endpoint, Region: s.o.Region, AccessKey: tc.AccessKey,
+	return &api.RunnerCredentials{S3Endpoint: rs.o.S3Endpoint, Region: rs.o.Region, AccessKey: tc.AccessKey,
 		SecretKey: tc.SecretKey, SessionToken: tc.SessionToken, Expiration: ms(tc.Expiration)}, nil
 }
 
@@ -164,9 +176,9 @@ func SessionPolicy(j *api.Job) ([]byte, error) {
 }
 
 // RunnerCode streams the job's code dir as a tar archive.
-func (s *Service) RunnerCode(ctx context.Context, id, token string, w io.Writer) error {
+func (rs *Runners) RunnerCode(ctx context.Context, id, token string, w io.Writer) error {
 	const op errs.Op = "job.RunnerCode"
-	r, err := s.runner(ctx, op, id, token)
+	r, err := rs.runner(ctx, op, id, token)
 	if err != nil {
 		return err
 	}
@@ -174,30 +186,30 @@ func (s *Service) RunnerCode(ctx context.Context, id, token string, w io.Writer)
 	if err != nil {
 		return err
 	}
-	caller := obs.As(s.system)
+	caller := obs.As(rs.system)
 	if b != SystemBucket {
 		// The owner's right to read it was checked at create; act for the
 		// platform so that the runner does not need code-dir credentials.
-		caller = obs.As(s.system)
+		caller = obs.As(rs.system)
 	}
-	return s.obs.WriteArchive(ctx, caller, b, prefix, w)
+	return rs.obs.WriteArchive(ctx, caller, b, prefix, w)
 }
 
 // RunnerHeartbeat records progress and says whether to stop.
-func (s *Service) RunnerHeartbeat(ctx context.Context, id, token string, hb *api.RunnerHeartbeat) (*api.RunnerHeartbeatReply, error) {
+func (rs *Runners) RunnerHeartbeat(ctx context.Context, id, token string, hb *api.RunnerHeartbeat) (*api.RunnerHeartbeatReply, error) {
 	const op errs.Op = "job.RunnerHeartbeat"
-	r, err := s.runner(ctx, op, id, token)
+	r, err := rs.runner(ctx, op, id, token)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkAttempt(op, r, hb.Attempt); err != nil {
+	if err := rs.checkAttempt(op, r, hb.Attempt); err != nil {
 		return &api.RunnerHeartbeatReply{Action: "stop"}, nil
 	}
 	if r.rt.StopRequested || Terminal(r.st.Phase) {
 		return &api.RunnerHeartbeatReply{Action: "stop"}, nil
 	}
 	if (hb.SecondaryPhase != "" && hb.SecondaryPhase != r.st.SecondaryPhase) || (hb.UserStarted > 0 && r.rt.UserStarted == 0) {
-		_, err := s.update(ctx, id, func(u *record) (bool, error) {
+		_, err := rs.update(ctx, id, func(u *record) (bool, error) {
 			if u.st.Attempt != hb.Attempt || u.st.Phase != api.PhaseRunning {
 				return false, nil
 			}
@@ -220,9 +232,9 @@ func (s *Service) RunnerHeartbeat(ctx context.Context, id, token string, hb *api
 }
 
 // RunnerLogs stores a batch of log lines (idempotent) and wakes followers.
-func (s *Service) RunnerLogs(ctx context.Context, id, token string, b *api.RunnerLogs) error {
+func (rs *Runners) RunnerLogs(ctx context.Context, id, token string, b *api.RunnerLogs) error {
 	const op errs.Op = "job.RunnerLogs"
-	if _, err := s.runner(ctx, op, id, token); err != nil {
+	if _, err := rs.runner(ctx, op, id, token); err != nil {
 		return err
 	}
 	lines := make([]meta.JobLogLine, 0, len(b.Lines))
@@ -232,17 +244,17 @@ func (s *Service) RunnerLogs(ctx context.Context, id, token string, b *api.Runne
 		}
 		lines = append(lines, meta.JobLogLine{Attempt: b.Attempt, Seq: l.Seq, Time: time.UnixMilli(l.Time), Stream: l.Stream, Text: l.Text})
 	}
-	if err := s.store.AppendJobLogs(ctx, id, lines); err != nil {
+	if err := rs.store.AppendJobLogs(ctx, id, lines); err != nil {
 		return errs.E(op, err)
 	}
-	s.waiters.wake(id)
+	rs.waiters.wake(id)
 	return nil
 }
 
 // RunnerMetrics stores a batch of samples (idempotent).
-func (s *Service) RunnerMetrics(ctx context.Context, id, token string, b *api.RunnerMetrics) error {
+func (rs *Runners) RunnerMetrics(ctx context.Context, id, token string, b *api.RunnerMetrics) error {
 	const op errs.Op = "job.RunnerMetrics"
-	if _, err := s.runner(ctx, op, id, token); err != nil {
+	if _, err := rs.runner(ctx, op, id, token); err != nil {
 		return err
 	}
 	out := make([]meta.JobMetric, 0, len(b.Samples))
@@ -252,37 +264,37 @@ func (s *Service) RunnerMetrics(ctx context.Context, id, token string, b *api.Ru
 		}
 		out = append(out, meta.JobMetric{Attempt: b.Attempt, Seq: m.Seq, Time: time.UnixMilli(m.Time), Kind: m.Kind, Step: m.Step, Values: m.Values})
 	}
-	if err := s.store.AppendJobMetrics(ctx, id, out); err != nil {
+	if err := rs.store.AppendJobMetrics(ctx, id, out); err != nil {
 		return errs.E(op, err)
 	}
 	return nil
 }
 
 // RunnerEvent records an event of the runner.
-func (s *Service) RunnerEvent(ctx context.Context, id, token string, e *api.RunnerEvent) error {
+func (rs *Runners) RunnerEvent(ctx context.Context, id, token string, e *api.RunnerEvent) error {
 	const op errs.Op = "job.RunnerEvent"
-	if _, err := s.runner(ctx, op, id, token); err != nil {
+	if _, err := rs.runner(ctx, op, id, token); err != nil {
 		return err
 	}
 	level := e.Level
 	if level != "Warning" && level != "Error" {
 		level = "Info"
 	}
-	s.event(ctx, id, level, "Runner", fmt.Sprintf("attempt %d: %s", e.Attempt, e.Message))
+	rs.event(ctx, id, level, "Runner", fmt.Sprintf("attempt %d: %s", e.Attempt, e.Message))
 	return nil
 }
 
 // RunnerExit ends the attempt with the runner's report.
-func (s *Service) RunnerExit(ctx context.Context, id, token string, e *api.RunnerExit) error {
+func (rs *Runners) RunnerExit(ctx context.Context, id, token string, e *api.RunnerExit) error {
 	const op errs.Op = "job.RunnerExit"
-	r, err := s.runner(ctx, op, id, token)
+	r, err := rs.runner(ctx, op, id, token)
 	if err != nil {
 		return err
 	}
-	if err := s.checkAttempt(op, r, e.Attempt); err != nil {
+	if err := rs.checkAttempt(op, r, e.Attempt); err != nil {
 		return nil // an exit of an attempt already settled: idempotent
 	}
-	return s.settle(ctx, id, e.Attempt, e)
+	return rs.controller.settle(ctx, id, e.Attempt, e)
 }
 
 // RunnerListLimit is the most objects one input listing of the runner
@@ -316,12 +328,12 @@ func runnerInput(op errs.Op, r *record, name string) (bucket, prefix, dir string
 // created; reading as the owner, not as the platform, keeps a later change
 // of a bucket policy, or an object the owner may list but not read, from
 // being read through the runner.)
-func (s *Service) inputReader(ctx context.Context, op errs.Op, r *record) (*obs.Caller, error) {
-	u, err := s.store.GetUser(ctx, r.raw.OwnerID)
+func (rs *Runners) inputReader(ctx context.Context, op errs.Op, r *record) (*obs.Caller, error) {
+	u, err := rs.store.GetUser(ctx, r.raw.OwnerID)
 	if err != nil {
 		return nil, errs.E(op, err)
 	}
-	ps, err := s.store.UserPolicies(ctx, u.ID)
+	ps, err := rs.store.UserPolicies(ctx, u.ID)
 	if err != nil {
 		return nil, errs.E(op, err)
 	}
@@ -348,9 +360,9 @@ func (s *Service) inputReader(ctx context.Context, op errs.Op, r *record) (*obs.
 // under its obs_url as a directory or, when there is none and the URL does
 // not end in "/", the one object it names (an empty list when neither
 // exists).
-func (s *Service) RunnerInputList(ctx context.Context, id, token, name string) (*api.RunnerObjectList, error) {
+func (rs *Runners) RunnerInputList(ctx context.Context, id, token, name string) (*api.RunnerObjectList, error) {
 	const op errs.Op = "job.RunnerInputList"
-	r, err := s.runner(ctx, op, id, token)
+	r, err := rs.runner(ctx, op, id, token)
 	if err != nil {
 		return nil, err
 	}
@@ -358,11 +370,11 @@ func (s *Service) RunnerInputList(ctx context.Context, id, token, name string) (
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.inputReader(ctx, op, r)
+	c, err := rs.inputReader(ctx, op, r)
 	if err != nil {
 		return nil, err
 	}
-	objs, truncated, err := s.obs.ListAll(ctx, c, b, dir, RunnerListLimit)
+	objs, truncated, err := rs.obs.ListAll(ctx, c, b, dir, RunnerListLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -371,7 +383,7 @@ func (s *Service) RunnerInputList(ctx context.Context, id, token, name string) (
 		out.Items = append(out.Items, api.RunnerObject{Key: o.Key, ETag: o.ETag, Size: o.Size, LastModified: ms(o.LastModified)})
 	}
 	if len(objs) == 0 && dir != prefix {
-		res, err := s.obs.HeadObject(ctx, c, b, prefix, obs.GetOptions{})
+		res, err := rs.obs.HeadObject(ctx, c, b, prefix, obs.GetOptions{})
 		switch {
 		case err == nil:
 			o := res.Object
@@ -387,9 +399,9 @@ func (s *Service) RunnerInputList(ctx context.Context, id, token, name string) (
 // w as a tar archive (obs.WriteObjects: one entry per key that exists,
 // with its ETag in the PAX record api.RunnerETagRecord). A key outside the
 // input is refused before anything is written.
-func (s *Service) RunnerInputObjects(ctx context.Context, id, token, name string, keys []string, w io.Writer) error {
+func (rs *Runners) RunnerInputObjects(ctx context.Context, id, token, name string, keys []string, w io.Writer) error {
 	const op errs.Op = "job.RunnerInputObjects"
-	r, err := s.runner(ctx, op, id, token)
+	r, err := rs.runner(ctx, op, id, token)
 	if err != nil {
 		return err
 	}
@@ -403,11 +415,11 @@ func (s *Service) RunnerInputObjects(ctx context.Context, id, token, name string
 				fmt.Sprintf("key %q is not part of input %s (obs://%s/%s)", clip(k, 200), name, b, prefix))
 		}
 	}
-	c, err := s.inputReader(ctx, op, r)
+	c, err := rs.inputReader(ctx, op, r)
 	if err != nil {
 		return err
 	}
-	return s.obs.WriteObjects(ctx, c, b, keys, w)
+	return rs.obs.WriteObjects(ctx, c, b, keys, w)
 }
 
 // inInput reports whether key belongs to an input whose obs_url has the

@@ -30,7 +30,7 @@ type inputsEnv struct {
 	ctx   context.Context
 	store *sqlite.Store
 	obs   *obs.Service
-	svc   *Service
+	svc   *Roles
 	users map[string]*meta.User
 }
 
@@ -147,7 +147,7 @@ func TestRunnerInputList(t *testing.T) {
 		"missing": "obs://data/nothing", "bucket": "obs://data/"})
 	keys := func(name string) []string {
 		t.Helper()
-		l, err := e.svc.RunnerInputList(e.ctx, id, token, name)
+		l, err := e.svc.Runners.RunnerInputList(e.ctx, id, token, name)
 		if err != nil {
 			t.Fatalf("list %s: %v", name, err)
 		}
@@ -171,13 +171,13 @@ func TestRunnerInputList(t *testing.T) {
 			t.Errorf("list %s = %q; want %q", name, got, want)
 		}
 	}
-	l, _ := e.svc.RunnerInputList(e.ctx, id, token, "one")
+	l, _ := e.svc.Runners.RunnerInputList(e.ctx, id, token, "one")
 	if o := l.Items[0]; o.Size != int64(len("body of single.csv")) || len(o.ETag) != 32 {
 		t.Errorf("single object %+v", o)
 	}
-	_, err := e.svc.RunnerInputList(e.ctx, id, token, "nope")
+	_, err := e.svc.Runners.RunnerInputList(e.ctx, id, token, "nope")
 	wantJobCode(t, err, CodeRunnerInput, errs.NotFound)
-	_, err = e.svc.RunnerInputList(e.ctx, id, "wrong token", "dir")
+	_, err = e.svc.Runners.RunnerInputList(e.ctx, id, "wrong token", "dir")
 	wantJobCode(t, err, CodeRunnerToken, errs.Unauthenticated)
 }
 
@@ -186,7 +186,7 @@ func TestRunnerInputObjects(t *testing.T) {
 	id, token := e.job("alice", map[string]string{"dir": "obs://data/ds/", "noslash": "obs://data/ds", "one": "obs://data/single.csv"})
 	get := func(name string, keys ...string) (map[string]string, error) {
 		var buf bytes.Buffer
-		err := e.svc.RunnerInputObjects(e.ctx, id, token, name, keys, &buf)
+		err := e.svc.Runners.RunnerInputObjects(e.ctx, id, token, name, keys, &buf)
 		if err != nil && buf.Len() > 0 {
 			t.Errorf("%s %q: %d bytes written before the error %v", name, keys, buf.Len(), err)
 		}
@@ -214,7 +214,7 @@ func TestRunnerInputObjects(t *testing.T) {
 	}
 	_, err = get("nope", "ds/a.jpg")
 	wantJobCode(t, err, CodeRunnerInput, errs.NotFound)
-	err = e.svc.RunnerInputObjects(e.ctx, id, "wrong", "dir", []string{"ds/a.jpg"}, io.Discard)
+	err = e.svc.Runners.RunnerInputObjects(e.ctx, id, "wrong", "dir", []string{"ds/a.jpg"}, io.Discard)
 	wantJobCode(t, err, CodeRunnerToken, errs.Unauthenticated)
 }
 
@@ -228,10 +228,10 @@ func TestRunnerInputsReadAsOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	id, token := e.job("bob", map[string]string{"dir": "obs://data/ds/"})
-	if l, err := e.svc.RunnerInputList(e.ctx, id, token, "dir"); err != nil || len(l.Items) != 3 {
+	if l, err := e.svc.Runners.RunnerInputList(e.ctx, id, token, "dir"); err != nil || len(l.Items) != 3 {
 		t.Fatalf("bob's list: %+v %v", l, err)
 	}
-	err := e.svc.RunnerInputObjects(e.ctx, id, token, "dir", []string{"ds/a.jpg"}, io.Discard)
+	err := e.svc.Runners.RunnerInputObjects(e.ctx, id, token, "dir", []string{"ds/a.jpg"}, io.Discard)
 	wantJobCode(t, err, obs.CodeAccessDenied, errs.PermissionDenied)
 	// An attached policy that grants the read makes it work.
 	pol := &meta.Policy{ID: "p1", Name: "read-data", OwnerID: e.users["admin"].ID, CreateTime: time.Now(),
@@ -243,7 +243,7 @@ func TestRunnerInputsReadAsOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := e.svc.RunnerInputObjects(e.ctx, id, token, "dir", []string{"ds/a.jpg"}, &buf); err != nil || len(tarEntries(t, buf.Bytes())) != 1 {
+	if err := e.svc.Runners.RunnerInputObjects(e.ctx, id, token, "dir", []string{"ds/a.jpg"}, &buf); err != nil || len(tarEntries(t, buf.Bytes())) != 1 {
 		t.Errorf("with the policy: %v", err)
 	}
 }
@@ -288,7 +288,7 @@ func BenchmarkRunnerInputList(b *testing.B) {
 	id, token := e.job("alice", map[string]string{"data_url": "obs://data/big/"})
 	b.ResetTimer()
 	for range b.N {
-		l, err := e.svc.RunnerInputList(e.ctx, id, token, "data_url")
+		l, err := e.svc.Runners.RunnerInputList(e.ctx, id, token, "data_url")
 		if err != nil || len(l.Items) != 2000 {
 			b.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 // the boot file exists inside the code dir (unless codeUpload: the client
 // uploads it later), every input exists and is readable by the user, every
 // output (and the log export path) is writable.
-func (s *Service) validateData(ctx context.Context, p *auth.Principal, j *api.Job, codeUpload bool) error {
+func (js *Jobs) validateData(ctx context.Context, p *auth.Principal, j *api.Job, codeUpload bool) error {
 	const op errs.Op = "job.validateData"
 	user := obs.As(p)
 	if j.Algorithm.CodeDir != "" && !codeUpload {
@@ -30,20 +30,20 @@ func (s *Service) validateData(ctx context.Context, p *auth.Principal, j *api.Jo
 				return errs.E(op, errs.NotFound, CodeCodeDir, fmt.Sprintf("code_dir %s is not code you uploaded", j.Algorithm.CodeDir),
 					errs.Hint("give a local --code-dir (the CLI uploads it) or an obs:// prefix in your own bucket"))
 			}
-			reader = obs.As(s.system)
+			reader = obs.As(js.system)
 		}
 		if j.Algorithm.BootFile != "" {
 			key := prefix + j.Algorithm.BootFile
-			if _, err := s.obs.HeadObject(ctx, reader, b, key, obs.GetOptions{}); err != nil {
+			if _, err := js.obs.HeadObject(ctx, reader, b, key, obs.GetOptions{}); err != nil {
 				if errs.Is(err, errs.NotFound) {
-					listing := s.listing(ctx, reader, b, prefix, 20)
+					listing := js.listing(ctx, reader, b, prefix, 20)
 					return errs.E(op, errs.Invalid, CodeBootFile,
 						fmt.Sprintf("boot_file %s does not exist in code_dir %s; the code dir holds: %s", j.Algorithm.BootFile, j.Algorithm.CodeDir, listing),
 						errs.Hint("boot_file is relative to code_dir, e.g. --code-dir ./src --boot-file train.py"))
 				}
 				return errs.E(op, CodeCodeDir, err)
 			}
-		} else if n := s.count(ctx, reader, b, prefix); n == 0 {
+		} else if n := js.count(ctx, reader, b, prefix); n == 0 {
 			return errs.E(op, errs.Invalid, CodeCodeDir, fmt.Sprintf("code_dir %s is empty or does not exist", j.Algorithm.CodeDir),
 				errs.Hint("`atelier obs ls "+j.Algorithm.CodeDir+"` shows what is there"))
 		}
@@ -56,7 +56,7 @@ func (s *Service) validateData(ctx context.Context, p *auth.Principal, j *api.Jo
 		if err != nil {
 			return err
 		}
-		res, err := s.obs.ListObjects(ctx, user, b, obs.ListOptions{Prefix: prefix, MaxKeys: 1, V2: true})
+		res, err := js.obs.ListObjects(ctx, user, b, obs.ListOptions{Prefix: prefix, MaxKeys: 1, V2: true})
 		if err != nil {
 			return errs.E(op, CodeInput, fmt.Sprintf("algorithm.inputs[%d] %s (%s)", i, in.Name, in.Remote.OBS.OBSURL), err)
 		}
@@ -68,7 +68,7 @@ func (s *Service) validateData(ctx context.Context, p *auth.Principal, j *api.Jo
 				parent += "/"
 			}
 			return errs.E(op, errs.Invalid, CodeInput,
-				fmt.Sprintf("input %s: %s is empty or does not exist; obs://%s/%s holds: %s", in.Name, in.Remote.OBS.OBSURL, b, parent, s.listing(ctx, user, b, parent, 20)),
+				fmt.Sprintf("input %s: %s is empty or does not exist; obs://%s/%s holds: %s", in.Name, in.Remote.OBS.OBSURL, b, parent, js.listing(ctx, user, b, parent, 20)),
 				errs.Hint("keys are case-sensitive; upload the data with `atelier obs cp -r DIR "+in.Remote.OBS.OBSURL+"`"))
 		}
 	}
@@ -80,7 +80,7 @@ func (s *Service) validateData(ctx context.Context, p *auth.Principal, j *api.Jo
 		if err != nil {
 			return err
 		}
-		if err := s.obs.Check(ctx, user, b, obs.ActionPutObject, prefix+"x", nil); err != nil {
+		if err := js.obs.Check(ctx, user, b, obs.ActionPutObject, prefix+"x", nil); err != nil {
 			return errs.E(op, CodeOutput, fmt.Sprintf("algorithm.outputs[%d] %s (%s) is not writable", i, out.Name, out.Remote.OBS.OBSURL), err)
 		}
 	}
@@ -89,7 +89,7 @@ func (s *Service) validateData(ctx context.Context, p *auth.Principal, j *api.Jo
 		if err != nil {
 			return err
 		}
-		if err := s.obs.Check(ctx, user, b, obs.ActionPutObject, prefix+"x", nil); err != nil {
+		if err := js.obs.Check(ctx, user, b, obs.ActionPutObject, prefix+"x", nil); err != nil {
 			return errs.E(op, CodeLogExport, "spec.log_export_path "+lp.OBSURL+" is not writable", err)
 		}
 	}
@@ -97,8 +97,8 @@ func (s *Service) validateData(ctx context.Context, p *auth.Principal, j *api.Jo
 }
 
 // listing is a short description of what lies directly under prefix.
-func (s *Service) listing(ctx context.Context, c *obs.Caller, bucket, prefix string, n int) string {
-	res, err := s.obs.ListObjects(ctx, c, bucket, obs.ListOptions{Prefix: prefix, Delimiter: "/", MaxKeys: n, V2: true})
+func (js *Jobs) listing(ctx context.Context, c *obs.Caller, bucket, prefix string, n int) string {
+	res, err := js.obs.ListObjects(ctx, c, bucket, obs.ListOptions{Prefix: prefix, Delimiter: "/", MaxKeys: n, V2: true})
 	if err != nil {
 		return "(cannot list: " + errs.UserMessage(err) + ")"
 	}
@@ -119,8 +119,8 @@ func (s *Service) listing(ctx context.Context, c *obs.Caller, bucket, prefix str
 	return out
 }
 
-func (s *Service) count(ctx context.Context, c *obs.Caller, bucket, prefix string) int {
-	res, err := s.obs.ListObjects(ctx, c, bucket, obs.ListOptions{Prefix: prefix, MaxKeys: 1, V2: true})
+func (js *Jobs) count(ctx context.Context, c *obs.Caller, bucket, prefix string) int {
+	res, err := js.obs.ListObjects(ctx, c, bucket, obs.ListOptions{Prefix: prefix, MaxKeys: 1, V2: true})
 	if err != nil {
 		return 0
 	}

@@ -27,7 +27,7 @@ func TestValidateStoresNothing(t *testing.T) {
 		}
 		return j
 	}
-	got, err := svc.Validate(e.ctx, alice, job(nil), true)
+	got, err := svc.Jobs.Validate(e.ctx, alice, job(nil), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,13 +44,13 @@ func TestValidateStoresNothing(t *testing.T) {
 		{"code_dir given with an upload", func(j *api.Job) { j.Algorithm.CodeDir = "obs://data/code/" }, CodeInvalidSpec},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := svc.Validate(e.ctx, alice, job(tt.mod), true); errs.CodeOf(err) != tt.code {
+			if _, err := svc.Jobs.Validate(e.ctx, alice, job(tt.mod), true); errs.CodeOf(err) != tt.code {
 				t.Errorf("error %v, want code %s", err, tt.code)
 			}
 		})
 	}
 	// Without an upload the code dir is checked as Create checks it.
-	if _, err := svc.Validate(e.ctx, alice, job(func(j *api.Job) { j.Algorithm.CodeDir = "obs://data/ds/" }), false); errs.CodeOf(err) != CodeBootFile {
+	if _, err := svc.Jobs.Validate(e.ctx, alice, job(func(j *api.Job) { j.Algorithm.CodeDir = "obs://data/ds/" }), false); errs.CodeOf(err) != CodeBootFile {
 		t.Errorf("boot file missing from the code dir: %v", err)
 	}
 	if _, total, err := e.store.ListJobs(e.ctx, meta.JobFilter{}, meta.ListOptions{Limit: 10}); err != nil || total != 0 {

@@ -14,5 +14,8 @@
 // The pure parts (ParseConfig, ScanHandler, ValidatePackage,
 // ResolveRuntime, ValidateName, ValidateVersion) have no I/O and are tested
 // by tables and fuzzing; Service does the I/O through the obs and meta
-// packages and authorizes every call (atelier:model:<Verb>).
+// packages and authorizes every call (atelier:model:<Verb>). It reads the
+// job a model is imported from — its status, outputs, inputs and metrics —
+// through Jobs, a small interface it owns, as the importer may see it
+// (internal/job's Jobs implements it).
 package model

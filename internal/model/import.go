@@ -53,10 +53,12 @@ type srcFile struct {
 	size int64
 }
 
-// jobSource is the job a package comes from.
+// jobSource is the job id a package comes from, as the importer p sees
+// it.
 type jobSource struct {
-	rec *meta.JobRecord
-	job api.Job
+	id  string
+	job *api.Job
+	p   *auth.Principal
 }
 
 // checkRequest returns the problems of the request's own fields, and the
@@ -183,7 +185,7 @@ func (s *Service) Import(ctx context.Context, p *auth.Principal, req *api.Import
 		m.Warnings = append(m.Warnings, choice.Warning)
 	}
 	if src.job != nil {
-		m.SourceJobID = src.job.rec.ID
+		m.SourceJobID = src.job.id
 	}
 	rec := &meta.ModelRecord{ID: id, Name: m.ModelName, Version: m.ModelVersion, OwnerID: p.User.ID,
 		Status: api.ModelPublishing, CreateTime: now}
@@ -289,30 +291,29 @@ func (s *Service) jobSource(ctx context.Context, p *auth.Principal, id, path str
 	const op errs.Op = "model.Import"
 	gone := errs.E(op, errs.NotFound, CodeJobNotFound, fmt.Sprintf("training job %q does not exist", clip(id, 80)),
 		errs.Hint("`atelier job list` shows your jobs"))
-	r, err := s.store.GetJob(ctx, id)
+	j, err := s.jobs.Get(ctx, p, id)
 	if errs.Is(err, errs.NotFound) {
 		return nil, gone
 	}
 	if err != nil {
 		return nil, errs.E(op, err)
 	}
-	if err := s.authz.Authorize(p, "job", "Get", auth.Resource("job", id), r.OwnerID, gone); err != nil {
-		return nil, err
-	}
-	js := &jobSource{rec: r}
-	if err := json.Unmarshal(r.Spec, &js.job); err != nil {
-		return nil, errs.E(op, errs.Internal, "job "+id+" spec", err)
-	}
+	js := &jobSource{id: id, job: j, p: p}
 	src := &source{job: js}
-	switch r.Phase {
+	name := j.Metadata.Name
+	var phase string
+	if j.Status != nil {
+		phase = j.Status.Phase
+	}
+	switch phase {
 	case api.PhaseCompleted:
 	case api.PhaseTerminated:
-		src.warnings = append(src.warnings, fmt.Sprintf("training job %s was stopped before it completed: its model may be incomplete", r.Name))
+		src.warnings = append(src.warnings, fmt.Sprintf("training job %s was stopped before it completed: its model may be incomplete", name))
 	case api.PhaseFailed, api.PhaseAbnormal:
-		return nil, errs.E(op, errs.Conflict, CodeJobNotFinished, fmt.Sprintf("training job %s is %s: a model is imported from a job that completed", r.Name, r.Phase),
+		return nil, errs.E(op, errs.Conflict, CodeJobNotFinished, fmt.Sprintf("training job %s is %s: a model is imported from a job that completed", name, phase),
 			errs.Hint("`atelier job get "+id+"` says why it failed; or import an OBS dir with --source"))
 	default:
-		return nil, errs.E(op, errs.Conflict, CodeJobNotFinished, fmt.Sprintf("training job %s is %s: a model is imported from a job that completed", r.Name, orNone(r.Phase)),
+		return nil, errs.E(op, errs.Conflict, CodeJobNotFinished, fmt.Sprintf("training job %s is %s: a model is imported from a job that completed", name, orNone(phase)),
 			errs.Hint("wait for it with `atelier job wait "+id+"`"))
 	}
 	var outURL, outName string
@@ -323,7 +324,7 @@ func (s *Service) jobSource(ctx context.Context, p *auth.Principal, id, path str
 		}
 	}
 	if outURL == "" {
-		return nil, errs.E(op, errs.Invalid, CodeJobNoOutput, fmt.Sprintf("training job %s has no OBS output to import a model from", r.Name),
+		return nil, errs.E(op, errs.Invalid, CodeJobNoOutput, fmt.Sprintf("training job %s has no OBS output to import a model from", name),
 			errs.Hint("give the job an output (--output train_url=obs://bucket/dir/) and write the model package into <output>/model/"))
 	}
 	bucket, key, err := job.ParseOBSURL(outURL)
@@ -556,7 +557,7 @@ func (s *Service) lineage(ctx context.Context, user *obs.Caller, js *jobSource, 
 	var warnings []string
 	l := &api.ModelLineage{Metrics: map[string]float64{}}
 	if js != nil {
-		l.JobID, l.JobName = js.rec.ID, js.rec.Name
+		l.JobID, l.JobName = js.id, js.job.Metadata.Name
 		l.Engine = js.job.Algorithm.Engine.EngineName
 		l.Parameters = js.job.Algorithm.Parameters
 		for _, in := range js.job.Algorithm.Inputs {
@@ -569,9 +570,12 @@ func (s *Service) lineage(ctx context.Context, user *obs.Caller, js *jobSource, 
 			}
 			l.Inputs = append(l.Inputs, li)
 		}
-		samples, err := s.store.ListJobMetrics(ctx, js.rec.ID)
+		var samples []api.MetricSample
+		ms, err := s.jobs.Metrics(ctx, js.p, js.id)
 		if err != nil {
 			warnings = append(warnings, "the job's metrics were not recorded: "+errs.UserMessage(err))
+		} else {
+			samples = ms.Samples
 		}
 		for _, smp := range samples {
 			if smp.Kind != "user" {

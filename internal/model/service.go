@@ -39,9 +39,18 @@ func Location(modelID string) string {
 // Store is what the registry needs from the metadata store.
 type Store interface {
 	meta.Models
-	GetJob(ctx context.Context, id string) (*meta.JobRecord, error)
-	ListJobMetrics(ctx context.Context, jobID string) ([]meta.JobMetric, error)
 	GetUserByName(ctx context.Context, name string) (*meta.User, error)
+}
+
+// Jobs are the training jobs a model is imported from, as the importer
+// sees them (*job.Jobs implements it): each call authorizes the caller
+// (atelier:job:Get) and answers NotFound for a job the caller may not
+// see.
+type Jobs interface {
+	// Get is the job with its status.
+	Get(ctx context.Context, p *auth.Principal, id string) (*api.Job, error)
+	// Metrics are the job's metric samples, for the model's lineage.
+	Metrics(ctx context.Context, p *auth.Principal, id string) (*api.JobMetrics, error)
 }
 
 // Authorizer decides platform actions (atelier:model:<Verb>, and
@@ -88,6 +97,7 @@ type Options struct {
 // Service is the model registry.
 type Service struct {
 	store Store
+	jobs  Jobs
 	obs   *obs.Service
 	authz Authorizer
 	o     Options
@@ -98,8 +108,9 @@ type Service struct {
 	system *auth.Principal
 }
 
-// New builds the registry.
-func New(store Store, o *obs.Service, authz Authorizer, opt Options) *Service {
+// New builds the registry; jobs are the training jobs models are imported
+// from.
+func New(store Store, jobs Jobs, o *obs.Service, authz Authorizer, opt Options) *Service {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -118,7 +129,7 @@ func New(store Store, o *obs.Service, authz Authorizer, opt Options) *Service {
 	if opt.CheckTimeout <= 0 {
 		opt.CheckTimeout = DefaultCheckTimeout
 	}
-	return &Service{store: store, obs: o, authz: authz, o: opt, log: opt.Logger, deps: opt.Deployments}
+	return &Service{store: store, jobs: jobs, obs: o, authz: authz, o: opt, log: opt.Logger, deps: opt.Deployments}
 }
 
 // SetDeployments sets (or replaces) what tells which services use a

@@ -18,6 +18,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/blob/disk"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/job"
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/meta/sqlite"
 	"github.com/atelier-dev/atelier/internal/obs"
@@ -91,7 +92,10 @@ func newEnv(t *testing.T, mod ...func(*Options)) *env {
 	for _, m := range mod {
 		m(&o)
 	}
-	e.svc = New(store, e.obs, iam, o)
+	// The training jobs models are imported from: the job package's REST
+	// side over the same store (it reads and authorizes; it runs nothing).
+	jobs := job.New(store, e.obs, nil, iam, nil, e.admin, job.Options{}).Jobs
+	e.svc = New(store, jobs, e.obs, iam, o)
 	if err := e.svc.Init(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -280,8 +284,15 @@ func (e *env) addJob(id, name, phase string) {
 			Parameters: []api.JobParameter{{Name: "epochs", Value: "3"}},
 			Inputs:     []api.JobChannel{{Name: "data_url", Remote: api.JobRemote{OBS: &api.OBSLocation{OBSURL: "obs://bkt/data/"}}}},
 			Outputs:    []api.JobChannel{{Name: "train_url", Remote: api.JobRemote{OBS: &api.OBSLocation{OBSURL: "obs://bkt/out/" + id + "/"}}}}}}
+	e.storeJob(id, name, phase, j)
+}
+
+// storeJob stores the record of alice's job j with the given phase.
+func (e *env) storeJob(id, name, phase string, j api.Job) {
+	e.t.Helper()
 	spec, _ := json.Marshal(j)
-	if err := e.store.CreateJob(e.ctx, &meta.JobRecord{ID: id, Name: name, OwnerID: e.alice.User.ID, Phase: phase, Spec: spec, CreateTime: time.Now()}); err != nil {
+	status, _ := json.Marshal(api.JobStatus{Phase: phase})
+	if err := e.store.CreateJob(e.ctx, &meta.JobRecord{ID: id, Name: name, OwnerID: e.alice.User.ID, Phase: phase, Spec: spec, Status: status, CreateTime: time.Now()}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -341,10 +352,7 @@ func TestImportFromJob(t *testing.T) {
 	_, err = e.svc.Import(e.ctx, e.alice, &api.ImportModelRequest{ModelName: "x", ModelVersion: "1.0.0", SourceJobID: "nope"})
 	wantCode(t, err, errs.NotFound, CodeJobNotFound)
 	// A job without outputs.
-	spec, _ := json.Marshal(api.Job{Kind: "job", Metadata: api.JobMetadata{Name: "noout"}})
-	if err := e.store.CreateJob(e.ctx, &meta.JobRecord{ID: "job-5", Name: "noout", OwnerID: e.alice.User.ID, Phase: api.PhaseCompleted, Spec: spec}); err != nil {
-		t.Fatal(err)
-	}
+	e.storeJob("job-5", "noout", api.PhaseCompleted, api.Job{Kind: "job", Metadata: api.JobMetadata{Name: "noout"}})
 	_, err = e.svc.Import(e.ctx, e.alice, &api.ImportModelRequest{ModelName: "x", ModelVersion: "1.0.0", SourceJobID: "job-5"})
 	wantCode(t, err, errs.Invalid, CodeJobNoOutput, "has no OBS output")
 }

@@ -28,7 +28,7 @@ import (
 )
 
 // memInputs is the server's side of the inputs calls over an in-memory
-// OBS, with faults to inject. It answers as job.Service does: the objects
+// OBS, with faults to inject. It answers as job.Runners does: the objects
 // under the input as a directory, else the one object it names.
 type memInputs struct {
 	store *obsmem.Store
