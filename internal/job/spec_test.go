@@ -403,7 +403,7 @@ func TestParseOBSURL(t *testing.T) {
 		{in: "obs:/b00/k", bad: "malformed"},
 		{in: "b00/k", bad: "not an OBS URL"},
 		{in: "http://b00/k", bad: `scheme "http"`},
-		{in: "obs://B00/k", bad: "capital letter"},
+		{in: "obs://B00/k", bad: "upper-case letter"},
 		{in: "obs://b00/" + strings.Repeat("k", 1025), bad: "1025 bytes"},
 		{in: "obs://b00/a\x00b", bad: "NUL"},
 	}
