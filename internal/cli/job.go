@@ -16,7 +16,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/client"
 	"github.com/atelier-dev/atelier/internal/errs"
-	"github.com/atelier-dev/atelier/internal/obsclient"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // Error codes of the job commands (ATL.CLI.0110–0149).
@@ -347,12 +347,12 @@ func flavorTable(w io.Writer, fs []api.Flavor) {
 		}
 		disk, price := "-", "-"
 		if f.Disk > 0 {
-			disk = obsclient.HumanBytes(f.Disk)
+			disk = text.Bytes(f.Disk)
 		}
 		if f.PricePerHour > 0 {
 			price = strconv.FormatFloat(f.PricePerHour, 'f', -1, 64)
 		}
-		row(w, id, strconv.FormatFloat(f.CPU, 'f', -1, 64), obsclient.HumanBytes(f.Memory), strconv.Itoa(f.GPU), disk, price)
+		row(w, id, strconv.FormatFloat(f.CPU, 'f', -1, 64), text.Bytes(f.Memory), strconv.Itoa(f.GPU), disk, price)
 	}
 }
 
@@ -670,7 +670,7 @@ func systemSummaries(samples []api.MetricSample) []systemSummary {
 func systemValue(name string, v float64) string {
 	switch {
 	case strings.HasSuffix(name, "_bytes"):
-		return obsclient.HumanBytes(int64(v))
+		return text.Bytes(int64(v))
 	case strings.HasSuffix(name, "_percent"), name == "gpu_util":
 		return strconv.FormatFloat(v, 'f', 1, 64) + "%"
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/client"
 	"github.com/atelier-dev/atelier/internal/errs"
-	"github.com/atelier-dev/atelier/internal/obsclient"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // Error codes of `job create` failures found before the job is submitted.
@@ -883,9 +883,9 @@ func planCodeDir(root string, lim codeLimits) (*codePlan, error) {
 	for _, n := range names[:min(5, len(names))] {
 		t := tops[n]
 		if strings.HasSuffix(n, "/") {
-			biggest = append(biggest, fmt.Sprintf("%s %s in %d files", n, obsclient.HumanBytes(t.size), t.files))
+			biggest = append(biggest, fmt.Sprintf("%s %s in %d files", n, text.Bytes(t.size), t.files))
 		} else {
-			biggest = append(biggest, fmt.Sprintf("%s %s", n, obsclient.HumanBytes(t.size)))
+			biggest = append(biggest, fmt.Sprintf("%s %s", n, text.Bytes(t.size)))
 		}
 	}
 	count := fmt.Sprintf("%d files", p.nFiles)
@@ -894,7 +894,7 @@ func planCodeDir(root string, lim codeLimits) (*codePlan, error) {
 	}
 	return nil, errs.E(op, errs.TooLarge, codeCodeTooLarge,
 		fmt.Sprintf("code dir %s is too large to upload: %s in %s (the limits are %s and %d files); the biggest entries: %s",
-			root, obsclient.HumanBytes(p.bytes), count, obsclient.HumanBytes(lim.maxBytes), lim.maxFiles, strings.Join(biggest, ", ")),
+			root, text.Bytes(p.bytes), count, text.Bytes(lim.maxBytes), lim.maxFiles, strings.Join(biggest, ", ")),
 		errs.Hint(fmt.Sprintf("list data, checkpoints and environments in %s (e.g. data/, *.ckpt, .venv/) and give data to the job as --input obs://…",
 			filepath.Join(root, ignoreFile))))
 }
@@ -1062,7 +1062,7 @@ func (j *jobCmds) uploadCode(ctx context.Context, c *client.Client, p *codePlan)
 	if werr != nil {
 		return "", werr
 	}
-	j.a.note("uploaded code dir %s (%d files, %s) to %s", p.root, files, obsclient.HumanBytes(size), codeDir)
+	j.a.note("uploaded code dir %s (%d files, %s) to %s", p.root, files, text.Bytes(size), codeDir)
 	return codeDir, nil
 }
 

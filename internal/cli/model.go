@@ -15,7 +15,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/client"
 	"github.com/atelier-dev/atelier/internal/errs"
-	"github.com/atelier-dev/atelier/internal/obsclient"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // Error codes of the model commands (ATL.MDL.0090–0099; the registry's own
@@ -339,7 +339,7 @@ func modelDetail(w io.Writer, md *api.Model) {
 		fmt.Fprintln(w)
 		row(w, "FILE", "SIZE", "ETAG")
 		for _, f := range md.Files {
-			row(w, f.Path, obsclient.HumanBytes(f.Size)+" ("+strconv.FormatInt(f.Size, 10)+")", f.ETag)
+			row(w, f.Path, text.Bytes(f.Size)+" ("+strconv.FormatInt(f.Size, 10)+")", f.ETag)
 		}
 	}
 }

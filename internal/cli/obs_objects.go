@@ -10,6 +10,8 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/obsclient"
+	"github.com/atelier-dev/atelier/internal/obsurl"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // obsBucket is a bucket as ls -o json|yaml shows it.
@@ -33,7 +35,7 @@ type obsObject struct {
 
 // obsObjectView is how ls and stat show o, an object of bucket.
 func obsObjectView(bucket string, o obsclient.Object) obsObject {
-	v := obsObject{URL: obsclient.URL(bucket, o.Key), Bucket: bucket, Key: o.Key, Dir: o.Prefix,
+	v := obsObject{URL: obsurl.Format(bucket, o.Key), Bucket: bucket, Key: o.Key, Dir: o.Prefix,
 		Size: o.Size, ETag: o.ETag, ContentType: o.ContentType}
 	if !o.LastModified.IsZero() {
 		v.LastModified = o.LastModified.UnixMilli()
@@ -153,9 +155,9 @@ or -o yaml the list object {"total", "count", "items"} is printed.`,
 						row(w, "DIR", "-", it.URL)
 						continue
 					}
-					row(w, obsclient.HumanBytes(it.Size), timeMs(it.LastModified), it.URL)
+					row(w, text.Bytes(it.Size), timeMs(it.LastModified), it.URL)
 				}
-				fmt.Fprintf(w, "%s, %s\n", obsPlural(len(items), "entry", "entries"), obsclient.HumanBytes(total))
+				fmt.Fprintf(w, "%s, %s\n", obsPlural(len(items), "entry", "entries"), text.Bytes(total))
 			})
 		},
 	}
@@ -244,7 +246,7 @@ func (o *obsCmds) stat() *cobra.Command {
 			v := obsObjectView(l.Bucket, ob)
 			return o.a.show(v, func(w io.Writer) {
 				field(w, "URL", v.URL)
-				field(w, "Size", fmt.Sprintf("%d (%s)", v.Size, obsclient.HumanBytes(v.Size)))
+				field(w, "Size", fmt.Sprintf("%d (%s)", v.Size, text.Bytes(v.Size)))
 				field(w, "ETag", orDash(v.ETag))
 				if n, ok := obsETagParts(v.ETag); ok {
 					field(w, "Parts", n)

@@ -84,7 +84,7 @@ func TestObsCommands(t *testing.T) {
 	}{
 		{name: "mb", args: []string{"obs", "mb", "obs://newbkt"}, out: []string{"created bucket obs://newbkt"}},
 		{name: "mb bad name", args: []string{"obs", "mb", "obs://Bad_Name"}, code: ExitUsage,
-			errOut: []string{`invalid bucket name "Bad_Name": capital letters are not allowed`, "Run 'atelier obs mb --help' for usage."}},
+			errOut: []string{`invalid bucket name "Bad_Name": it contains the upper-case letter`, "Run 'atelier obs mb --help' for usage."}},
 		{name: "mb with a key", args: []string{"obs", "mb", "obs://bkt/x"}, code: ExitUsage, errOut: []string{"names an object"}},
 		{name: "mb exists", args: []string{"obs", "mb", "obs://bkt"}, code: ExitFailure,
 			errOut: []string{`atelier: bucket "bkt" already exists and is yours (BucketAlreadyOwnedByYou)`}},
@@ -131,7 +131,7 @@ func TestObsCommands(t *testing.T) {
 		{name: "cp both local", args: []string{"obs", "cp", file, "x"}, code: ExitUsage, errOut: []string{"both local paths"}},
 		{name: "cp missing DST", args: []string{"obs", "cp", file}, code: ExitUsage, errOut: []string{"missing argument DST"}},
 		{name: "cp bad URL", args: []string{"obs", "cp", file, "obs:/bkt/x"}, code: ExitUsage,
-			errOut: []string{`malformed URL "obs:/bkt/x"; write it as obs://BUCKET/KEY`}},
+			errOut: []string{`"obs:/bkt/x" is a malformed OBS URL; write obs://BUCKET/PATH`}},
 		{name: "cp bad jobs", args: []string{"obs", "cp", "-j", "0", file, "obs://bkt/"}, code: ExitUsage, errOut: []string{"-j/--jobs must be between 1 and 256"}},
 		{name: "cp bad part size", args: []string{"obs", "cp", "--part-size", "1MiB", file, "obs://bkt/"}, code: ExitUsage,
 			errOut: []string{"--part-size must be between 5MiB and 5GiB"}},

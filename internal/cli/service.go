@@ -22,8 +22,8 @@ import (
 	"github.com/atelier-dev/atelier/internal/client"
 	"github.com/atelier-dev/atelier/internal/config"
 	"github.com/atelier-dev/atelier/internal/errs"
-	"github.com/atelier-dev/atelier/internal/obsclient"
 	"github.com/atelier-dev/atelier/internal/serving"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // Error codes of the service commands (ATL.SVC.0080–0099).
@@ -1117,7 +1117,7 @@ func serviceDetail(w io.Writer, v *api.Service) {
 		field(w, "App code", v.AppCode)
 	}
 	field(w, "Timeout", strconv.FormatFloat(v.TimeoutSeconds, 'f', -1, 64)+"s")
-	field(w, "Max body", obsclient.HumanBytes(v.MaxBodyBytes))
+	field(w, "Max body", text.Bytes(v.MaxBodyBytes))
 	if as := v.Autoscale; as != nil {
 		field(w, "Autoscale", fmt.Sprintf("%d…%d instances, target %g in flight, cooldown %ds", as.Min, as.Max, as.TargetInflight, as.CooldownSeconds))
 	}

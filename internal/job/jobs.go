@@ -13,6 +13,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // Jobs are the operations users call through the REST API: create (with
@@ -78,7 +79,7 @@ func (js *Jobs) check(ctx context.Context, p *auth.Principal, j *api.Job, codeUp
 	if !fits(js.o.Capacity, flavor) {
 		return errs.E(op, errs.Invalid, CodeNeverFits,
 			fmt.Sprintf("flavor %s (cpu %g, memory %s, gpu %d) is larger than this machine can run (cpu %g, memory %s, gpu %d)",
-				flavor.ID, flavor.CPU, byteSize(flavor.Memory), flavor.GPU, js.o.Capacity.CPU, byteSize(js.o.Capacity.Memory), js.o.Capacity.GPU),
+				flavor.ID, flavor.CPU, text.Bytes(flavor.Memory), flavor.GPU, js.o.Capacity.CPU, text.Bytes(js.o.Capacity.Memory), js.o.Capacity.GPU),
 			errs.Hint("`atelier job flavors` lists what fits"))
 	}
 	return js.validateData(ctx, p, j, codeUpload)

@@ -18,6 +18,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/obs"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // ParseCursor reads a log cursor "<attempt>.<seq>" ("" is the start).
@@ -166,7 +167,7 @@ func (js *Jobs) UploadCode(ctx context.Context, p *auth.Principal, name string, 
 		size += h.Size
 		if files > MaxCodeFiles || size > MaxCodeBytes {
 			return "", 0, 0, errs.E(op, errs.TooLarge, CodeCodeUpload,
-				fmt.Sprintf("the code dir is larger than %d files / %s", MaxCodeFiles, byteSize(MaxCodeBytes)),
+				fmt.Sprintf("the code dir is larger than %d files / %s", MaxCodeFiles, text.Bytes(MaxCodeBytes)),
 				errs.Hint("keep data and checkpoints out of the code dir: list them in .atelierignore, or pass them as inputs"))
 		}
 		if _, err := js.obs.PutObject(ctx, sys, SystemBucket, prefix+rel, tr, obs.PutOptions{Size: h.Size}); err != nil {

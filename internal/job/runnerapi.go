@@ -16,6 +16,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/obs"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // Runners answer the runner protocol (/api/v1/runner/jobs/{id}/…): what
@@ -412,7 +413,7 @@ func (rs *Runners) RunnerInputObjects(ctx context.Context, id, token, name strin
 	for _, k := range keys {
 		if !inInput(prefix, dir, k) {
 			return errs.E(op, errs.PermissionDenied, CodeRunnerInput,
-				fmt.Sprintf("key %q is not part of input %s (obs://%s/%s)", clip(k, 200), name, b, prefix))
+				fmt.Sprintf("key %q is not part of input %s (obs://%s/%s)", text.Clip(k, 200), name, b, prefix))
 		}
 	}
 	c, err := rs.inputReader(ctx, op, r)

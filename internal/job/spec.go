@@ -1,6 +1,7 @@
 package job
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -8,12 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/obs"
+	"github.com/atelier-dev/atelier/internal/obsurl"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // Error codes of job specs, phases and the queue (ATL.JOB.0001–0049).
@@ -262,9 +264,9 @@ func normMetadata(m *api.JobMetadata, env Env, ps *problems) {
 	case m.Name == "":
 		ps.add("metadata.name", "required: "+rule)
 	case utf8.RuneCountInString(m.Name) > maxLen:
-		ps.add("metadata.name", fmt.Sprintf("%q is %d characters long: %s", clip(m.Name, 80), utf8.RuneCountInString(m.Name), rule))
+		ps.add("metadata.name", fmt.Sprintf("%q is %d characters long: %s", text.Clip(m.Name, 80), utf8.RuneCountInString(m.Name), rule))
 	case !jobNameRe.MatchString(m.Name):
-		ps.add("metadata.name", fmt.Sprintf("%q is not a valid name: %s", clip(m.Name, 80), rule))
+		ps.add("metadata.name", fmt.Sprintf("%q is not a valid name: %s", text.Clip(m.Name, 80), rule))
 	}
 	if n := utf8.RuneCountInString(m.Description); n > MaxDescriptionLen {
 		ps.add("metadata.description", fmt.Sprintf("is %d characters long: at most %d are accepted", n, MaxDescriptionLen))
@@ -281,7 +283,7 @@ func normAnnotations(a map[string]string, ps *problems) {
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < lo || n > hi {
-			ps.add(field(k), fmt.Sprintf("%q is not accepted: use a whole number of %s from %d to %d", clip(v, 40), what, lo, hi))
+			ps.add(field(k), fmt.Sprintf("%q is not accepted: use a whole number of %s from %d to %d", text.Clip(v, 40), what, lo, hi))
 			return
 		}
 		a[k] = strconv.Itoa(n)
@@ -297,7 +299,7 @@ func normAnnotations(a map[string]string, ps *problems) {
 		case strings.EqualFold(t, "false"):
 			a[k] = "false"
 		default:
-			ps.add(field(k), fmt.Sprintf("%q is not accepted: use \"true\" or \"false\"", clip(v, 40)))
+			ps.add(field(k), fmt.Sprintf("%q is not accepted: use \"true\" or \"false\"", text.Clip(v, 40)))
 		}
 	}
 	intIn(api.AnnotationRetryNum, 0, MaxRetries, "retries")
@@ -385,8 +387,8 @@ func normBootFile(b, codeDir string, codeOK bool, ps *problems) (string, bool) {
 				break
 			}
 		}
-		ps.addHint(field, fmt.Sprintf("%q is a command line, not a file", clip(b, 120)),
-			fmt.Sprintf("give command: %q, or boot_file: %s with the arguments as parameters", clip(b, 120), script))
+		ps.addHint(field, fmt.Sprintf("%q is a command line, not a file", text.Clip(b, 120)),
+			fmt.Sprintf("give command: %q, or boot_file: %s with the arguments as parameters", text.Clip(b, 120), script))
 		return "", false
 	}
 	if strings.ContainsAny(b, "\x00\n\r") {
@@ -394,7 +396,7 @@ func normBootFile(b, codeDir string, codeOK bool, ps *problems) (string, bool) {
 		return "", false
 	}
 	rel := b
-	if hasSchemePrefix(b) && !hasScheme(b) {
+	if obsurl.HasScheme(b) && !hasScheme(b) {
 		_, _, err := ParseOBSURL(b)
 		ps.addHint(field, errs.UserMessage(err), string(errs.HintOf(err)))
 		return "", false
@@ -407,22 +409,22 @@ func normBootFile(b, codeDir string, codeOK bool, ps *problems) (string, bool) {
 		bucket, key, err := ParseOBSURL(b)
 		cb, ck, _ := ParseOBSURL(codeDir)
 		if err != nil || bucket != cb || !strings.HasPrefix(key, ck) || key == ck {
-			ps.addHint(field, fmt.Sprintf("boot_file must be inside code_dir: %q is not inside %q", clip(b, 200), codeDir),
+			ps.addHint(field, fmt.Sprintf("boot_file must be inside code_dir: %q is not inside %q", text.Clip(b, 200), codeDir),
 				"give boot_file relative to code_dir (e.g. train.py), or a full OBS path inside code_dir")
 			return "", false
 		}
 		rel = key[len(ck):]
 	}
 	if strings.Contains(rel, `\`) {
-		ps.add(field, fmt.Sprintf("%q contains '\\': separate directories with '/'", clip(b, 200)))
+		ps.add(field, fmt.Sprintf("%q contains '\\': separate directories with '/'", text.Clip(b, 200)))
 		return "", false
 	}
 	if strings.HasPrefix(rel, "/") || slices.Contains(strings.Split(rel, "/"), "..") {
-		ps.add(field, fmt.Sprintf("%q leaves code_dir: give a path relative to code_dir without '..', e.g. train.py or src/train.py", clip(b, 200)))
+		ps.add(field, fmt.Sprintf("%q leaves code_dir: give a path relative to code_dir without '..', e.g. train.py or src/train.py", text.Clip(b, 200)))
 		return "", false
 	}
 	if strings.HasSuffix(rel, "/") {
-		ps.add(field, fmt.Sprintf("%q is a directory: give the file to run, e.g. train.py", clip(b, 200)))
+		ps.add(field, fmt.Sprintf("%q is a directory: give the file to run, e.g. train.py", text.Clip(b, 200)))
 		return "", false
 	}
 	rel = path.Clean(rel)
@@ -430,10 +432,10 @@ func normBootFile(b, codeDir string, codeOK bool, ps *problems) (string, bool) {
 	case strings.HasSuffix(rel, ".py"), strings.HasSuffix(rel, ".sh"):
 		return rel, true
 	case strings.HasSuffix(rel, ".ipynb"):
-		ps.addHint(field, fmt.Sprintf("%q is a notebook: boot_file must end in .py (run with the engine's Python) or .sh (run with /bin/sh)", clip(b, 200)),
+		ps.addHint(field, fmt.Sprintf("%q is a notebook: boot_file must end in .py (run with the engine's Python) or .sh (run with /bin/sh)", text.Clip(b, 200)),
 			"export the notebook as a script: jupyter nbconvert --to script NOTEBOOK.ipynb")
 	default:
-		ps.add(field, fmt.Sprintf("%q must end in .py (run with the engine's Python) or .sh (run with /bin/sh)", clip(b, 200)))
+		ps.add(field, fmt.Sprintf("%q must end in .py (run with the engine's Python) or .sh (run with /bin/sh)", text.Clip(b, 200)))
 	}
 	return "", false
 }
@@ -483,7 +485,7 @@ func normEngine(e *api.JobEngine, env Env, ps *problems) {
 				return
 			}
 		}
-		ps.addHint(field, fmt.Sprintf("unknown engine %q: available engines are %s", clip(name, 80), engineNames(env.Engines)),
+		ps.addHint(field, fmt.Sprintf("unknown engine %q: available engines are %s", text.Clip(name, 80), engineNames(env.Engines)),
 			"atelier job engines lists them")
 		return
 	}
@@ -505,7 +507,7 @@ func normEngine(e *api.JobEngine, env Env, ps *problems) {
 				vs = append(vs, strconv.Quote(m.Version))
 			}
 			ps.add("algorithm.engine.engine_version", fmt.Sprintf("engine %s has no version %q: available versions are %s",
-				pick.Name, clip(v, 80), strings.Join(vs, ", ")))
+				pick.Name, text.Clip(v, 80), strings.Join(vs, ", ")))
 			return
 		}
 	}
@@ -529,9 +531,9 @@ func argName(field, name string, ps *problems) bool {
 	case name == "":
 		ps.add(field, "required: "+rule)
 	case len(name) > MaxParamNameLen:
-		ps.add(field, fmt.Sprintf("%q is %d characters long: at most %d are accepted", clip(name, 40), len(name), MaxParamNameLen))
+		ps.add(field, fmt.Sprintf("%q is %d characters long: at most %d are accepted", text.Clip(name, 40), len(name), MaxParamNameLen))
 	case !argNameRe.MatchString(name):
-		ps.add(field, fmt.Sprintf("%q is not a valid name: %s", clip(name, 80), rule))
+		ps.add(field, fmt.Sprintf("%q is not a valid name: %s", text.Clip(name, 80), rule))
 	default:
 		return true
 	}
@@ -576,7 +578,7 @@ func normChannel(field string, ch *api.JobChannel, defaultParent string, environ
 			}
 		}
 	default:
-		ps.add(field+".access_method", fmt.Sprintf("%q is not accepted: use \"parameter\" (--name=dir) or \"env\" (an environment variable)", clip(ch.AccessMethod, 40)))
+		ps.add(field+".access_method", fmt.Sprintf("%q is not accepted: use \"parameter\" (--name=dir) or \"env\" (an environment variable)", text.Clip(ch.AccessMethod, 40)))
 	}
 	if strings.TrimSpace(ch.LocalDir) == "" {
 		if nameOK {
@@ -590,14 +592,14 @@ func normChannel(field string, ch *api.JobChannel, defaultParent string, environ
 	d := strings.TrimSpace(ch.LocalDir)
 	switch {
 	case strings.ContainsAny(d, "\x00\n\r\\"):
-		ps.add(field+".local_dir", fmt.Sprintf("%q contains a control character or '\\': give a dir under %s", clip(d, 120), HomeDir))
+		ps.add(field+".local_dir", fmt.Sprintf("%q contains a control character or '\\': give a dir under %s", text.Clip(d, 120), HomeDir))
 	case slices.Contains(strings.Split(d, "/"), ".."):
-		ps.add(field+".local_dir", fmt.Sprintf("%q contains '..': give a dir under %s", clip(d, 120), HomeDir))
+		ps.add(field+".local_dir", fmt.Sprintf("%q contains '..': give a dir under %s", text.Clip(d, 120), HomeDir))
 	default:
 		clean := path.Clean(d) + "/"
 		if !strings.HasPrefix(clean, HomeDir) || clean == HomeDir {
 			ps.add(field+".local_dir", fmt.Sprintf("%q is not under %s: a job sees only its home; leave it empty for the default %s%s_0/",
-				clip(d, 120), HomeDir, defaultParent, ch.Name))
+				text.Clip(d, 120), HomeDir, defaultParent, ch.Name))
 			return
 		}
 		ch.LocalDir = clean
@@ -639,7 +641,7 @@ func normEnvironments(env map[string]string, ps *problems) {
 		v := env[k]
 		switch {
 		case !envKeyRe.MatchString(k):
-			ps.add(field, fmt.Sprintf("%q is not a valid variable name: use letters, digits and '_', not starting with a digit", clip(k, 80)))
+			ps.add(field, fmt.Sprintf("%q is not a valid variable name: use letters, digits and '_', not starting with a digit", text.Clip(k, 80)))
 			continue
 		case k == "CUDA_VISIBLE_DEVICES" || k == "NVIDIA_VISIBLE_DEVICES":
 			ps.addHint(field, k+" is set by the platform to the GPU devices the job was given",
@@ -708,7 +710,7 @@ func normResource(r *api.JobResource, env Env, ps *problems) {
 			for _, c := range env.Flavors {
 				ids = append(ids, c.ID)
 			}
-			ps.addHint(f+"flavor_id", fmt.Sprintf("unknown flavor %q: available flavors are %s", clip(id, 80), strings.Join(ids, ", ")),
+			ps.addHint(f+"flavor_id", fmt.Sprintf("unknown flavor %q: available flavors are %s", text.Clip(id, 80), strings.Join(ids, ", ")),
 				"atelier job flavors lists them with their CPU, memory and GPU")
 			break
 		}
@@ -728,12 +730,12 @@ func normResource(r *api.JobResource, env Env, ps *problems) {
 // FlavorName describes a flavor, e.g. "cpu.2 (2 CPU, 4.0 GiB memory)" or
 // "gpu.1 (8 CPU, 32.0 GiB memory, 1 GPU, 100.0 GiB disk)".
 func FlavorName(f api.Flavor) string {
-	parts := []string{strconv.FormatFloat(f.CPU, 'f', -1, 64) + " CPU", byteSize(f.Memory) + " memory"}
+	parts := []string{strconv.FormatFloat(f.CPU, 'f', -1, 64) + " CPU", text.Bytes(f.Memory) + " memory"}
 	if f.GPU > 0 {
 		parts = append(parts, strconv.Itoa(f.GPU)+" GPU")
 	}
 	if f.Disk > 0 {
-		parts = append(parts, byteSize(f.Disk)+" disk")
+		parts = append(parts, text.Bytes(f.Disk)+" disk")
 	}
 	return f.ID + " (" + strings.Join(parts, ", ") + ")"
 }
@@ -746,7 +748,7 @@ func autoStop(unit string, n int64) (d time.Duration, field, msg string) {
 	u, ok := timeUnits[unit]
 	switch {
 	case !ok:
-		return 0, "time_unit", fmt.Sprintf("%q is not accepted: use SECONDS, MINUTES, HOURS or DAYS", clip(unit, 40))
+		return 0, "time_unit", fmt.Sprintf("%q is not accepted: use SECONDS, MINUTES, HOURS or DAYS", text.Clip(unit, 40))
 	case n <= 0:
 		return 0, "duration", fmt.Sprintf("%d is not accepted: the maximum running time must be more than 0", n)
 	case n > int64(MaxAutoStop/u):
@@ -809,44 +811,23 @@ func secondsAnnotation(j *api.Job, key string, def, lo, hi time.Duration) time.D
 
 // ParseOBSURL reads an OBS location written obs://bucket/key, s3://bucket/key
 // (schemes case-insensitive) or, as ModelArts' REST API writes it,
-// /bucket/key. The key is returned as written (a dir keeps its trailing
-// "/"; it is "" for the bucket itself). The bucket must follow the DNS
-// rules of bucket names; a non-empty key must be a valid object key.
+// /bucket/key (internal/obsurl). The key is returned as written (a dir
+// keeps its trailing "/"; it is "" for the bucket itself); a non-empty key
+// must be a valid object key.
 func ParseOBSURL(s string) (bucket, key string, err error) {
 	const op errs.Op = "job.ParseOBSURL"
-	const forms = "write obs://BUCKET/PATH (s3://BUCKET/PATH and ModelArts' /BUCKET/PATH are accepted too)"
-	bad := func(msg string, hint string) (string, string, error) {
-		return "", "", errs.E(op, errs.Invalid, CodeBadOBSURL, msg, errs.Hint(hint))
-	}
-	var rest string
-	switch {
-	case s == "":
-		return bad("the OBS URL is empty: "+forms, forms)
-	case strings.HasPrefix(s, "/"):
-		rest = s[1:]
-	default:
-		scheme, r, ok := strings.Cut(s, "://")
-		if !ok {
-			if hasSchemePrefix(s) {
-				return bad(fmt.Sprintf("%q is a malformed OBS URL: %s", clip(s, 200), forms), forms)
-			}
-			return bad(fmt.Sprintf("%q is not an OBS URL: %s", clip(s, 200), forms), forms+"; the CLI uploads a local code dir itself (--code-dir DIR)")
+	bucket, key, err = obsurl.Parse(s, true)
+	var ue *obsurl.Error
+	if errors.As(err, &ue) {
+		hint := ue.Hint
+		if s != "" && !obsurl.HasScheme(s) && !strings.HasPrefix(s, "/") {
+			hint += "; the CLI uploads a local code dir itself (--code-dir DIR)"
 		}
-		if !strings.EqualFold(scheme, "obs") && !strings.EqualFold(scheme, "s3") {
-			return bad(fmt.Sprintf("%q has the scheme %q: %s", clip(s, 200), clip(scheme, 20), forms), forms)
-		}
-		rest = r
-	}
-	bucket, key, _ = strings.Cut(rest, "/")
-	if bucket == "" {
-		return bad(fmt.Sprintf("%q names no bucket: %s", clip(s, 200), forms), forms)
-	}
-	if berr := obs.ValidateBucketName(bucket); berr != nil {
-		return bad(fmt.Sprintf("%q: %s", clip(s, 200), errs.UserMessage(berr)), string(errs.HintOf(berr)))
+		return "", "", errs.E(op, errs.Invalid, CodeBadOBSURL, ue.Msg, errs.Hint(hint))
 	}
 	if key != "" {
 		if kerr := obs.ValidateKey(key); kerr != nil {
-			return bad(fmt.Sprintf("%q: %s", clip(s, 200), errs.UserMessage(kerr)), string(errs.HintOf(kerr)))
+			return "", "", errs.E(op, errs.Invalid, CodeBadOBSURL, fmt.Sprintf("%q: %s", text.Clip(s, 200), errs.UserMessage(kerr)), errs.HintOf(kerr))
 		}
 	}
 	return bucket, key, nil
@@ -856,12 +837,6 @@ func ParseOBSURL(s string) (bucket, key string, err error) {
 func hasScheme(s string) bool {
 	scheme, _, ok := strings.Cut(s, "://")
 	return ok && (strings.EqualFold(scheme, "obs") || strings.EqualFold(scheme, "s3"))
-}
-
-// hasSchemePrefix reports whether s starts with obs: or s3: (any case).
-func hasSchemePrefix(s string) bool {
-	l := strings.ToLower(s)
-	return strings.HasPrefix(l, "obs:") || strings.HasPrefix(l, "s3:")
 }
 
 // normDirURL writes an OBS dir as obs://bucket/key/ ("obs://bucket/" for a
@@ -875,7 +850,7 @@ func normDirURL(field, s string, needKey bool, ps *problems) (string, bool) {
 	}
 	if key == "" {
 		if needKey {
-			ps.add(field, fmt.Sprintf("%q names a whole bucket: give a dir in it, e.g. obs://%s/code/", clip(s, 200), bucket))
+			ps.add(field, fmt.Sprintf("%q names a whole bucket: give a dir in it, e.g. obs://%s/code/", text.Clip(s, 200), bucket))
 			return "", false
 		}
 		return "obs://" + bucket + "/", true
@@ -883,10 +858,10 @@ func normDirURL(field, s string, needKey bool, ps *problems) (string, bool) {
 	for _, seg := range strings.Split(strings.TrimSuffix(key, "/"), "/") {
 		switch seg {
 		case "":
-			ps.add(field, fmt.Sprintf("%q has an empty path segment ('//'): write obs://BUCKET/DIR/", clip(s, 200)))
+			ps.add(field, fmt.Sprintf("%q has an empty path segment ('//'): write obs://BUCKET/DIR/", text.Clip(s, 200)))
 			return "", false
 		case ".", "..":
-			ps.add(field, fmt.Sprintf("%q has a %q path segment: OBS keys are not resolved like local paths, write the dir in full", clip(s, 200), seg))
+			ps.add(field, fmt.Sprintf("%q has a %q path segment: OBS keys are not resolved like local paths, write the dir in full", text.Clip(s, 200), seg))
 			return "", false
 		}
 	}
@@ -897,26 +872,5 @@ func normDirURL(field, s string, needKey bool, ps *problems) (string, bool) {
 }
 
 // clip shortens s for a message.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return strings.TrimRightFunc(string(r[:n]), unicode.IsSpace) + "…"
-}
 
 // byteSize formats n bytes as "1.0 GiB", "512.0 MiB" or "12 B".
-func byteSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v := float64(n)
-	for _, u := range []string{"KiB", "MiB", "GiB", "TiB", "PiB"} {
-		v /= unit
-		if v < unit || u == "PiB" {
-			return fmt.Sprintf("%.1f %s", v, u)
-		}
-	}
-	return fmt.Sprintf("%d B", n)
-}

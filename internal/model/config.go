@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // ConfigFile and HandlerFile are the names of the package's configuration
@@ -257,7 +259,7 @@ func (c *configChecker) metrics(m map[string]any) map[string]float64 {
 		}
 		f, err := strconv.ParseFloat(n.String(), 64)
 		if err != nil {
-			c.add(field, "%s is out of range", clip(n.String(), 40))
+			c.add(field, "%s is out of range", text.Clip(n.String(), 40))
 			continue
 		}
 		out[k] = f
@@ -298,17 +300,17 @@ func (c *configChecker) apis(m map[string]any) {
 		}
 		if u, ok := c.str(api, "url", field+".url"); ok {
 			if u != "/" {
-				c.add(field+".url", "is %q: the url of a handler's API must be \"/\"", clip(u, 80))
+				c.add(field+".url", "is %q: the url of a handler's API must be \"/\"", text.Clip(u, 80))
 			}
 		} else if _, present := api["url"]; !present {
 			c.add(field+".url", "required: \"/\"")
 		}
 		if p, ok := c.str(api, "protocol", field+".protocol"); ok && !strings.EqualFold(p, "http") && !strings.EqualFold(p, "https") {
-			c.add(field+".protocol", "is %q: use http or https", clip(p, 40))
+			c.add(field+".protocol", "is %q: use http or https", text.Clip(p, 40))
 		}
 		if meth, ok := c.str(api, "method", field+".method"); ok {
 			if !strings.EqualFold(meth, "post") && !strings.EqualFold(meth, "get") {
-				c.add(field+".method", "is %q: use post or get", clip(meth, 40))
+				c.add(field+".method", "is %q: use post or get", text.Clip(meth, 40))
 			}
 		} else if _, present := api["method"]; !present {
 			c.add(field+".method", "required: post or get")
@@ -402,9 +404,9 @@ func (c *configChecker) payload(api map[string]any, key, field string, allowed [
 			ct = strings.ToLower(strings.TrimSpace(strings.SplitN(s, ";", 2)[0]))
 			switch {
 			case len(allowed) > 0 && !slices.Contains(allowed, ct):
-				c.add(field+".Content-type", "is %q: use %s", clip(s, 60), strings.Join(allowed, " or "))
+				c.add(field+".Content-type", "is %q: use %s", text.Clip(s, 60), strings.Join(allowed, " or "))
 			case len(allowed) == 0 && !strings.Contains(ct, "/"):
-				c.add(field+".Content-type", "is %q: write a media type such as application/json", clip(s, 60))
+				c.add(field+".Content-type", "is %q: write a media type such as application/json", text.Clip(s, 60))
 			}
 		}
 	}
@@ -434,7 +436,7 @@ func (c *configChecker) schema(v any, field string, depth int) {
 	case !isStr:
 		c.add(field+".type", "must be a string, not %s", kindOf(t))
 	case !slices.Contains(schemaTypes, ts):
-		c.add(field+".type", "is %q: use one of %s", clip(ts, 40), strings.Join(schemaTypes, ", "))
+		c.add(field+".type", "is %q: use one of %s", text.Clip(ts, 40), strings.Join(schemaTypes, ", "))
 	}
 	if p, present := s["properties"]; present {
 		props, ok := p.(map[string]any)
@@ -491,7 +493,7 @@ func (c *configChecker) dependencies(m map[string]any) []Dependency {
 		dep := Dependency{Installer: "pip"}
 		if inst, ok := c.str(d, "installer", field+".installer"); ok {
 			if inst != "pip" {
-				c.add(field+".installer", "is %q: only pip is supported", clip(inst, 40))
+				c.add(field+".installer", "is %q: only pip is supported", text.Clip(inst, 40))
 			}
 		} else if _, present := d["installer"]; !present {
 			c.add(field+".installer", `required: "pip"`)
@@ -530,13 +532,13 @@ func (c *configChecker) pipPackage(v any, field string) (Package, bool) {
 	case ok && name == "":
 		c.add(field+".package_name", "is empty: give the pip package name, e.g. Pillow")
 	case ok && !pipNameRe.MatchString(name):
-		c.add(field+".package_name", "%q is not a pip package name", clip(name, 60))
+		c.add(field+".package_name", "%q is not a pip package name", text.Clip(name, 60))
 	}
 	out.Name = name
 	if ver, ok := c.str(p, "package_version", field+".package_version"); ok {
 		ver = strings.TrimSpace(ver)
 		if ver != "" && !pipVersionRe.MatchString(ver) {
-			c.add(field+".package_version", "%q is not a package version such as 1.5.0", clip(ver, 40))
+			c.add(field+".package_version", "%q is not a package version such as 1.5.0", text.Clip(ver, 40))
 		}
 		out.Version = ver
 	}
@@ -549,7 +551,7 @@ func (c *configChecker) pipPackage(v any, field string) (Package, bool) {
 				c.add(field+".package_version", "required with restraint %s: the version it constrains", r)
 			}
 		default:
-			c.add(field+".restraint", "is %q: use EXACT, ATLEAST or ATMOST", clip(r, 40))
+			c.add(field+".restraint", "is %q: use EXACT, ATLEAST or ATMOST", text.Clip(r, 40))
 		}
 	}
 	return out, len(c.ps) == before
@@ -590,7 +592,7 @@ func (c *configChecker) warmup(m map[string]any) *Warmup {
 		if !ok {
 			c.add("warmup.file", "must be a path in the package, not %s", kindOf(f))
 		} else if why := unsafePath(file); why != "" {
-			c.add("warmup.file", "%q %s", clip(file, 80), why)
+			c.add("warmup.file", "%q %s", text.Clip(file, 80), why)
 		}
 		out.File, out.Field = file, "images"
 		if fv, present := w["field"]; present {

@@ -67,12 +67,3 @@ func problemsError(op errs.Op, code errs.Code, head string, ps []Problem, hint s
 }
 
 // clip shortens s to at most n bytes for a message.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xc0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
-}

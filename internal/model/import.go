@@ -18,9 +18,10 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/errs"
-	"github.com/atelier-dev/atelier/internal/job"
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/obs"
+	"github.com/atelier-dev/atelier/internal/obsurl"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // DefaultJobPath is the dir under a job's first output that holds the model.
@@ -90,7 +91,7 @@ func checkRequest(req *api.ImportModelRequest) (string, []Problem) {
 		}
 		if path != "" {
 			if why := unsafePath(path); why != "" {
-				add("source_path", fmt.Sprintf("%q %s", clip(req.SourcePath, 80), why))
+				add("source_path", fmt.Sprintf("%q %s", text.Clip(req.SourcePath, 80), why))
 			}
 			path += "/"
 		}
@@ -272,7 +273,7 @@ func (s *Service) checkFree(ctx context.Context, op errs.Op, p *auth.Principal, 
 // obsSource is an OBS dir: the model dir itself, or its parent holding
 // model/.
 func (s *Service) obsSource(ctx context.Context, p *auth.Principal, loc string) (*source, error) {
-	bucket, key, err := job.ParseOBSURL(loc)
+	bucket, key, err := parseOBSURL(loc)
 	if err != nil {
 		return nil, errs.E("model.Import", CodeInvalidRequest, "source_location: "+errs.UserMessage(err), err)
 	}
@@ -289,7 +290,7 @@ func (s *Service) obsSource(ctx context.Context, p *auth.Principal, loc string) 
 // given and model/ holds no config.json.
 func (s *Service) jobSource(ctx context.Context, p *auth.Principal, id, path string, defaulted bool) (*source, error) {
 	const op errs.Op = "model.Import"
-	gone := errs.E(op, errs.NotFound, CodeJobNotFound, fmt.Sprintf("training job %q does not exist", clip(id, 80)),
+	gone := errs.E(op, errs.NotFound, CodeJobNotFound, fmt.Sprintf("training job %q does not exist", text.Clip(id, 80)),
 		errs.Hint("`atelier job list` shows your jobs"))
 	j, err := s.jobs.Get(ctx, p, id)
 	if errs.Is(err, errs.NotFound) {
@@ -327,7 +328,7 @@ func (s *Service) jobSource(ctx context.Context, p *auth.Principal, id, path str
 		return nil, errs.E(op, errs.Invalid, CodeJobNoOutput, fmt.Sprintf("training job %s has no OBS output to import a model from", name),
 			errs.Hint("give the job an output (--output train_url=obs://bucket/dir/) and write the model package into <output>/model/"))
 	}
-	bucket, key, err := job.ParseOBSURL(outURL)
+	bucket, key, err := parseOBSURL(outURL)
 	if err != nil {
 		return nil, errs.E(op, errs.Internal, "job "+id+" output "+outName, err)
 	}
@@ -602,7 +603,7 @@ func (s *Service) lineage(ctx context.Context, user *obs.Caller, js *jobSource, 
 // MaxLineageETags of their ETags, as the caller sees them.
 func (s *Service) inputLineage(ctx context.Context, user *obs.Caller, name, url string) (api.LineageInput, error) {
 	li := api.LineageInput{Name: name, OBSURL: url}
-	bucket, prefix, err := job.ParseOBSURL(url)
+	bucket, prefix, err := parseOBSURL(url)
 	if err != nil {
 		return li, err
 	}
@@ -630,4 +631,14 @@ func (s *Service) inputLineage(ctx context.Context, user *obs.Caller, name, url 
 		token = res.NextContinuationToken
 	}
 	return li, nil
+}
+
+// parseOBSURL reads an OBS location as jobs and the REST API write it
+// (internal/obsurl).
+func parseOBSURL(s string) (bucket, key string, err error) {
+	bucket, key, err = obsurl.Parse(s, true)
+	if ue, ok := err.(*obsurl.Error); ok {
+		return "", "", errs.E("model.parseOBSURL", errs.Invalid, ue.Msg, errs.Hint(ue.Hint))
+	}
+	return bucket, key, nil
 }

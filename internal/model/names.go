@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // Limits of an import request.
@@ -27,9 +29,9 @@ func ValidateName(name string) string {
 	case name == "":
 		return "required: " + rule
 	case utf8.RuneCountInString(name) > MaxNameLen:
-		return fmt.Sprintf("%q is %d characters long: %s", clip(name, 80), utf8.RuneCountInString(name), rule)
+		return fmt.Sprintf("%q is %d characters long: %s", text.Clip(name, 80), utf8.RuneCountInString(name), rule)
 	case !nameRe.MatchString(name):
-		return fmt.Sprintf("%q is not a valid name: %s", clip(name, 80), rule)
+		return fmt.Sprintf("%q is not a valid name: %s", text.Clip(name, 80), rule)
 	}
 	return ""
 }
@@ -42,7 +44,7 @@ func ValidateVersion(v string) string {
 	case v == "":
 		return "required: a version such as 1.0.0"
 	case !versionRe.MatchString(v):
-		return fmt.Sprintf("%q is not a version: write three numbers without leading zeros, e.g. 1.0.0 or 2.10.3", clip(v, 40))
+		return fmt.Sprintf("%q is not a version: write three numbers without leading zeros, e.g. 1.0.0 or 2.10.3", text.Clip(v, 40))
 	}
 	return ""
 }
@@ -84,7 +86,7 @@ func canonicalType(t string) (string, string) {
 			return c, fmt.Sprintf("model_type %s is not supported: Atelier runs Python handlers (customize_service.py); use one of %s", c, strings.Join(Types, ", "))
 		}
 	}
-	return "", fmt.Sprintf("%q is not a model type: use one of %s", clip(t, 40), strings.Join(Types, ", "))
+	return "", fmt.Sprintf("%q is not a model type: use one of %s", text.Clip(t, 40), strings.Join(Types, ", "))
 }
 
 // handlerBase is the base class a handler of the model type subclasses, and

@@ -5,6 +5,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // PackageFiles is what ValidatePackage looks at: the relative path of every
@@ -61,7 +63,7 @@ func ValidatePackage(p PackageFiles) (*Config, []Problem) {
 	}
 	if cfg != nil && cfg.Warmup != nil && cfg.Warmup.File != "" && !have[cfg.Warmup.File] {
 		ps = append(ps, Problem{File: ConfigFile, Field: "warmup.file",
-			Message: fmt.Sprintf("%q is not a file of the package", clip(cfg.Warmup.File, 80))})
+			Message: fmt.Sprintf("%q is not a file of the package", text.Clip(cfg.Warmup.File, 80))})
 	}
 	return cfg, ps
 }

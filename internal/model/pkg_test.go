@@ -183,12 +183,3 @@ func TestRuntimes(t *testing.T) {
 		t.Errorf("no engines: %+v", empty)
 	}
 }
-
-func TestClip(t *testing.T) {
-	if got := clip("héllo", 2); got != "h…" {
-		t.Errorf("clip = %q", got)
-	}
-	if got := clip("abc", 5); got != "abc" {
-		t.Errorf("clip = %q", got)
-	}
-}

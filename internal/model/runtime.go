@@ -8,6 +8,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // RuntimeChoice is the engine a model version runs with.
@@ -53,7 +54,7 @@ func ResolveRuntime(flag, configRuntime, modelType string, engines []api.Engine)
 			return RuntimeChoice{Engine: e}, nil
 		}
 		return RuntimeChoice{}, errs.E(op, errs.Invalid, CodeUnknownRuntime,
-			fmt.Sprintf("runtime %q is not an engine of this server; the engines are %s", clip(flag, 80), strings.Join(names, ", ")),
+			fmt.Sprintf("runtime %q is not an engine of this server; the engines are %s", text.Clip(flag, 80), strings.Join(names, ", ")),
 			errs.Hint("`atelier job engines` lists the engines"))
 	}
 	fallback := func() api.Engine {
@@ -82,7 +83,7 @@ func ResolveRuntime(flag, configRuntime, modelType string, engines []api.Engine)
 	}
 	return RuntimeChoice{Engine: e, Request: configRuntime,
 		Warning: fmt.Sprintf("config.json runtime %q is not an engine of this server: using engine %q (%s); engines: %s",
-			clip(configRuntime, 80), e.Name, why, strings.Join(names, ", "))}, nil
+			text.Clip(configRuntime, 80), e.Name, why, strings.Join(names, ", "))}, nil
 }
 
 func orNone(s string) string {

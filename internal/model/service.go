@@ -15,6 +15,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/obs"
 	"github.com/atelier-dev/atelier/internal/sandbox"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // SystemBucket is the platform bucket; the registry keeps version
@@ -199,7 +200,7 @@ func (s *Service) Init(ctx context.Context) error {
 }
 
 func notFound(op errs.Op, id string) error {
-	return errs.E(op, errs.NotFound, CodeNotFound, fmt.Sprintf("model %q does not exist", clip(id, 80)),
+	return errs.E(op, errs.NotFound, CodeNotFound, fmt.Sprintf("model %q does not exist", text.Clip(id, 80)),
 		errs.Hint("`atelier model list` shows your models"))
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/obsurl"
 )
 
 // Hints shared by several errors.
@@ -20,7 +21,7 @@ const (
 // errors of kind errs.IO carrying the server's message.
 func S3Error(code, message, bucket, key string) error {
 	const op errs.Op = "obsclient.S3"
-	where := URL(bucket, key)
+	where := obsurl.Format(bucket, key)
 	withMsg := func(s string) string {
 		if message == "" {
 			return s
@@ -79,11 +80,6 @@ func S3Error(code, message, bucket, key string) error {
 		kind, msg = errs.IO, withMsg("request for "+where+" failed")
 	}
 	return errs.E(op, kind, errs.Code(code), msg, hint)
-}
-
-// URL formats a bucket and key as obs://bucket/key.
-func URL(bucket, key string) string {
-	return "obs://" + bucket + "/" + key
 }
 
 // isCanceled reports whether err is a context's cancellation or deadline.

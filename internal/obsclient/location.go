@@ -9,6 +9,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/bucketname"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/obsurl"
 )
 
 // Location is one side of a transfer: an OBS object or prefix (Bucket set),
@@ -40,7 +41,7 @@ func (l Location) DirSyntax() bool {
 // String is the obs:// URL or the local path.
 func (l Location) String() string {
 	if l.Remote() {
-		return URL(l.Bucket, l.Key)
+		return obsurl.Format(l.Bucket, l.Key)
 	}
 	return l.Path
 }
@@ -75,40 +76,36 @@ func (l Location) Base() string {
 	return filepath.Base(l.Path)
 }
 
-// ParseLocation reads obs://bucket/key, s3://bucket/key (the same place)
-// or a local path. The scheme is case-insensitive; the bucket name must
-// follow the DNS rules of ValidateBucketName; the key is kept as written.
+// ParseLocation reads obs://bucket/key, s3://bucket/key (the same place;
+// internal/obsurl) or a local path: whatever does not start with obs: or
+// s3: is a path. The key is kept as written.
 func ParseLocation(s string) (Location, error) {
 	const op errs.Op = "obsclient.ParseLocation"
 	if strings.TrimSpace(s) == "" {
 		return Location{}, errs.E(op, errs.Invalid, "empty path")
 	}
-	scheme, rest, found := strings.Cut(s, "://")
-	if !found || !isScheme(scheme) {
-		for _, p := range []string{"obs:", "s3:"} {
-			if len(s) > len(p) && strings.EqualFold(s[:len(p)], p) {
-				return Location{}, errs.E(op, errs.Invalid,
-					errs.Hint(fmt.Sprintf("write it as %s//BUCKET/KEY", strings.ToLower(p))),
-					fmt.Sprintf("malformed URL %q", s))
-			}
+	if !obsurl.HasScheme(s) {
+		if scheme, _, ok := strings.Cut(s, "://"); ok && isScheme(scheme) {
+			return Location{}, errs.E(op, errs.Invalid, errs.Hint("OBS locations are written obs://BUCKET/KEY or s3://BUCKET/KEY"),
+				fmt.Sprintf("unsupported URL scheme %q in %q", scheme, s))
 		}
 		return Location{Path: s}, nil
 	}
-	switch strings.ToLower(scheme) {
-	case "obs", "s3":
-	default:
-		return Location{}, errs.E(op, errs.Invalid, errs.Hint("OBS locations are written obs://BUCKET/KEY or s3://BUCKET/KEY"),
-			fmt.Sprintf("unsupported URL scheme %q in %q", scheme, s))
-	}
-	bucket, key, _ := strings.Cut(rest, "/")
-	if bucket == "" {
-		return Location{}, errs.E(op, errs.Invalid, errs.Hint("write it as obs://BUCKET/KEY"),
-			fmt.Sprintf("%q names no bucket", s))
-	}
-	if err := ValidateBucketName(bucket); err != nil {
-		return Location{}, err
+	bucket, key, err := obsurl.Parse(s, false)
+	if ue, ok := err.(*obsurl.Error); ok {
+		return Location{}, errs.E(op, errs.Invalid, errs.Hint(ue.Hint), ue.Msg)
 	}
 	return Location{Bucket: bucket, Key: key}, nil
+}
+
+// ValidateBucketName checks name by the rules of bucket names
+// (internal/bucketname); the error names the rule broken.
+func ValidateBucketName(name string) error {
+	const op errs.Op = "obsclient.ValidateBucketName"
+	if problem := bucketname.Problem(name); problem != "" {
+		return errs.E(op, errs.Invalid, errs.Hint(bucketname.Hint(name)), fmt.Sprintf("invalid bucket name %q: %s", name, problem))
+	}
+	return nil
 }
 
 // isScheme reports whether s is a URL scheme as RFC 3986 writes one: a
@@ -126,14 +123,4 @@ func isScheme(s string) bool {
 		}
 	}
 	return true
-}
-
-// ValidateBucketName checks name by the rules of bucket names
-// (internal/bucketname); the error names the rule broken.
-func ValidateBucketName(name string) error {
-	const op errs.Op = "obsclient.ValidateBucketName"
-	if problem := bucketname.Problem(name); problem != "" {
-		return errs.E(op, errs.Invalid, errs.Hint(bucketname.Hint(name)), fmt.Sprintf("invalid bucket name %q: %s", name, problem))
-	}
-	return nil
 }

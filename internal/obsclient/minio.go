@@ -17,6 +17,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/config"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/obsurl"
 )
 
 // Region is the region Atelier's OBS signs with (one region per server).
@@ -112,7 +113,7 @@ func (m *minioS3) fail(err error, bucket, key string) error {
 			errs.Hint("is the server running? check s3_endpoint of the client config (`atelier configure`) or ATELIER_S3_ENDPOINT"),
 			fmt.Sprintf("cannot reach the S3 endpoint %s: %v", m.endpoint, ue.Err))
 	}
-	return errs.E("obsclient.S3", errs.IO, fmt.Sprintf("request for %s failed: %v", URL(bucket, key), err))
+	return errs.E("obsclient.S3", errs.IO, fmt.Sprintf("request for %s failed: %v", obsurl.Format(bucket, key), err))
 }
 
 func (m *minioS3) MakeBucket(ctx context.Context, bucket string) error {
@@ -177,11 +178,11 @@ func (m *minioS3) Get(ctx context.Context, bucket, key string, offset, length in
 	switch {
 	case length >= 0:
 		if err := opts.SetRange(offset, offset+length-1); err != nil {
-			return nil, Object{}, errs.E("obsclient.S3", errs.Invalid, fmt.Sprintf("bad range of %s: %v", URL(bucket, key), err))
+			return nil, Object{}, errs.E("obsclient.S3", errs.Invalid, fmt.Sprintf("bad range of %s: %v", obsurl.Format(bucket, key), err))
 		}
 	case offset > 0:
 		if err := opts.SetRange(offset, 0); err != nil {
-			return nil, Object{}, errs.E("obsclient.S3", errs.Invalid, fmt.Sprintf("bad range of %s: %v", URL(bucket, key), err))
+			return nil, Object{}, errs.E("obsclient.S3", errs.Invalid, fmt.Sprintf("bad range of %s: %v", obsurl.Format(bucket, key), err))
 		}
 	}
 	body, oi, _, err := m.core.GetObject(ctx, bucket, key, opts)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // uploadParts uploads f in parts, PartJobs at a time, resuming the upload
@@ -55,7 +56,7 @@ func (c *Client) uploadParts(ctx context.Context, f *os.File, fi fs.FileInfo, t 
 	}
 	if len(done) > 0 {
 		c.rep.Warn(fmt.Sprintf("resuming the upload of %s: %d of %d parts (%s) already uploaded",
-			t.Src, len(done), count, HumanBytes(resumed)))
+			t.Src, len(done), count, text.Bytes(resumed)))
 		c.rep.Progress(resumed)
 		c.resumed.Add(resumed)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // Reporter follows a run of transfers. Progress is called from many
@@ -46,10 +48,10 @@ func (s Summary) String() string {
 		rate = float64(s.Bytes) / mib / secs
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %d %s, %s in %.1fs (%.1f MiB/s)", s.Action, s.Files, plural(s.Files, "file", "files"),
-		HumanBytes(s.Bytes), secs, rate)
+	fmt.Fprintf(&b, "%s %d %s, %s in %.1fs (%.1f MiB/s)", s.Action, s.Files, text.Plural(s.Files, "file", "files"),
+		text.Bytes(s.Bytes), secs, rate)
 	if s.Resumed > 0 {
-		fmt.Fprintf(&b, ", %s uploaded before", HumanBytes(s.Resumed))
+		fmt.Fprintf(&b, ", %s uploaded before", text.Bytes(s.Resumed))
 	}
 	if s.Unchanged > 0 {
 		fmt.Fprintf(&b, ", %d unchanged", s.Unchanged)
@@ -58,28 +60,6 @@ func (s Summary) String() string {
 		fmt.Fprintf(&b, ", %d deleted", s.Deleted)
 	}
 	return b.String()
-}
-
-// HumanBytes formats n with binary units: "512 B", "1.5 KiB", "16.0 MiB".
-func HumanBytes(n int64) string {
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	v := float64(n)
-	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
-		v /= 1024
-		if v < 1024 || u == "TiB" {
-			return fmt.Sprintf("%.1f %s", v, u)
-		}
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // Quiet is a Reporter that says nothing.
@@ -137,7 +117,7 @@ func (r *barReporter) Begin(files int, bytes int64) {
 	defer r.mu.Unlock()
 	r.bar = progressbar.NewOptions64(max(bytes, 1),
 		progressbar.OptionSetWriter(r.term),
-		progressbar.OptionSetDescription(fmt.Sprintf("%d %s", files, plural(files, "file", "files"))),
+		progressbar.OptionSetDescription(fmt.Sprintf("%d %s", files, text.Plural(files, "file", "files"))),
 		progressbar.OptionShowBytes(true),
 		progressbar.OptionShowCount(),
 		progressbar.OptionUseIECUnits(true),

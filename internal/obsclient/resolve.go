@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/obsurl"
 )
 
 // nearMissScan bounds how many keys of one level nearMiss reads.
@@ -261,7 +262,7 @@ func (c *Client) nearMiss(ctx context.Context, bucket, key string) errs.Hint {
 		case exact:
 			cur = want
 		case fold != "":
-			return errs.Hint(fmt.Sprintf("keys are case-sensitive: did you mean %s?", URL(bucket, fold+strings.Join(segs[i+1:], ""))))
+			return errs.Hint(fmt.Sprintf("keys are case-sensitive: did you mean %s?", obsurl.Format(bucket, fold+strings.Join(segs[i+1:], ""))))
 		default:
 			return ""
 		}

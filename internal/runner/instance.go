@@ -20,6 +20,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/obsclient"
 	"github.com/atelier-dev/atelier/internal/sandbox"
 	"github.com/atelier-dev/atelier/internal/sandbox/relay"
+	"github.com/atelier-dev/atelier/internal/text"
 	"github.com/atelier-dev/atelier/python"
 )
 
@@ -749,7 +750,7 @@ func (in *instance) terminate(p *userProc) *int {
 func (in *instance) exitDescription(p *userProc, code int) string {
 	if in.group != nil && in.group.OOMKilled() {
 		return fmt.Sprintf("the model server was killed: it used more than the %s memory of flavor %s",
-			obsclient.HumanBytes(in.ri.Flavor.Memory), in.ri.Flavor.ID)
+			text.Bytes(in.ri.Flavor.Memory), in.ri.Flavor.ID)
 	}
 	if _, sig := exitStatus(p.state, p.waitErr); sig != 0 {
 		return "the model server was killed by " + signalName(sig)

@@ -26,6 +26,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/obsclient"
 	"github.com/atelier-dev/atelier/internal/sandbox"
 	"github.com/atelier-dev/atelier/internal/sandbox/relay"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // Defaults of Timing.
@@ -392,7 +393,7 @@ func (r *run) makeTree() error {
 	if disk := r.rj.Flavor.Disk; disk > 0 && os.Geteuid() == 0 {
 		if err := mountTmpfs(l.Cache, disk, id); err != nil {
 			r.sink.Runner("warning: cannot mount a %s tmpfs at %s, the job's disk is not limited: %v",
-				obsclient.HumanBytes(disk), l.View(l.Cache), err)
+				text.Bytes(disk), l.View(l.Cache), err)
 		} else {
 			r.mounted = true
 		}
@@ -530,7 +531,7 @@ func (r *run) stageAll() bool {
 			if err != nil {
 				return failCode(err)
 			}
-			r.sink.Runner("staged the code of %s: %d files (%s) in %s", cd, ts.Files, obsclient.HumanBytes(ts.Bytes), time.Since(start).Round(time.Millisecond))
+			r.sink.Runner("staged the code of %s: %d files (%s) in %s", cd, ts.Files, text.Bytes(ts.Bytes), time.Since(start).Round(time.Millisecond))
 		} else {
 			loc, _ := obsclient.ParseLocation(cd)
 			res, err := st.stageCode(ctx, loc, l.CodeDir)

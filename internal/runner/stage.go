@@ -20,6 +20,8 @@ import (
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/keypath"
 	"github.com/atelier-dev/atelier/internal/obsclient"
+	"github.com/atelier-dev/atelier/internal/obsurl"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // StageJobs is how many objects are downloaded in parallel.
@@ -119,7 +121,7 @@ func (s *stager) listed(dir obsclient.Location, objs []obsclient.Object) listing
 			continue
 		}
 		if why := keypath.Unsafe(rel); why != "" {
-			s.warn(fmt.Sprintf("skipping %s: %s", obsclient.URL(dir.Bucket, o.Key), why))
+			s.warn(fmt.Sprintf("skipping %s: %s", obsurl.Format(dir.Bucket, o.Key), why))
 			continue
 		}
 		files[rel] = true
@@ -129,7 +131,7 @@ func (s *stager) listed(dir obsclient.Location, objs []obsclient.Object) listing
 	kept := out.Files[:0]
 	for _, f := range out.Files {
 		if anc := keypath.FileAncestor(f.Rel, files); anc != "" {
-			s.warn(fmt.Sprintf("skipping %s: %s is also an object, not a directory", obsclient.URL(f.Bucket, f.Obj.Key), anc))
+			s.warn(fmt.Sprintf("skipping %s: %s is also an object, not a directory", obsurl.Format(f.Bucket, f.Obj.Key), anc))
 			continue
 		}
 		kept = append(kept, f)
@@ -404,7 +406,7 @@ type stageResult struct {
 func (r stageResult) String() string {
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	return fmt.Sprintf("%d files (%d from the cache, %s downloaded) in %s (list %s, download %s, link %s)",
-		r.Files, r.Hits, obsclient.HumanBytes(r.Bytes), ms(r.Elapsed), ms(r.List), ms(r.Fetch), ms(r.Place))
+		r.Files, r.Hits, text.Bytes(r.Bytes), ms(r.Elapsed), ms(r.List), ms(r.Fetch), ms(r.Place))
 }
 
 // stageInputs lists every input once, downloads what the cache misses and

@@ -20,6 +20,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/job/failure"
 	"github.com/atelier-dev/atelier/internal/obsclient"
 	"github.com/atelier-dev/atelier/internal/sandbox"
+	"github.com/atelier-dev/atelier/internal/text"
 	"github.com/atelier-dev/atelier/python"
 )
 
@@ -498,7 +499,7 @@ func (r *run) finalSync() error {
 				dst[i] = c.Remote.AsDir().String()
 			}
 			r.sink.Runner("synced the outputs to %s: %d files changed (%s) in %s", strings.Join(dst, ", "),
-				sum.Files, obsclient.HumanBytes(sum.Bytes), time.Since(start).Round(time.Millisecond))
+				sum.Files, text.Bytes(sum.Bytes), time.Since(start).Round(time.Millisecond))
 			return nil
 		}
 		r.log.Warn("final output sync failed", "err", err)

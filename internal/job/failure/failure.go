@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // Stages of an attempt, as Facts.Stage names them.
@@ -224,11 +225,11 @@ func oomResult(f Facts, how string) Result {
 	var subject string
 	switch {
 	case f.Flavor != "" && f.MemoryLimit > 0:
-		subject = fmt.Sprintf("memory limit of flavor %s (%s) exceeded", f.Flavor, byteSize(f.MemoryLimit))
+		subject = fmt.Sprintf("memory limit of flavor %s (%s) exceeded", f.Flavor, text.Bytes(f.MemoryLimit))
 	case f.Flavor != "":
 		subject = fmt.Sprintf("memory limit of flavor %s exceeded", f.Flavor)
 	case f.MemoryLimit > 0:
-		subject = fmt.Sprintf("memory limit of %s exceeded", byteSize(f.MemoryLimit))
+		subject = fmt.Sprintf("memory limit of %s exceeded", text.Bytes(f.MemoryLimit))
 	default:
 		subject = "out of memory"
 	}
@@ -339,9 +340,9 @@ func jobDiskFull(f Facts, path string) Result {
 	var msg string
 	switch {
 	case f.DiskSize > 0 && f.DiskUsed > 0:
-		msg = fmt.Sprintf("job disk full: used %s of %s in /cache", byteSize(f.DiskUsed), byteSize(f.DiskSize))
+		msg = fmt.Sprintf("job disk full: used %s of %s in /cache", text.Bytes(f.DiskUsed), text.Bytes(f.DiskSize))
 	case f.DiskSize > 0:
-		msg = fmt.Sprintf("job disk full: the %s job disk in /cache is full", byteSize(f.DiskSize))
+		msg = fmt.Sprintf("job disk full: the %s job disk in /cache is full", text.Bytes(f.DiskSize))
 	case path != "":
 		msg = fmt.Sprintf("job disk full: no space left on device writing %s", quote(path))
 	default:

@@ -1,7 +1,6 @@
 package failure
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
 	"unicode"
@@ -129,19 +128,3 @@ func clip(s string) string {
 // quote puts a clipped string (a path, a URL) in single quotes, as Python
 // prints them.
 func quote(s string) string { return "'" + clip(s) + "'" }
-
-// byteSize formats n bytes as "1.0 GiB", "512.0 MiB", "3.5 KiB" or "12 B".
-func byteSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v := float64(n)
-	for _, u := range []string{"KiB", "MiB", "GiB", "TiB", "PiB"} {
-		v /= unit
-		if v < unit || u == "PiB" {
-			return fmt.Sprintf("%.1f %s", v, u)
-		}
-	}
-	return fmt.Sprintf("%d B", n)
-}

@@ -25,6 +25,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // Authenticator checks the X-Auth-Token of token-mode services.
@@ -1027,7 +1028,7 @@ func putBuf(b *bytes.Buffer) {
 func readBody(r *http.Request, limit int64) ([]byte, *bytes.Buffer, *gwError) {
 	tooLarge := func() *gwError {
 		return &gwError{http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
-			fmt.Sprintf("request body is larger than this service's limit of %s", byteSize(limit)),
+			fmt.Sprintf("request body is larger than this service's limit of %s", text.Bytes(limit)),
 			"send a smaller body, or deploy the service with a larger --max-body"}
 	}
 	if r.ContentLength > limit {
@@ -1142,16 +1143,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
-}
-
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 func contains(s []string, v string) bool {

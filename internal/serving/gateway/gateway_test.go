@@ -265,7 +265,7 @@ func TestBodyLimit(t *testing.T) {
 	if r.status != 413 {
 		t.Fatalf("Content-Length over the limit: %d %s", r.status, r.body)
 	}
-	if e := r.apiError(t); e.ErrorCode != string(CodeBodyTooLarge) || !strings.Contains(e.ErrorMsg, "1 KiB") || !strings.Contains(e.Hint, "--max-body") {
+	if e := r.apiError(t); e.ErrorCode != string(CodeBodyTooLarge) || !strings.Contains(e.ErrorMsg, "1.0 KiB") || !strings.Contains(e.Hint, "--max-body") {
 		t.Errorf("413 body %+v", e)
 	}
 	// Chunked: no Content-Length, counted while read.
