@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/capacity"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/executor"
 	"github.com/atelier-dev/atelier/internal/meta"
@@ -105,32 +109,33 @@ func (s *Service) purge(all []*record) {
 	}
 }
 
-// reconcileOne observes one service's runners, plans, stores and acts.
+// reconcileOne observes one service's runners, plans, books the capacity
+// of the instances the plan starts, stores the plan and acts on it.
 func (s *Service) reconcileOne(ctx context.Context, r *record) {
 	id := r.raw.ID
 	for _, in := range r.st.Instances {
 		s.index.Store(in.ID, id)
 	}
-	t := tick{now: s.now(), gone: s.observe(ctx, r), inflight: float64(s.router.InFlight(id)), place: s.peek}
-	if r.spec.Autoscale != nil {
-		st := s.router.Stats(id)
-		t.qps, t.requests = st.QPS, st.Requests
-	}
-	_, t.demand = s.demand.LoadAndDelete(id)
-	// Plan on the listed record first: most passes change nothing, and
-	// then the record is not read again.
-	before := r.fingerprint()
-	if e := s.plan(r, t); r.fingerprint() == before && !e.remove {
+	snap := snapshot{now: s.now(), gone: s.observe(ctx, r), load: s.figures(id, r.spec), flavors: s.o.Flavors, drain: s.o.Drain}
+	// Plan on the listed record and the ledger as it is first: most passes
+	// change nothing, and then the record is not read again.
+	snap.r = r
+	dry := s.ledger.Snapshot()
+	snap.capacity = &dry
+	if p := converge(snap); !p.changed && !p.remove {
 		s.publish(r)
-		s.ensureStops(r)
+		s.stopRunners(id, p.stops)
 		return
 	}
-	t.place = s.hold
-	var e *effects
+	var p plan
+	var launches []launch
 	u, err := s.update(ctx, id, func(u *record) (bool, error) {
-		before := u.fingerprint()
-		e = s.plan(u, t)
-		return u.fingerprint() != before, nil
+		p, launches = s.decide(u, snap), nil
+		if !p.changed {
+			return false, nil
+		}
+		launches = s.commit(u, &p)
+		return true, nil
 	})
 	if errs.Is(err, errs.NotFound) {
 		s.forget(id)
@@ -140,7 +145,109 @@ func (s *Service) reconcileOne(ctx context.Context, r *record) {
 		s.log.Warn("reconciling service", "service", id, "err", err)
 		return
 	}
-	s.apply(ctx, u, e)
+	s.apply(ctx, u, &p, launches)
+}
+
+// decide plans a pass over the stored record u on the capacity ledger:
+// the plan runs under the ledger's lock (Ledger.Decide), which records the
+// instances it starts as holders, under the ids minted for them, so that
+// no job or other service is given the same capacity. While the ledger is
+// rebuilt after a start it places nothing.
+func (s *Service) decide(u *record, snap snapshot) plan {
+	snap.r = u
+	var p plan
+	ids := minted{}
+	if s.ledger.Decide(func(c capacity.Snapshot) []capacity.Holder {
+		snap.capacity = &c
+		p = converge(snap)
+		hs := make([]capacity.Holder, 0, len(p.starts))
+		for _, st := range p.starts {
+			hs = append(hs, capacity.Holder{Kind: capacity.Instance, ID: ids.id(st.id), Name: u.spec.ServiceName, Need: st.need, GPUs: st.gpus})
+		}
+		return hs
+	}) {
+		p.resolve(ids)
+		return p
+	}
+	snap.capacity = nil
+	p = converge(snap)
+	p.resolve(ids)
+	return p
+}
+
+// minted are the ids the controller gave the instances a plan adds, by
+// placeholder.
+type minted map[string]string
+
+// id is the instance id of ref: ref itself, or the id minted for the
+// placeholder ref.
+func (m minted) id(ref string) string {
+	if !isNew(ref) {
+		return ref
+	}
+	id, ok := m[ref]
+	if !ok {
+		id = uuid.Must(uuid.NewV7()).String()
+		m[ref] = id
+	}
+	return id
+}
+
+// resolve replaces the plan's placeholders by minted ids.
+func (p *plan) resolve(ids minted) {
+	for i := range p.st.Instances {
+		p.st.Instances[i].ID = ids.id(p.st.Instances[i].ID)
+	}
+	for i := range p.starts {
+		p.starts[i].id = ids.id(p.starts[i].id)
+	}
+	for i := range p.waits {
+		p.waits[i].id = ids.id(p.waits[i].id)
+	}
+	for i := range p.events {
+		if e := &p.events[i]; e.instance != "" {
+			e.Message = strings.Replace(e.Message, e.instance, ids.id(e.instance), 1)
+			e.instance = ""
+		}
+	}
+}
+
+// commit writes a plan whose placeholders are resolved into u: the new
+// observed state; the private part of each instance that starts (a new
+// runner token, of which only the hash is kept, the gateway's secret, its
+// dir and devices); none for those that ended. It returns the runners to
+// launch once u is stored.
+func (s *Service) commit(u *record, p *plan) []launch {
+	u.st = p.st
+	for _, n := range p.ended {
+		delete(u.rt.Instances, n.inst.ID)
+	}
+	var out []launch
+	for _, st := range p.starts {
+		token, hash := newToken()
+		secret, _ := newToken()
+		dir := filepath.Join(s.o.WorkDir, "services", u.raw.ID, st.id)
+		u.rt.Instances[st.id] = &instanceRuntime{Dir: dir, TokenHash: hash, GPUs: st.gpus, Secret: secret}
+		out = append(out, launch{id: st.id, modelID: st.modelID, flavor: st.flavor, token: token, dir: dir})
+	}
+	return out
+}
+
+// launch is an instance to start: its runner's token and dir.
+type launch struct {
+	id, modelID, flavor, token, dir string
+}
+
+// figures are the gateway's figures of a service now, and whether a
+// request waits for it (taking the demand).
+func (s *Service) figures(id string, spec *api.Service) figures {
+	f := figures{inflight: float64(s.router.InFlight(id))}
+	if spec.Autoscale != nil {
+		st := s.router.Stats(id)
+		f.qps, f.requests = st.QPS, st.Requests
+	}
+	_, f.demand = s.demand.LoadAndDelete(id)
+	return f
 }
 
 // observe finds the instances whose runner is gone: stopped through the
@@ -193,26 +300,30 @@ func (s *Service) observe(ctx context.Context, r *record) map[string]string {
 	return gone
 }
 
-// apply carries out the effects of a stored change of r.
-func (s *Service) apply(ctx context.Context, r *record, e *effects) {
+// apply carries out a plan stored in r: it notes the change in the
+// ledger, records the events, releases what ended instances held, removes
+// a deleted service, and otherwise publishes the route and starts and
+// stops runners.
+func (s *Service) apply(ctx context.Context, r *record, p *plan, launches []launch) {
 	id := r.raw.ID
-	s.noteLedger(r, e.ended)
-	for _, ev := range e.events {
-		s.event(ctx, id, ev)
+	s.noteLedger(r, p.ended)
+	for _, ev := range p.events {
+		s.event(ctx, id, ev.ServiceEvent)
 	}
-	for _, n := range e.ended {
+	for _, n := range p.ended {
 		s.finish(ctx, r, n)
 	}
-	if len(e.dropped) > 0 {
-		go s.reap(id, e.dropped, func() {
-			for _, d := range e.dropped {
+	if len(p.dropped) > 0 {
+		dropped := p.dropped
+		go s.reap(id, dropped, func() {
+			for _, d := range dropped {
 				if err := s.store.TrimServiceLogs(context.Background(), id, d.ID, 0); err != nil && !errs.Is(err, errs.NotFound) {
 					s.log.Warn("dropping instance log", "service", id, "instance", d.ID, "err", err)
 				}
 			}
 		})
 	}
-	if e.remove {
+	if p.remove {
 		if _, busy := s.removing.LoadOrStore(id, struct{}{}); !busy {
 			go func() {
 				defer s.removing.Delete(id)
@@ -225,20 +336,17 @@ func (s *Service) apply(ctx context.Context, r *record, e *effects) {
 	}
 	s.publish(r)
 	s.wake(r)
-	for _, l := range e.launches {
+	for _, l := range launches {
 		s.launch(ctx, r, l)
 	}
-	s.ensureStops(r)
+	s.stopRunners(id, p.stops)
 }
 
-// ensureStops has every instance in phase Stopping stopped through the
-// executor (again after a server restart).
-func (s *Service) ensureStops(r *record) {
-	for _, in := range r.st.Instances {
-		rt := r.rt.Instances[in.ID]
-		if in.Phase == PhaseStopping && rt != nil && rt.Handle != "" {
-			s.stopRunner(r.raw.ID, in.ID, rt.Handle)
-		}
+// stopRunners has each runner of stops stopped through the executor
+// (again after a server restart).
+func (s *Service) stopRunners(serviceID string, stops []instanceStop) {
+	for _, st := range stops {
+		s.stopRunner(serviceID, st.id, st.handle)
 	}
 }
 
@@ -332,26 +440,41 @@ func (s *Service) launch(ctx context.Context, r *record, l launch) {
 // endInstance ends an instance (its runner reported it Failed or Exited,
 // or could not be started) and acts on what follows.
 func (s *Service) endInstance(ctx context.Context, serviceID, instanceID, phase, msg, traceback string) {
-	var e *effects
-	r, err := s.update(ctx, serviceID, func(u *record) (bool, error) {
-		i := u.instanceByID(instanceID)
-		if i < 0 {
-			e = nil
-			return false, nil
-		}
-		e = &effects{}
-		s.end(u, i, phase, msg, traceback, s.now(), e)
-		s.settle(u, e)
-		return true, nil
-	})
+	ok, err := s.applyReport(ctx, serviceID, instanceID, report{phase: phase, message: msg, traceback: traceback})
 	if err != nil {
 		s.log.Warn("ending instance", "service", serviceID, "instance", instanceID, "err", err)
 		return
 	}
-	if e != nil {
-		s.apply(ctx, r, e)
+	if ok {
 		s.Kick()
 	}
+}
+
+// applyReport plans what a report of an instance changes (planReport),
+// stores the plan and acts on it. It reports false when the report
+// changed nothing.
+func (s *Service) applyReport(ctx context.Context, serviceID, instanceID string, rep report) (bool, error) {
+	var p plan
+	ok := false
+	r, err := s.update(ctx, serviceID, func(u *record) (bool, error) {
+		p, ok = planReport(s.reportSnapshot(u), instanceID, rep)
+		if !ok {
+			return false, nil
+		}
+		p.resolve(minted{})
+		s.commit(u, &p)
+		return true, nil
+	})
+	if err != nil || !ok {
+		return false, err
+	}
+	s.apply(ctx, r, &p, nil)
+	return true, nil
+}
+
+// reportSnapshot is what a report is planned on: the record now.
+func (s *Service) reportSnapshot(u *record) snapshot {
+	return snapshot{now: s.now(), r: u, flavors: s.o.Flavors, drain: s.o.Drain}
 }
 
 // runnerEnv is the environment the runner starts with.

@@ -202,52 +202,9 @@ func (s *Service) RunnerInstanceStatus(ctx context.Context, id, token string, re
 	if in.Phase == rep.Phase && in.Port == rep.Port && in.Message == rep.Message {
 		return &api.RunnerHeartbeatReply{}, nil
 	}
-	var e *effects
-	var became string
-	u, err := s.update(ctx, sid, func(u *record) (bool, error) {
-		j := u.instanceByID(id)
-		if j < 0 || u.st.Instances[j].Stop {
-			return false, nil
-		}
-		in := &u.st.Instances[j]
-		if in.Phase == PhaseReady && rep.Phase != PhaseReady {
-			return false, nil // a late report of an earlier phase
-		}
-		became = ""
-		if in.Phase != rep.Phase {
-			became = rep.Phase
-		}
-		in.Phase, in.Port, in.Message = rep.Phase, rep.Port, rep.Message
-		if rep.Phase != PhaseReady {
-			in.Port = 0
-		}
-		e = &effects{}
-		if rep.Phase == PhaseReady && in.ReadyTime == 0 {
-			in.ReadyTime = ms(s.now())
-			u.st.EverReady = true
-			u.st.LoadFailures = 0
-		}
-		s.settle(u, e)
-		return true, nil
-	})
-	if err != nil {
+	if _, err := s.applyReport(ctx, sid, id, report{phase: rep.Phase, port: rep.Port, message: rep.Message}); err != nil {
 		return nil, err
 	}
-	if e == nil {
-		return &api.RunnerHeartbeatReply{}, nil
-	}
-	switch became {
-	case PhaseReady:
-		s.event(ctx, sid, info("Instance", fmt.Sprintf("instance %s of model %s is ready", id, in.ModelID)))
-	case "":
-	default:
-		msg := fmt.Sprintf("instance %s of model %s: %s", id, in.ModelID, rep.Phase)
-		if rep.Message != "" {
-			msg += ": " + rep.Message
-		}
-		s.event(ctx, sid, info("Instance", msg))
-	}
-	s.apply(ctx, u, e)
 	return &api.RunnerHeartbeatReply{}, nil
 }
 

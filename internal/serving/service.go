@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -362,19 +363,63 @@ func (r *record) fingerprint() string {
 }
 
 // instanceByID returns the index of an instance, -1 when it is gone.
-func (r *record) instanceByID(id string) int {
-	return slices.IndexFunc(r.st.Instances, func(i instance) bool { return i.ID == id })
-}
+func (r *record) instanceByID(id string) int { return r.st.instance(id) }
 
 // config returns the config entry of a model, nil when the service no
 // longer has it.
-func (r *record) config(modelID string) *api.ServiceConfig {
-	for i := range r.spec.Config {
-		if r.spec.Config[i].ModelID == modelID {
-			return &r.spec.Config[i]
+func (r *record) config(modelID string) *api.ServiceConfig { return configOf(r.spec, modelID) }
+
+// configOf returns the config entry of a model in a service's definition,
+// nil when it has none.
+func configOf(spec *api.Service, modelID string) *api.ServiceConfig {
+	for i := range spec.Config {
+		if spec.Config[i].ModelID == modelID {
+			return &spec.Config[i]
 		}
 	}
 	return nil
+}
+
+// instance returns the index of an instance, -1 when it is gone.
+func (st *state) instance(id string) int {
+	return slices.IndexFunc(st.Instances, func(i instance) bool { return i.ID == id })
+}
+
+// clone is a copy of st that shares nothing with it.
+func (st *state) clone() *state {
+	c := *st
+	c.Desired = maps.Clone(st.Desired)
+	if c.Desired == nil {
+		c.Desired = map[string]int{}
+	}
+	c.Scale = maps.Clone(st.Scale)
+	c.Instances = slices.Clone(st.Instances)
+	c.Ended = slices.Clone(st.Ended)
+	return &c
+}
+
+// beginStop moves a service to status (stopping or deleting) and marks
+// every instance unwanted.
+func (st *state) beginStop(status, reason string, now int64, drain time.Duration) {
+	st.Status = status
+	if reason != "" {
+		st.StoppedReason = reason
+	}
+	st.DueTime = 0
+	for i := range st.Instances {
+		st.Instances[i].unwant(now, drain)
+	}
+}
+
+// unwant marks an instance as no longer wanted: a ready one drains first.
+func (in *instance) unwant(now int64, drain time.Duration) {
+	if in.Stop {
+		return
+	}
+	in.Stop = true
+	if in.Phase == PhaseReady {
+		in.StopAfter = now + drain.Milliseconds()
+	}
 }
 
 // view is the API object of a record.
@@ -908,7 +953,7 @@ func (s *Service) stop(ctx context.Context, p *auth.Principal, id string) (*api.
 		case api.ServiceDeleting:
 			return false, errs.E(op, errs.Conflict, CodeStatus, "service "+u.spec.ServiceName+" is being deleted")
 		}
-		s.beginStop(u, api.ServiceStopping, reason, ms(s.now()))
+		u.st.beginStop(api.ServiceStopping, reason, ms(s.now()), s.o.Drain)
 		stopped = true
 		return true, nil
 	})
@@ -923,30 +968,6 @@ func (s *Service) stop(ctx context.Context, p *auth.Principal, id string) (*api.
 	return s.present(r), nil
 }
 
-// beginStop moves a record to status (stopping or deleting) and marks
-// every instance unwanted.
-func (s *Service) beginStop(u *record, status, reason string, now int64) {
-	u.st.Status = status
-	if reason != "" {
-		u.st.StoppedReason = reason
-	}
-	u.st.DueTime = 0
-	for i := range u.st.Instances {
-		s.unwant(&u.st.Instances[i], now)
-	}
-}
-
-// unwant marks an instance as no longer wanted: a ready one drains first.
-func (s *Service) unwant(in *instance, now int64) {
-	if in.Stop {
-		return
-	}
-	in.Stop = true
-	if in.Phase == PhaseReady {
-		in.StopAfter = now + s.o.Drain.Milliseconds()
-	}
-}
-
 // Delete deletes a service: its instances are stopped, then it is removed
 // with its logs and events. It returns once the deletion has begun; the
 // service is gone when its last instance has ended.
@@ -959,7 +980,7 @@ func (s *Service) Delete(ctx context.Context, p *auth.Principal, id string) erro
 		if u.st.Status == api.ServiceDeleting && len(u.st.Instances) > 0 {
 			return false, nil
 		}
-		s.beginStop(u, api.ServiceDeleting, "", ms(s.now()))
+		u.st.beginStop(api.ServiceDeleting, "", ms(s.now()), s.o.Drain)
 		return true, nil
 	})
 	if err != nil {
