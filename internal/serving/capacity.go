@@ -38,16 +38,16 @@ func soleLedger(gpus int) Ledger {
 
 // validationEnv is what Normalize checks a definition against: the
 // flavors, and the capacity no flavor may exceed.
-func (s *Service) validationEnv() Env {
+func (s *shared) validationEnv() Env {
 	c := s.ledger.Snapshot().Capacity
 	return Env{Flavors: s.o.Flavors, Capacity: &c}
 }
 
 // syncLedger tells the ledger what the instances of every service hold
 // and wait for (ledgerView).
-func (s *Service) syncLedger(all []*record) {
-	holders, waiting := ledgerView(all, s.o.Flavors, s.ledger.Snapshot().Capacity.Total())
-	s.ledger.Sync(capacity.Instance, holders, waiting)
+func (c *Controller) syncLedger(all []*record) {
+	holders, waiting := ledgerView(all, c.o.Flavors, c.ledger.Snapshot().Capacity.Total())
+	c.ledger.Sync(capacity.Instance, holders, waiting)
 }
 
 // ledgerView is what the instances of every service hold — each instance
@@ -78,12 +78,12 @@ func ledgerView(all []*record, flavors []api.Flavor, total capacity.Resources) (
 // the next Sync: its wanted instances that are not started wait (first,
 // so that a crashed instance's replacement takes its place at once), and
 // the instances that ended hold nothing any more.
-func (s *Service) noteLedger(r *record, ended []endNote) {
-	for _, req := range waitingOf(r, s.o.Flavors, s.ledger.Snapshot().Capacity.Total()) {
-		s.ledger.Wait(req)
+func (c *Controller) noteLedger(r *record, ended []endNote) {
+	for _, req := range waitingOf(r, c.o.Flavors, c.ledger.Snapshot().Capacity.Total()) {
+		c.ledger.Wait(req)
 	}
 	for _, n := range ended {
-		s.ledger.Release(capacity.Instance, n.inst.ID)
+		c.ledger.Release(capacity.Instance, n.inst.ID)
 	}
 }
 
