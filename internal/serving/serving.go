@@ -142,6 +142,12 @@ type Options struct {
 	Now func() time.Time
 }
 
+// The controller is what the other two roles call to act.
+var (
+	_ remover = (*Controller)(nil)
+	_ reports = (*Controller)(nil)
+)
+
 // New builds online services over one shared state, by role: the user
 // operations (Deployments), the protocol of instance runners
 // (InstanceRunners) and the controller (Controller, whose Run must be
