@@ -35,6 +35,8 @@ type Deps struct {
 	Jobs            JobDeps         // zero: training jobs disabled
 	Runners         RunnerDeps      // the runner protocol of training jobs
 	Services        Services        // nil: online services disabled
+	ServiceActivity ServiceActivity // their stats, events and logs
+	Usage           Usage           // metering of services and jobs
 	InstanceRunners InstanceRunners // the runner protocol of service instances
 	Models          Models          // nil: the model registry disabled
 	Gateway         http.Handler    // serves /v1/infers/ and /v2/; nil: none

@@ -12,16 +12,25 @@ import (
 	"github.com/atelier-dev/atelier/internal/meta"
 )
 
-// Services is the online-service API.
+// Services are the online services a user deploys and changes.
 type Services interface {
 	Deploy(ctx context.Context, p *auth.Principal, req *api.DeployRequest) (*api.Service, error)
 	Get(ctx context.Context, p *auth.Principal, id string) (*api.Service, error)
 	ListServices(ctx context.Context, p *auth.Principal, name string, statuses []string, opts meta.ListOptions) ([]*api.Service, int, error)
 	Update(ctx context.Context, p *auth.Principal, id string, req *api.UpdateServiceRequest) (*api.Service, error)
 	Delete(ctx context.Context, p *auth.Principal, id string) error
+}
+
+// ServiceActivity is what a service did: its request figures, events and
+// instance logs.
+type ServiceActivity interface {
 	Stats(ctx context.Context, p *auth.Principal, id string) (*api.ServiceStats, error)
 	Events(ctx context.Context, p *auth.Principal, id string, opts meta.ListOptions) ([]api.Event, int, error)
 	Logs(ctx context.Context, p *auth.Principal, id, instance string, tail int) ([]meta.ServiceLogLine, error)
+}
+
+// Usage meters instance time of services and jobs.
+type Usage interface {
 	Usage(ctx context.Context, p *auth.Principal, all bool) (*api.Usage, error)
 }
 
@@ -69,6 +78,20 @@ func (s *Server) services() (Services, error) {
 		return nil, errs.E("apiserver.services", errs.Unavailable, "online services are not enabled on this server")
 	}
 	return s.deps.Services, nil
+}
+
+func (s *Server) serviceActivity() (ServiceActivity, error) {
+	if s.deps.ServiceActivity == nil {
+		return nil, errs.E("apiserver.serviceActivity", errs.Unavailable, "online services are not enabled on this server")
+	}
+	return s.deps.ServiceActivity, nil
+}
+
+func (s *Server) usageMeter() (Usage, error) {
+	if s.deps.Usage == nil {
+		return nil, errs.E("apiserver.usage", errs.Unavailable, "online services are not enabled on this server")
+	}
+	return s.deps.Usage, nil
 }
 
 func (s *Server) deployService(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
@@ -158,7 +181,7 @@ func (s *Server) deleteService(w http.ResponseWriter, r *http.Request, p *auth.P
 }
 
 func (s *Server) serviceStats(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	ss, err := s.services()
+	ss, err := s.serviceActivity()
 	if err != nil {
 		return err
 	}
@@ -171,7 +194,7 @@ func (s *Server) serviceStats(w http.ResponseWriter, r *http.Request, p *auth.Pr
 }
 
 func (s *Server) serviceEvents(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	ss, err := s.services()
+	ss, err := s.serviceActivity()
 	if err != nil {
 		return err
 	}
@@ -188,7 +211,7 @@ func (s *Server) serviceEvents(w http.ResponseWriter, r *http.Request, p *auth.P
 }
 
 func (s *Server) serviceLogs(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	ss, err := s.services()
+	ss, err := s.serviceActivity()
 	if err != nil {
 		return err
 	}
@@ -213,7 +236,7 @@ func (s *Server) serviceLogs(w http.ResponseWriter, r *http.Request, p *auth.Pri
 }
 
 func (s *Server) usage(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	ss, err := s.services()
+	ss, err := s.usageMeter()
 	if err != nil {
 		return err
 	}

@@ -124,21 +124,22 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 		return err
 	}
 	models := newModelService(ctx, cfg, iso, store, iam, objects, jobs.Jobs, log)
-	// The gateway tells the controller of requests waiting for a service
-	// scaled to zero; services is set before the servers start.
-	var services *serving.Service
-	gw := gateway.New(gateway.Options{Authenticator: iam, Logger: log, Registry: reg,
-		Demand: func(serviceID string) { services.Demand(serviceID) }})
-	services, err = newServingService(ctx, cfg, iso, store, iam, jobs.Jobs, ledger, models, gw, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
+	// The gateway (a request waits for a service scaled to zero) and the
+	// ledger (capacity freed) wake the service controller through one
+	// Wakeup, made before any of them.
+	wake := serving.NewWakeup()
+	gw := gateway.New(gateway.Options{Authenticator: iam, Logger: log, Registry: reg, Demand: wake.Demand})
+	services, err := newServing(ctx, cfg, iso, store, iam, jobs.Jobs, ledger, wake, models, gw, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
 	if err != nil {
 		return err
 	}
 	ledger.OnFree(jobs.Controller.Kick)
-	ledger.OnFree(services.Kick)
-	models.SetDeployments(services)
+	ledger.OnFree(wake.Kick)
+	models.SetDeployments(services.deployments)
 	api := apiserver.New(apiserver.Deps{Auth: iam, Store: store, Registry: reg, Logger: log, Region: cfg.Region, Version: version,
 		Jobs:    apiserver.JobDeps{Submit: jobs.Jobs, Read: jobs.Jobs, Act: jobs.Jobs, Catalog: jobs.Jobs},
-		Runners: apiserver.RunnerDeps{Feed: jobs.Runners, Reports: jobs.Runners}, Models: models, Services: services, InstanceRunners: services, Gateway: gw})
+		Runners: apiserver.RunnerDeps{Feed: jobs.Runners, Reports: jobs.Runners}, Models: models, Gateway: gw,
+		Services: services.deployments, ServiceActivity: services.deployments, Usage: services.deployments, InstanceRunners: services.runners})
 
 	servers := []*http.Server{
 		{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
@@ -187,7 +188,7 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		services.Run(ctx)
+		services.controller.Run(ctx)
 	}()
 	wg.Add(1)
 	go func() {

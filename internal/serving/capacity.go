@@ -38,24 +38,28 @@ func soleLedger(gpus int) Ledger {
 
 // validationEnv is what Normalize checks a definition against: the
 // flavors, and the capacity no flavor may exceed.
-func (s *Service) validationEnv() Env {
+func (s *shared) validationEnv() Env {
 	c := s.ledger.Snapshot().Capacity
 	return Env{Flavors: s.o.Flavors, Capacity: &c}
 }
 
-// syncLedger tells the ledger what the instances of every service hold —
-// each instance whose runner was started, its flavor and GPU devices,
-// until its runner is gone — and which instances wait for capacity: every
-// wanted, not yet started instance of an active service (one waiting out
-// a restart backoff too, so that a job does not take the place of an
-// instance that crashed), except one that can never fit.
-func (s *Service) syncLedger(all []*record) {
-	var holders []capacity.Holder
-	var waiting []capacity.Request
-	total := s.ledger.Snapshot().Capacity.Total()
+// syncLedger tells the ledger what the instances of every service hold
+// and wait for (ledgerView).
+func (c *Controller) syncLedger(all []*record) {
+	holders, waiting := ledgerView(all, c.o.Flavors, c.ledger.Snapshot().Capacity.Total())
+	c.ledger.Sync(capacity.Instance, holders, waiting)
+}
+
+// ledgerView is what the instances of every service hold — each instance
+// whose runner was started, its flavor and GPU devices, until its runner
+// is gone — and which instances wait for capacity: every wanted, not yet
+// started instance of an active service (one waiting out a restart
+// backoff too, so that a job does not take the place of an instance that
+// crashed), except one that can never fit in total. It is pure.
+func ledgerView(all []*record, flavors []api.Flavor, total capacity.Resources) (holders []capacity.Holder, waiting []capacity.Request) {
 	for _, r := range all {
 		for _, in := range r.st.Instances {
-			switch req := s.request(r, in); {
+			switch req := request(r.spec.ServiceName, in, flavors); {
 			case in.Phase != PhasePending:
 				h := capacity.Holder{Kind: capacity.Instance, ID: in.ID, Name: r.spec.ServiceName, Owner: r.raw.OwnerID, Need: req.Need}
 				if rt := r.rt.Instances[in.ID]; rt != nil {
@@ -67,77 +71,60 @@ func (s *Service) syncLedger(all []*record) {
 			}
 		}
 	}
-	s.ledger.Sync(capacity.Instance, holders, waiting)
+	return holders, waiting
 }
 
 // noteLedger keeps the ledger in step with a stored change of r before
 // the next Sync: its wanted instances that are not started wait (first,
 // so that a crashed instance's replacement takes its place at once), and
 // the instances that ended hold nothing any more.
-func (s *Service) noteLedger(r *record, ended []endNote) {
-	if active(r.st.Status) {
-		total := s.ledger.Snapshot().Capacity.Total()
-		for _, in := range r.st.Instances {
-			if req := s.request(r, in); !in.Stop && in.Phase == PhasePending && req.Need.Fits(total) {
-				s.ledger.Wait(req)
-			}
-		}
+func (c *Controller) noteLedger(r *record, ended []endNote) {
+	for _, req := range waitingOf(r, c.o.Flavors, c.ledger.Snapshot().Capacity.Total()) {
+		c.ledger.Wait(req)
 	}
 	for _, n := range ended {
-		s.ledger.Release(capacity.Instance, n.inst.ID)
+		c.ledger.Release(capacity.Instance, n.inst.ID)
 	}
 }
 
-// request is an instance as the ledger queues it.
-func (s *Service) request(r *record, in instance) capacity.Request {
-	f, _ := s.flavor(in.Flavor)
-	return capacity.Request{Kind: capacity.Instance, ID: in.ID, Name: r.spec.ServiceName, Created: fromMs(in.Created), Need: capacity.Need(f)}
-}
-
-// peek places req on the ledger as it is, recording nothing: the
-// controller's dry run.
-func (s *Service) peek(req capacity.Request) capacity.Placement {
-	return capacity.Place(s.ledger.Snapshot(), req)
-}
-
-// hold places req and, when it fits, records that it holds its flavor
-// (and the devices it gets) from now on. While the ledger is not rebuilt
-// after a start it decides nothing: the zero Placement.
-func (s *Service) hold(req capacity.Request) capacity.Placement {
-	var p capacity.Placement
-	s.ledger.Decide(func(snap capacity.Snapshot) []capacity.Holder {
-		if p = capacity.Place(snap, req); !p.Fits {
-			return nil
+// waitingOf are the instances of r that wait for capacity: those wanted
+// and not started of an active service, except one that can never fit in
+// total. It is pure.
+func waitingOf(r *record, flavors []api.Flavor, total capacity.Resources) []capacity.Request {
+	if !active(r.st.Status) {
+		return nil
+	}
+	var out []capacity.Request
+	for _, in := range r.st.Instances {
+		if req := request(r.spec.ServiceName, in, flavors); !in.Stop && in.Phase == PhasePending && req.Need.Fits(total) {
+			out = append(out, req)
 		}
-		return []capacity.Holder{{Kind: capacity.Instance, ID: req.ID, Name: req.Name, Need: req.Need, GPUs: p.GPUs}}
-	})
-	return p
+	}
+	return out
 }
 
-// wait notes that a due instance does not fit: its message says what it
-// waits for, and an event marks the moment it begins to wait. A zero
-// placement (the ledger is being rebuilt) changes nothing.
-func (s *Service) wait(in *instance, p capacity.Placement, e *effects) {
-	if p.WaitingFor == "" {
-		return
-	}
-	msg := waitingPrefix + ": " + p.WaitingFor
-	if p.Never {
-		msg = fmt.Sprintf("%s: never: flavor %s is larger than the whole capacity (%s); update the service to a smaller flavor",
-			waitingPrefix, in.Flavor, strings.TrimPrefix(p.WaitingFor, "never: "))
-	}
-	if !in.Waiting {
-		e.events = append(e.events, warning("Instance", fmt.Sprintf("instance %s of model %s is %s", in.ID, in.ModelID, msg)))
-	}
-	in.Waiting, in.Message = true, msg
+// request is an instance of the service named service as the ledger
+// queues it.
+func request(service string, in instance, flavors []api.Flavor) capacity.Request {
+	return capacity.Request{Kind: capacity.Instance, ID: in.ID, Name: service, Created: fromMs(in.Created), Need: need(flavors, in.Flavor)}
 }
+
+// need is what an instance of flavor id holds in the ledger (nothing for a
+// flavor the server no longer has).
+func need(flavors []api.Flavor, id string) capacity.Resources {
+	return flavorNeed(flavorByID(flavors, id))
+}
+
+// flavorNeed is what an instance of flavor f holds: the one place an
+// instance's capacity need is computed.
+func flavorNeed(f api.Flavor) capacity.Resources { return capacity.Need(f) }
 
 // waitingMsg is a service's error_msg while some of its wanted instances
 // wait for capacity ("" when none does): how many, and what the first
 // waits for.
-func waitingMsg(r *record, desired int) string {
+func waitingMsg(st *state, desired int) string {
 	n, why := 0, ""
-	for _, in := range r.st.Instances {
+	for _, in := range st.Instances {
 		if !in.Stop && in.Phase == PhasePending && in.Waiting {
 			if n++; why == "" {
 				why = strings.TrimPrefix(in.Message, waitingPrefix+": ")
@@ -160,5 +147,5 @@ func plural(n int, word string) string {
 // tooBig says why a flavor can never run on a machine of c, "" when it
 // can.
 func tooBig(f api.Flavor, c capacity.Capacity) string {
-	return capacity.TooBig(capacity.Need(f), c.Total())
+	return capacity.TooBig(flavorNeed(f), c.Total())
 }

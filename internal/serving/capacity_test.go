@@ -11,11 +11,11 @@ import (
 	"github.com/atelier-dev/atelier/internal/errs"
 )
 
-// shared gives e's service a capacity ledger it shares with training jobs
+// sharedLedger gives e's service a capacity ledger it shares with training jobs
 // (whose controller the test plays through Sync).
-func (e *env) shared(c capacity.Capacity) *capacity.Ledger {
+func (e *env) sharedLedger(c capacity.Capacity) *capacity.Ledger {
 	l := capacity.New(c, capacity.Job, capacity.Instance)
-	e.s.ledger = l
+	e.c.ledger = l
 	return l
 }
 
@@ -25,7 +25,7 @@ func jobHolder(id string, cpu float64, gpus ...int) capacity.Holder {
 
 func TestServicePendingWhileAJobHoldsTheMachine(t *testing.T) {
 	e := newEnv(t)
-	l := e.shared(capacity.Capacity{CPU: 2})
+	l := e.sharedLedger(capacity.Capacity{CPU: 2})
 	l.Sync(capacity.Job, []capacity.Holder{jobHolder("train", 2)}, nil)
 	id := e.deploy(api.DeployRequest{ServiceName: "mnist", Config: one("m1", 1)}).ServiceID
 	e.tick()
@@ -53,7 +53,7 @@ func TestServicePendingWhileAJobHoldsTheMachine(t *testing.T) {
 		}
 	}
 	// Starting it again while it is pending changes nothing.
-	if v, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Status: api.ServiceRunning}); err != nil || v.Status != api.ServicePending {
+	if v, err := e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Status: api.ServiceRunning}); err != nil || v.Status != api.ServicePending {
 		t.Errorf("start while pending: %v %v", v, err)
 	}
 
@@ -76,7 +76,7 @@ func TestServicePendingWhileAJobHoldsTheMachine(t *testing.T) {
 		t.Errorf("a job beside the service %+v", p)
 	}
 	// Stopped, the service gives the machine back.
-	if _, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Status: api.ServiceStopped}); err != nil {
+	if _, err := e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Status: api.ServiceStopped}); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.add(2 * time.Second)
@@ -90,13 +90,13 @@ func TestServicePendingWhileAJobHoldsTheMachine(t *testing.T) {
 
 func TestScaleUpBeyondCapacityIsConcerning(t *testing.T) {
 	e := newEnv(t)
-	l := e.shared(capacity.Capacity{CPU: 2})
+	l := e.sharedLedger(capacity.Capacity{CPU: 2})
 	l.Sync(capacity.Job, nil, nil)
 	id := e.deploy(api.DeployRequest{ServiceName: "mnist", Config: one("m1", 1)}).ServiceID
 	e.tick()
 	e.readyAll(id, 48000)
 	e.wantStatus(id, api.ServiceRunning)
-	if _, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: one("m1", 3)}); err != nil {
+	if _, err := e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: one("m1", 3)}); err != nil {
 		t.Fatal(err)
 	}
 	e.tick()
@@ -115,7 +115,7 @@ func TestScaleUpBeyondCapacityIsConcerning(t *testing.T) {
 		t.Errorf("events:\n%s", e.events(id))
 	}
 	// Back to what fits: running, nothing waits.
-	if _, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: one("m1", 2)}); err != nil {
+	if _, err := e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: one("m1", 2)}); err != nil {
 		t.Fatal(err)
 	}
 	e.tick()
@@ -126,8 +126,8 @@ func TestScaleUpBeyondCapacityIsConcerning(t *testing.T) {
 
 func TestInstanceGPUsAreNeverAJobs(t *testing.T) {
 	e := newEnv(t)
-	e.s.o.Flavors = append(e.s.o.Flavors, api.Flavor{ID: "gpu.1", CPU: 1, GPU: 1})
-	l := e.shared(capacity.Capacity{CPU: 16, GPU: 2})
+	e.d.o.Flavors = append(e.d.o.Flavors, api.Flavor{ID: "gpu.1", CPU: 1, GPU: 1})
+	l := e.sharedLedger(capacity.Capacity{CPU: 16, GPU: 2})
 	l.Sync(capacity.Job, []capacity.Holder{jobHolder("train", 1, 0)}, nil)
 	id := e.deploy(api.DeployRequest{ServiceName: "g", Config: []api.ServiceConfig{{ModelID: "m1", Specification: "gpu.1", InstanceCount: 2}}}).ServiceID
 	e.tick()
@@ -136,7 +136,7 @@ func TestInstanceGPUsAreNeverAJobs(t *testing.T) {
 		t.Fatalf("instances %+v", e.get(id).Instances)
 	}
 	for _, in := range ins {
-		ri, err := e.s.RunnerInstance(e.ctx, in.InstanceID, e.token(id, in.InstanceID))
+		ri, err := e.ir.RunnerInstance(e.ctx, in.InstanceID, e.token(id, in.InstanceID))
 		if err != nil || !slices.Equal(ri.GPUs, []int{1}) {
 			t.Fatalf("instance devices %v %v, want [1] (device 0 is the job's; instances share)", ri.GPUs, err)
 		}
@@ -160,8 +160,8 @@ func TestInstanceGPUsAreNeverAJobs(t *testing.T) {
 // counted twice.
 func TestLedgerRebuiltAfterRestartAndCrash(t *testing.T) {
 	e := newEnv(t)
-	e.s.o.Flavors = append(e.s.o.Flavors, api.Flavor{ID: "gpu.1", CPU: 1, GPU: 1})
-	l := e.shared(capacity.Capacity{CPU: 2, GPU: 2})
+	e.d.o.Flavors = append(e.d.o.Flavors, api.Flavor{ID: "gpu.1", CPU: 1, GPU: 1})
+	l := e.sharedLedger(capacity.Capacity{CPU: 2, GPU: 2})
 	l.Sync(capacity.Job, nil, nil)
 	id := e.deploy(api.DeployRequest{ServiceName: "g", Config: []api.ServiceConfig{{ModelID: "m1", Specification: "gpu.1", InstanceCount: 2}}}).ServiceID
 	e.tick()
@@ -170,9 +170,9 @@ func TestLedgerRebuiltAfterRestartAndCrash(t *testing.T) {
 	before := l.Snapshot().Holders
 
 	// Restart: a new service and a new, empty ledger.
-	e.s = e.newService()
-	e.s.o.Flavors = append(e.s.o.Flavors, api.Flavor{ID: "gpu.1", CPU: 1, GPU: 1})
-	l = e.shared(capacity.Capacity{CPU: 2, GPU: 2})
+	e.restart()
+	e.d.o.Flavors = append(e.d.o.Flavors, api.Flavor{ID: "gpu.1", CPU: 1, GPU: 1})
+	l = e.sharedLedger(capacity.Capacity{CPU: 2, GPU: 2})
 	e.tick()
 	if got := l.Snapshot().Holders; !slices.EqualFunc(got, before, func(a, b capacity.Holder) bool {
 		return a.ID == b.ID && a.Need == b.Need && slices.Equal(a.GPUs, b.GPUs)
@@ -208,17 +208,17 @@ func TestLedgerRebuiltAfterRestartAndCrash(t *testing.T) {
 
 func TestDeployRefusesAFlavorLargerThanTheMachine(t *testing.T) {
 	e := newEnv(t)
-	e.shared(capacity.Capacity{CPU: 1})
-	_, err := e.s.Deploy(e.ctx, e.alice, &api.DeployRequest{ServiceName: "big", Config: []api.ServiceConfig{{ModelID: "m1", Specification: "cpu.2"}}})
+	e.sharedLedger(capacity.Capacity{CPU: 1})
+	_, err := e.d.Deploy(e.ctx, e.alice, &api.DeployRequest{ServiceName: "big", Config: []api.ServiceConfig{{ModelID: "m1", Specification: "cpu.2"}}})
 	if errs.CodeOf(err) != CodeFlavor || !errs.Is(err, errs.Invalid) ||
 		!strings.Contains(errs.UserMessage(err), "config[0].specification cpu.2 is larger than this machine can run (cpu: needs 2, the capacity is 1)") {
 		t.Fatalf("deploy of a flavor larger than the machine: %v", err)
 	}
 	id := e.deploy(api.DeployRequest{ServiceName: "ok", Config: one("m1", 1)}).ServiceID
-	if _, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: []api.ServiceConfig{{ModelID: "m1", Specification: "cpu.2"}}}); errs.CodeOf(err) != CodeFlavor {
+	if _, err := e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: []api.ServiceConfig{{ModelID: "m1", Specification: "cpu.2"}}}); errs.CodeOf(err) != CodeFlavor {
 		t.Errorf("update to a flavor larger than the machine: %v", err)
 	}
-	_, err = e.s.Deploy(e.ctx, e.alice, &api.DeployRequest{ServiceName: "gpu", Config: []api.ServiceConfig{{ModelID: "m1", InstanceCount: 1,
+	_, err = e.d.Deploy(e.ctx, e.alice, &api.DeployRequest{ServiceName: "gpu", Config: []api.ServiceConfig{{ModelID: "m1", InstanceCount: 1,
 		Envs: map[string]string{"NVIDIA_VISIBLE_DEVICES": "all"}}}})
 	if errs.CodeOf(err) != CodeEnvs {
 		t.Errorf("a service setting NVIDIA_VISIBLE_DEVICES: %v", err)

@@ -2,11 +2,29 @@
 // registry deployed as instances behind the inference gateway, as ModelArts
 // services are.
 //
-// The Service type holds the API operations (Deploy, Get, ListServices,
-// Update — start, stop, instance counts, weights, autoscaling, app code —,
-// Delete, Stats, Events, Logs, Usage), the runner protocol of instances
-// (RunnerInstance, RunnerInstanceStatus, RunnerInstanceLogs) and the
-// controller (Run).
+// Three types share one state (the store and its per-service locks, the
+// gateway, the capacity ledger, the controller's Wakeup), one per role;
+// New builds them together:
+//
+//   - Deployments: the operations users call (Deploy, Get, ListServices,
+//     Update — start, stop, instance counts, weights, autoscaling, health,
+//     app code —, Delete, Stats, Events, Logs, Usage) and ServicesUsing for
+//     the model registry. They change a service's record and wake the
+//     controller; they start and stop nothing themselves.
+//   - InstanceRunners: the protocol instance runners speak (RunnerInstance,
+//     RunnerInstanceStatus, RunnerInstanceLogs), authenticated by each
+//     instance's runner token. What a report changes goes through the
+//     planner (planReport) and the controller carries it out.
+//   - Controller: the reconcile loop (Run) and all of its I/O — observing
+//     runners through the executor, minting instance ids, runner tokens,
+//     secrets and dirs, booking and syncing the capacity ledger, storing
+//     records, starting and stopping runners, recording usage and events,
+//     revoking credentials, publishing the gateway's routes.
+//
+// Wakeup is how the gateway (Demand: a request waits for a service scaled
+// to zero) and the capacity ledger (OnFree) wake the controller; it is made
+// before the gateway and the controller so that neither waits for the
+// other to exist.
 //
 // A service record keeps three documents: the definition (api.Service
 // without status), the observed state (status, wanted instance counts,
@@ -15,12 +33,18 @@
 // and retried, as for training jobs.
 //
 // The controller is level-triggered: every second, and whenever something
-// happens, plan converges each record on what it asks for. plan does no
-// I/O; it is given what was observed (runners that are gone, the gateway's
-// in-flight requests and QPS) and returns effects that the controller then
-// carries out (start runners through the executor, stop them, record
-// usage, revoke credentials, write events, push the gateway's route). Its
-// rules:
+// happens, it converges each record on what it asks for. The decision is
+// pure: converge maps a snapshot (the record, the instances whose runner
+// was found gone, the gateway's in-flight requests, QPS and demand, the
+// capacity ledger's snapshot, the clock) to a plan (the new observed
+// state, in which instances it adds have placeholder ids; the runners to
+// start, each with the capacity it holds and its GPU devices; the runners
+// to stop; the instances that wait for capacity and why; the instances
+// that ended; the events). planReport does the same for a runner's
+// report. The controller runs converge under the ledger's lock
+// (Ledger.Decide), so that what the plan starts is booked before anyone
+// else decides, mints ids for the placeholders, writes the plan into the
+// record and carries it out. The rules the planner applies:
 //
 //   - Every config entry (model version) wants Desired instances: its
 //     instance_count, or what autoscale.Decide says within the autoscale
@@ -30,8 +54,8 @@
 //     ones are ready.
 //   - With autoscale min 0 a model version may scale to zero. The route
 //     then has ScaleFromZero: the gateway holds a request that finds no
-//     ready instance (up to the service's timeout) and calls Demand, which
-//     wakes the controller at once; that pass brings every model version
+//     ready instance (up to the service's timeout) and calls
+//     Wakeup.Demand, which wakes the controller at once; that pass brings every model version
 //     at zero that takes traffic to one instance, with the event "0 → 1
 //     instances (scaled up from 0 on a request)" and no cooldown (it
 //     holds only scaling down). The held request goes to the instance as
@@ -45,11 +69,14 @@
 //     once it reported Ready.
 //   - Instances share the machine with training jobs through the capacity
 //     ledger (Options.Ledger, internal/capacity): a due instance starts only
-//     when capacity.Place says its flavor fits; otherwise it stays Pending
+//     when capacity.Place says its flavor fits beside what holds capacity
+//     and what the plan started before it; otherwise it stays Pending
 //     (Waiting) with a message naming what it lacks and who holds it, and
-//     waits ahead of every queued job. Every pass syncs the ledger from the
-//     records (started instances hold, wanted pending ones wait), so a
-//     restarted server's ledger is rebuilt from what runs.
+//     waits ahead of every queued job. What an instance holds is its
+//     flavor's need (flavorNeed, the one place it is computed). Every pass
+//     syncs the ledger from the records (ledgerView: started instances
+//     hold, wanted pending ones wait), so a restarted server's ledger is
+//     rebuilt from what runs.
 //   - A service's health (api.InstanceHealth: the liveness probe's period,
 //     timeout and failures in a row, and the load timeout; defaults 5 s,
 //     5 s, 3, 10 min) goes to its instances' runners with its timeout as
@@ -66,9 +93,9 @@
 //   - Status: deploying until an instance is ready, running when every
 //     wanted instance is, concerning in between; pending while no instance
 //     is ready and none could start for lack of capacity (error_msg says
-//     what the waiting instances wait for, also while concerning); stopping until every
-//     instance has ended, then stopped; failed; deleting until the last
-//     instance ended, then the service is removed.
+//     what the waiting instances wait for, also while concerning);
+//     stopping until every instance has ended, then stopped; failed;
+//     deleting until the last instance ended, then the service is removed.
 //   - The stop schedule ({"type":"stop","time_unit":…,"duration":…}, time
 //     units MINUTES, HOURS, DAYS and, as an Atelier extension, SECONDS)
 //     stops a service that long after it (re)started, with stopped_reason

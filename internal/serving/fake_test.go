@@ -191,10 +191,13 @@ func (f *fakeRouter) setInflight(id string, n int) {
 	f.inflight[id] = n
 }
 
-// env is a Service on a real SQLite store with fakes around it.
+// env is online services on a real SQLite store with fakes around them.
 type env struct {
 	t      *testing.T
-	s      *Service
+	d      *Deployments
+	ir     *InstanceRunners
+	c      *Controller
+	wake   *Wakeup
 	store  *sqlite.Store
 	clock  *clock
 	exec   *fakeExec
@@ -231,59 +234,45 @@ func newEnv(t *testing.T) *env {
 		}},
 		alice: principal("u-alice", "alice", false), bob: principal("u-bob", "bob", false), admin: principal("u-admin", "admin", true),
 		work: t.TempDir(), ctx: t.Context()}
-	e.s = e.newService()
+	e.restart()
 	return e
 }
 
-// newService is a Service over e's store and fakes, as after a restart.
-func (e *env) newService() *Service {
-	return New(e.store, e.models, e.creds, fakeAuthz{}, e.exec, e.router, e.admin, Options{
+// restart builds online services over e's store and fakes, as a server
+// (re)start does.
+func (e *env) restart() {
+	e.wake = NewWakeup()
+	e.d, e.ir, e.c = New(e.store, e.models, e.creds, fakeAuthz{}, e.exec, e.router, e.admin, Options{
 		Flavors: []api.Flavor{{ID: "cpu.1", CPU: 1, PricePerHour: 0.5}, {ID: "cpu.2", CPU: 2, PricePerHour: 1}},
 		Engines: []api.Engine{{Name: "python3", Python: "/usr/bin/python3"}},
 		Sandbox: "none",
 		DataDir: "/data", WorkDir: e.work, ServerURL: "http://127.0.0.1:8080/", S3Endpoint: "http://127.0.0.1:9000", Region: "r1",
-		RunnerArgv0: "/bin/atelier", Now: e.clock.Now, Drain: time.Second,
+		RunnerArgv0: "/bin/atelier", Now: e.clock.Now, Drain: time.Second, Wakeup: e.wake,
 	})
 }
 
 func (e *env) deploy(req api.DeployRequest) *api.Service {
 	e.t.Helper()
-	v, err := e.s.Deploy(e.ctx, e.alice, &req)
+	v, err := e.d.Deploy(e.ctx, e.alice, &req)
 	if err != nil {
 		e.t.Fatalf("Deploy: %v", err)
 	}
 	return v
 }
 
-// tick runs one controller pass and waits for the stops it began.
+// tick runs one controller pass and waits for the work it began in the
+// background (runner stops, removals).
 func (e *env) tick() {
 	e.t.Helper()
-	if err := e.s.reconcile(e.ctx, false); err != nil {
+	if err := e.c.reconcile(e.ctx, false); err != nil {
 		e.t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		busy := false
-		e.s.stopping.Range(func(k, _ any) bool {
-			if _, done := e.s.stopped.Load(k); !done {
-				busy = true
-			}
-			return true
-		})
-		e.s.removing.Range(func(_, _ any) bool {
-			busy = true
-			return false
-		})
-		if !busy || time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
+	e.c.bg.Wait()
 }
 
 func (e *env) get(id string) *api.Service {
 	e.t.Helper()
-	v, err := e.s.Get(e.ctx, e.alice, id)
+	v, err := e.d.Get(e.ctx, e.alice, id)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -303,7 +292,7 @@ func (e *env) token(sid, iid string) string {
 // report sends a runner report for an instance.
 func (e *env) report(sid, iid, phase string, port int, msg, tb string) *api.RunnerHeartbeatReply {
 	e.t.Helper()
-	reply, err := e.s.RunnerInstanceStatus(e.ctx, iid, e.token(sid, iid), &api.InstanceReport{Phase: phase, Port: port, Message: msg, Traceback: tb})
+	reply, err := e.ir.RunnerInstanceStatus(e.ctx, iid, e.token(sid, iid), &api.InstanceReport{Phase: phase, Port: port, Message: msg, Traceback: tb})
 	if err != nil {
 		e.t.Fatalf("report %s %s: %v", iid, phase, err)
 	}
@@ -332,7 +321,7 @@ func (e *env) readyAll(id string, base int) {
 
 func (e *env) events(id string) string {
 	e.t.Helper()
-	evs, _, err := e.s.Events(e.ctx, e.alice, id, meta.ListOptions{Limit: 1000})
+	evs, _, err := e.d.Events(e.ctx, e.alice, id, meta.ListOptions{Limit: 1000})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -1,14 +1,14 @@
 package serving
 
 import (
+	"encoding/json"
 	"fmt"
-	"path/filepath"
+	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/capacity"
@@ -16,7 +16,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/serving/autoscale"
 )
 
-// Controller constants.
+// Planner constants.
 const (
 	// maxLoadFailures instances that end before any was ready fail the
 	// service.
@@ -32,27 +32,80 @@ const (
 	keepEnded = 10
 )
 
-// tick is what the controller observed about a service on one pass.
-type tick struct {
-	now      time.Time
+// figures are what the gateway says of a service's load on one pass.
+type figures struct {
 	inflight float64 // requests in flight or queued at the gateway
 	qps      float64
 	requests int64 // the gateway's request count of the service
 	// demand: a request waits at the gateway for an instance of the
-	// service scaled to zero (Service.Demand).
+	// service scaled to zero (Wakeup.Demand).
 	demand bool
-	// place decides whether a due instance fits in the machine's capacity
-	// and on which GPU devices: it records the hold (Service.hold), or
-	// only looks on a dry run (Service.peek).
-	place func(capacity.Request) capacity.Placement
+}
+
+// snapshot is what the planner decides one service from: its record as
+// stored, what the controller observed of its instances' runners, the
+// gateway's figures, the machine's capacity and the clock. The planner
+// only reads it.
+type snapshot struct {
+	now time.Time
+	r   *record
 	// gone are instances whose runner ended without a report: lost, or
 	// stopped through the executor. The value says how.
 	gone map[string]string
+	load figures
+	// capacity is the machine's capacity ledger as the plan may place due
+	// instances on it (capacity.Place), each start counting against the
+	// next; nil while the ledger decides nothing (it is rebuilt after a
+	// server start): a due instance then neither starts nor waits.
+	capacity *capacity.Snapshot
+	flavors  []api.Flavor // what an instance's flavor needs
+	drain    time.Duration
 }
 
-// launch is an instance to start: its runner's token and dir.
-type launch struct {
-	id, modelID, flavor, token, dir string
+// report is what an instance's runner reported: a phase (Failed and
+// Exited end the instance), its port, a message and a Python traceback.
+// The controller reports Failed too when a runner could not be started.
+type report struct {
+	phase, message, traceback string
+	port                      int
+}
+
+// plan is what the planner decided for one service: the record's new
+// observed state and the work the controller does to get there. Instances
+// the plan adds have placeholder ids (newRef); the controller mints their
+// ids, and the runner token, secret and dir of each start.
+type plan struct {
+	// st is the new observed state (status, error_msg, wanted counts,
+	// instances and their phases, ended instances).
+	st *state
+	// changed: st differs from the stored state, so the record is written.
+	changed bool
+	starts  []start         // runners to start: the instance is Starting in st
+	stops   []instanceStop  // runners to stop through the executor: every instance Stopping
+	waits   []wait          // due instances that wait for capacity
+	ended   []endNote       // instances that ended: what they held is released
+	dropped []endedInstance // ended instances no longer remembered: logs and dirs go
+	events  []planEvent
+	remove  bool // the service is being deleted and has no instance left
+}
+
+// start is an instance whose runner starts, and the capacity it holds
+// from now on: its flavor's need on the GPU devices placed.
+type start struct {
+	id              string // the instance's id, or a placeholder
+	modelID, flavor string
+	need            capacity.Resources
+	gpus            []int
+}
+
+// instanceStop is an instance whose runner is to be stopped.
+type instanceStop struct{ id, handle string }
+
+// wait is a due instance that does not fit, and why.
+type wait struct {
+	id     string
+	reason string // the instance's message: "waiting for capacity: …"
+	never  bool   // its flavor is larger than the whole capacity
 }
 
 // endNote is an instance that ended, with its private state.
@@ -61,15 +114,20 @@ type endNote struct {
 	rt   *instanceRuntime
 }
 
-// effects are what a change of a record asks the controller to do after
-// the record is stored.
-type effects struct {
-	launches []launch
-	ended    []endNote
-	dropped  []endedInstance // ended instances no longer remembered: logs and dirs go
-	events   []meta.ServiceEvent
-	remove   bool // the service is being deleted and has no instance left
+// planEvent is an event of a plan. When its message names an instance the
+// plan adds, instance is that placeholder, which the controller replaces
+// by the minted id.
+type planEvent struct {
+	meta.ServiceEvent
+	instance string
 }
+
+// newRef is the prefix of the placeholder ids of instances a plan adds
+// ("new:1", "new:2", …); minted ids are UUIDs, which never have it.
+const newRef = "new:"
+
+// isNew reports whether id is a placeholder.
+func isNew(id string) bool { return strings.HasPrefix(id, newRef) }
 
 // active reports whether a service in status wants instances.
 func active(status string) bool {
@@ -140,44 +198,88 @@ func victims(ins []instance, idx []int) []int {
 	return out
 }
 
-// plan converges a record on what its service asks for at t: it ends the
+// planner builds one plan.
+type planner struct {
+	s    snapshot
+	spec *api.Service
+	p    *plan
+	// capacity is the snapshot's, with what the plan starts added.
+	capacity *capacity.Snapshot
+	refs     int // placeholders handed out
+}
+
+func newPlanner(s snapshot) *planner {
+	pl := &planner{s: s, spec: s.r.spec, p: &plan{st: s.r.st.clone()}}
+	if s.capacity != nil {
+		c := *s.capacity
+		c.Holders, c.Waiting = slices.Clone(c.Holders), slices.Clone(c.Waiting)
+		pl.capacity = &c
+	}
+	return pl
+}
+
+// done finishes the plan: the runners to stop, and whether the state
+// changed.
+func (pl *planner) done() plan {
+	st := pl.p.st
+	for _, in := range st.Instances {
+		if rt := pl.s.r.rt.Instances[in.ID]; in.Phase == PhaseStopping && rt != nil && rt.Handle != "" {
+			pl.p.stops = append(pl.p.stops, instanceStop{id: in.ID, handle: rt.Handle})
+		}
+	}
+	pl.p.changed = stateKey(pl.s.r.st) != stateKey(st)
+	return *pl.p
+}
+
+// stateKey is a state encoded, to tell whether a plan changed it.
+func stateKey(st *state) string {
+	b, _ := json.Marshal(st)
+	return string(b)
+}
+
+func (pl *planner) newID() string {
+	pl.refs++
+	return newRef + strconv.Itoa(pl.refs)
+}
+
+func (pl *planner) event(e meta.ServiceEvent) {
+	pl.p.events = append(pl.p.events, planEvent{ServiceEvent: e})
+}
+
+// converge plans one controller pass over a service: it ends the
 // instances whose runner is gone, applies the stop schedule and the
 // autoscaler, adds and removes instances per model version, starts those
-// whose backoff is over, and sets the status. It does no I/O: what must be
-// done outside the record comes back as effects.
-func (s *Service) plan(r *record, t tick) *effects {
-	e := &effects{}
-	now := ms(t.now)
-	ids := make([]string, 0, len(t.gone))
-	for id := range t.gone {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		if i := r.instanceByID(id); i >= 0 {
-			s.end(r, i, PhaseExited, t.gone[id], "", t.now, e)
+// whose backoff is over where the capacity has room (the others wait, and
+// say what for), and sets the status. It is pure.
+func converge(s snapshot) plan {
+	pl := newPlanner(s)
+	st, spec := pl.p.st, pl.spec
+	now := ms(s.now)
+	for _, id := range slices.Sorted(maps.Keys(s.gone)) {
+		if i := st.instance(id); i >= 0 {
+			pl.end(i, PhaseExited, s.gone[id], "")
 		}
 	}
 
-	if active(r.st.Status) && r.st.DueTime > 0 && now >= r.st.DueTime {
-		reason := "stopped by schedule after " + shortDuration(StopAfter(r.spec.Schedule))
-		s.beginStop(r, api.ServiceStopping, reason, now)
-		e.events = append(e.events, info("Service", reason))
+	if active(st.Status) && st.DueTime > 0 && now >= st.DueTime {
+		reason := "stopped by schedule after " + shortDuration(StopAfter(spec.Schedule))
+		st.beginStop(api.ServiceStopping, reason, now, s.drain)
+		pl.event(info("Service", reason))
 	}
-	on := active(r.st.Status)
-	if on && r.spec.Autoscale != nil {
-		s.autoscale(r, t, e)
+	on := active(st.Status)
+	if on && spec.Autoscale != nil {
+		pl.autoscale()
 	}
 
 	// Converge the instances of each model version.
-	for _, c := range r.spec.Config {
+	for _, c := range spec.Config {
 		want := 0
 		if on {
-			want = r.st.Desired[c.ModelID]
+			want = st.Desired[c.ModelID]
 		}
 		var mine []int
 		ready := 0
-		for i, in := range r.st.Instances {
+		for i, in := range st.Instances {
 			if in.ModelID == c.ModelID && !in.Stop && in.Flavor == c.Specification {
 				mine = append(mine, i)
 				if in.Phase == PhaseReady {
@@ -186,74 +288,109 @@ func (s *Service) plan(r *record, t tick) *effects {
 			}
 		}
 		for n := len(mine); n < want; n++ {
-			r.st.Instances = append(r.st.Instances, instance{ID: uuid.Must(uuid.NewV7()).String(), ModelID: c.ModelID,
+			st.Instances = append(st.Instances, instance{ID: pl.newID(), ModelID: c.ModelID,
 				Flavor: c.Specification, Phase: PhasePending, Created: now, NotBefore: now})
 		}
 		if len(mine) > want {
-			for _, i := range victims(r.st.Instances, mine)[:len(mine)-want] {
-				s.unwant(&r.st.Instances[i], now)
+			for _, i := range victims(st.Instances, mine)[:len(mine)-want] {
+				st.Instances[i].unwant(now, s.drain)
 			}
 		}
 		// Instances on another flavor give way once enough new ones are ready.
-		for i := range r.st.Instances {
-			in := &r.st.Instances[i]
+		for i := range st.Instances {
+			in := &st.Instances[i]
 			if in.ModelID == c.ModelID && !in.Stop && in.Flavor != c.Specification && (ready >= want || !on) {
-				s.unwant(in, now)
+				in.unwant(now, s.drain)
 			}
 		}
 	}
-	for i := range r.st.Instances {
-		if r.config(r.st.Instances[i].ModelID) == nil {
-			s.unwant(&r.st.Instances[i], now)
+	for i := range st.Instances {
+		if configOf(spec, st.Instances[i].ModelID) == nil {
+			st.Instances[i].unwant(now, s.drain)
 		}
 	}
 
 	// Act on each instance.
-	kept := r.st.Instances[:0]
-	for _, in := range r.st.Instances {
-		rt := r.rt.Instances[in.ID]
+	kept := st.Instances[:0]
+	for _, in := range st.Instances {
+		rt := s.r.rt.Instances[in.ID]
 		switch {
 		case in.Stop && in.Phase == PhasePending:
 			continue // never started: nothing to stop
 		case in.Stop && in.Phase != PhaseStopping && (rt != nil && rt.Handle != "") && now >= in.StopAfter:
 			in.Phase = PhaseStopping
 		case !in.Stop && in.Phase == PhasePending && now >= in.NotBefore:
-			p := t.place(s.request(r, in))
-			if !p.Fits {
-				s.wait(&in, p, e)
-				break
-			}
-			token, hash := newToken()
-			dir := filepath.Join(s.o.WorkDir, "services", r.raw.ID, in.ID)
-			secret, _ := newToken()
-			r.rt.Instances[in.ID] = &instanceRuntime{Dir: dir, TokenHash: hash, GPUs: p.GPUs, Secret: secret}
-			in.Phase, in.StartTime, in.Message, in.Waiting = PhaseStarting, now, "", false
-			e.launches = append(e.launches, launch{id: in.ID, modelID: in.ModelID, flavor: in.Flavor, token: token, dir: dir})
+			pl.place(&in)
 		}
 		kept = append(kept, in)
 	}
-	r.st.Instances = kept
-	s.settle(r, e)
-	if r.st.Status == api.ServiceDeleting && len(r.st.Instances) == 0 {
-		e.remove = true
+	st.Instances = kept
+	pl.settle()
+	if st.Status == api.ServiceDeleting && len(st.Instances) == 0 {
+		pl.p.remove = true
 	}
-	return e
+	return pl.done()
+}
+
+// place starts a due instance when its flavor fits in the capacity left,
+// on the devices capacity.Place gives it, and counts it against the
+// instances placed after it; else the instance waits.
+func (pl *planner) place(in *instance) {
+	if pl.capacity == nil {
+		return // the ledger decides nothing yet
+	}
+	req := request(pl.spec.ServiceName, *in, pl.s.flavors)
+	p := capacity.Place(*pl.capacity, req)
+	if !p.Fits {
+		pl.wait(in, p)
+		return
+	}
+	c := pl.capacity
+	c.Holders = append(c.Holders, capacity.Holder{Kind: capacity.Instance, ID: req.ID, Name: req.Name, Need: req.Need, GPUs: p.GPUs})
+	c.Waiting = slices.DeleteFunc(c.Waiting, func(w capacity.Request) bool { return w.Kind == capacity.Instance && w.ID == req.ID })
+	in.Phase, in.StartTime, in.Message, in.Waiting = PhaseStarting, ms(pl.s.now), "", false
+	pl.p.starts = append(pl.p.starts, start{id: in.ID, modelID: in.ModelID, flavor: in.Flavor, need: req.Need, gpus: p.GPUs})
+}
+
+// wait notes that a due instance does not fit: its message says what it
+// waits for, and an event marks the moment it begins to wait. A placement
+// that says nothing changes nothing.
+func (pl *planner) wait(in *instance, p capacity.Placement) {
+	if p.WaitingFor == "" {
+		return
+	}
+	msg := waitingPrefix + ": " + p.WaitingFor
+	if p.Never {
+		msg = fmt.Sprintf("%s: never: flavor %s is larger than the whole capacity (%s); update the service to a smaller flavor",
+			waitingPrefix, in.Flavor, strings.TrimPrefix(p.WaitingFor, "never: "))
+	}
+	if !in.Waiting {
+		e := planEvent{ServiceEvent: warning("Instance", fmt.Sprintf("instance %s of model %s is %s", in.ID, in.ModelID, msg))}
+		if isNew(in.ID) {
+			e.instance = in.ID
+		}
+		pl.p.events = append(pl.p.events, e)
+	}
+	in.Waiting, in.Message = true, msg
+	pl.p.waits = append(pl.p.waits, wait{id: in.ID, reason: msg, never: p.Never})
 }
 
 // autoscale sets the wanted instance count of each model version from the
 // load the gateway sees, shared between versions by weight.
-func (s *Service) autoscale(r *record, t tick, e *effects) {
-	as := r.spec.Autoscale
-	if r.st.Scale == nil {
-		r.st.Scale = map[string]scaleState{}
+func (pl *planner) autoscale() {
+	st, spec, t := pl.p.st, pl.spec, pl.s.load
+	now := pl.s.now
+	as := spec.Autoscale
+	if st.Scale == nil {
+		st.Scale = map[string]scaleState{}
 	}
-	for _, c := range r.spec.Config {
+	for _, c := range spec.Config {
 		share := float64(c.Weight) / 100
-		if len(r.spec.Config) == 1 {
+		if len(spec.Config) == 1 {
 			share = 1
 		}
-		cur := r.st.Desired[c.ModelID]
-		sc := r.st.Scale[c.ModelID]
+		cur := st.Desired[c.ModelID]
+		sc := st.Scale[c.ModelID]
 		if t.requests < sc.Requests {
 			sc.Requests = t.requests // the gateway's figures started over
 		}
@@ -261,26 +398,26 @@ func (s *Service) autoscale(r *record, t tick, e *effects) {
 			// Scaled to zero: a request waiting at the gateway (or one
 			// answered since) brings one instance back at once, whatever
 			// the load figures say; the cooldown holds only scaling down.
-			r.st.Desired[c.ModelID] = 1
-			sc.LastScale, sc.LowSince = ms(t.now), 0
-			r.st.Scale[c.ModelID] = sc
-			e.events = append(e.events, info("Autoscaler", fmt.Sprintf("model %s: 0 → 1 instances (scaled up from 0 on a request)", c.ModelID)))
+			st.Desired[c.ModelID] = 1
+			sc.LastScale, sc.LowSince = ms(now), 0
+			st.Scale[c.ModelID] = sc
+			pl.event(info("Autoscaler", fmt.Sprintf("model %s: 0 → 1 instances (scaled up from 0 on a request)", c.ModelID)))
 			continue
 		}
 		d := autoscale.Decide(autoscale.Snapshot{Current: cur, Min: as.Min, Max: as.Max,
 			InFlight: t.inflight * share, QPS: t.qps * share, TargetInflight: as.TargetInflight, TargetQPS: as.TargetQPS,
-			Cooldown: time.Duration(as.CooldownSeconds) * time.Second, Now: t.now,
+			Cooldown: time.Duration(as.CooldownSeconds) * time.Second, Now: now,
 			LastScale: fromMs(sc.LastScale), LowSince: fromMs(sc.LowSince)})
 		if d.Desired != cur {
-			r.st.Desired[c.ModelID] = d.Desired
-			sc.LastScale = ms(t.now)
+			st.Desired[c.ModelID] = d.Desired
+			sc.LastScale = ms(now)
 			if d.Desired == 0 {
 				sc.Requests = t.requests
 			}
-			e.events = append(e.events, info("Autoscaler", fmt.Sprintf("model %s: %d → %d instances (%s)", c.ModelID, cur, d.Desired, d.Reason)))
+			pl.event(info("Autoscaler", fmt.Sprintf("model %s: %d → %d instances (%s)", c.ModelID, cur, d.Desired, d.Reason)))
 		}
 		sc.LowSince = ms(d.LowSince)
-		r.st.Scale[c.ModelID] = sc
+		st.Scale[c.ModelID] = sc
 	}
 }
 
@@ -291,29 +428,76 @@ func fromMs(v int64) time.Time {
 	return time.UnixMilli(v).UTC()
 }
 
+// planReport plans what a report of instance id changes: Failed and Exited
+// end the instance (and decide its replacement, or fail the service);
+// another phase is recorded (Ready puts it in the gateway's routes). ok is
+// false when the report changes nothing: the instance is gone, or (for
+// another phase) no longer wanted, or the report is a late one of a phase
+// before Ready. It is pure; it starts nothing and decides no removal (the
+// next controller pass does).
+func planReport(s snapshot, id string, rep report) (p plan, ok bool) {
+	pl := newPlanner(s)
+	st := pl.p.st
+	i := st.instance(id)
+	if i < 0 {
+		return plan{}, false
+	}
+	if rep.phase == PhaseFailed || rep.phase == PhaseExited {
+		pl.end(i, rep.phase, rep.message, rep.traceback)
+		pl.settle()
+		return pl.done(), true
+	}
+	in := &st.Instances[i]
+	if in.Stop || (in.Phase == PhaseReady && rep.phase != PhaseReady) {
+		return plan{}, false // no longer wanted, or a late report of an earlier phase
+	}
+	switch {
+	case in.Phase == rep.phase:
+	case rep.phase == PhaseReady:
+		pl.event(info("Instance", fmt.Sprintf("instance %s of model %s is ready", id, in.ModelID)))
+	default:
+		msg := fmt.Sprintf("instance %s of model %s: %s", id, in.ModelID, rep.phase)
+		if rep.message != "" {
+			msg += ": " + rep.message
+		}
+		pl.event(info("Instance", msg))
+	}
+	in.Phase, in.Port, in.Message = rep.phase, rep.port, rep.message
+	if rep.phase != PhaseReady {
+		in.Port = 0
+	}
+	if rep.phase == PhaseReady && in.ReadyTime == 0 {
+		in.ReadyTime = ms(s.now)
+		st.EverReady = true
+		st.LoadFailures = 0
+	}
+	pl.settle()
+	return pl.done(), true
+}
+
 // end removes instance i, whose runner is gone or reported phase (Failed
 // or Exited), and decides what follows: nothing for an instance that was
 // not wanted any more; else a replacement after a backoff, or, after
 // maxLoadFailures instances that ended before any was ready, a failed
 // service.
-func (s *Service) end(r *record, i int, phase, msg, traceback string, now time.Time, e *effects) {
-	in := r.st.Instances[i]
-	r.st.Instances = slices.Delete(r.st.Instances, i, i+1)
-	rt := r.rt.Instances[in.ID]
-	delete(r.rt.Instances, in.ID)
-	e.ended = append(e.ended, endNote{inst: in, rt: rt})
+func (pl *planner) end(i int, phase, msg, traceback string) {
+	st, now := pl.p.st, pl.s.now
+	in := st.Instances[i]
+	st.Instances = slices.Delete(st.Instances, i, i+1)
+	rt := pl.s.r.rt.Instances[in.ID]
+	pl.p.ended = append(pl.p.ended, endNote{inst: in, rt: rt})
 	ended := endedInstance{ID: in.ID, ModelID: in.ModelID, Phase: phase, Message: msg, EndTime: ms(now)}
 	if rt != nil {
 		ended.TokenHash, ended.Handle, ended.Dir = rt.TokenHash, rt.Handle, rt.Dir
 	}
-	r.st.Ended = append(r.st.Ended, ended)
-	if n := len(r.st.Ended) - keepEnded; n > 0 {
-		e.dropped = append(e.dropped, r.st.Ended[:n]...)
-		r.st.Ended = slices.Clone(r.st.Ended[n:])
+	st.Ended = append(st.Ended, ended)
+	if n := len(st.Ended) - keepEnded; n > 0 {
+		pl.p.dropped = append(pl.p.dropped, st.Ended[:n]...)
+		st.Ended = slices.Clone(st.Ended[n:])
 	}
 	label := fmt.Sprintf("instance %s of model %s", in.ID, in.ModelID)
-	if in.Stop || !active(r.st.Status) {
-		e.events = append(e.events, info("Instance", label+" stopped"))
+	if in.Stop || !active(st.Status) {
+		pl.event(info("Instance", label+" stopped"))
 		return
 	}
 	what := "exited"
@@ -332,56 +516,58 @@ func (s *Service) end(r *record, i int, phase, msg, traceback string, now time.T
 	if wasReady && ms(now)-in.ReadyTime >= stableAfter.Milliseconds() {
 		failures = 1
 	}
-	if !wasReady && !r.st.EverReady {
-		r.st.LoadFailures++
-		if r.st.LoadFailures >= maxLoadFailures {
-			e.events = append(e.events, failure("Instance", text))
+	if !wasReady && !st.EverReady {
+		st.LoadFailures++
+		if st.LoadFailures >= maxLoadFailures {
+			pl.event(failure("Instance", text))
 			why := msg
 			if why == "" {
 				why = label + " " + what
 			}
-			r.st.Status = api.ServiceFailed
-			r.st.ErrorMsg = why
-			for j := range r.st.Instances {
-				s.unwant(&r.st.Instances[j], ms(now))
+			st.Status = api.ServiceFailed
+			st.ErrorMsg = why
+			for j := range st.Instances {
+				st.Instances[j].unwant(ms(now), pl.s.drain)
 			}
-			e.events = append(e.events, failure("Service",
-				fmt.Sprintf("service failed: %d instances ended before any was ready; the last: %s", r.st.LoadFailures, why)))
+			pl.event(failure("Service",
+				fmt.Sprintf("service failed: %d instances ended before any was ready; the last: %s", st.LoadFailures, why)))
 			return
 		}
 	}
-	c := r.config(in.ModelID)
+	c := configOf(pl.spec, in.ModelID)
 	if c == nil || c.Specification != in.Flavor {
-		e.events = append(e.events, warning("Instance", text))
+		pl.event(warning("Instance", text))
 		return
 	}
 	delay := backoff(failures)
-	r.st.Instances = append(r.st.Instances, instance{ID: uuid.Must(uuid.NewV7()).String(), ModelID: in.ModelID, Flavor: in.Flavor,
+	st.Instances = append(st.Instances, instance{ID: pl.newID(), ModelID: in.ModelID, Flavor: in.Flavor,
 		Phase: PhasePending, Restarts: in.Restarts + 1, Failures: failures, Created: ms(now), NotBefore: ms(now.Add(delay))})
 	level := warning
 	if phase == PhaseFailed {
 		level = failure
 	}
-	e.events = append(e.events, level("Instance", fmt.Sprintf("%s; restarting in %s (restart %d)", text, delay, in.Restarts+1)))
+	pl.event(level("Instance", fmt.Sprintf("%s; restarting in %s (restart %d)", text, delay, in.Restarts+1)))
 }
 
-// settle sets the status from the instances and notes a change.
-func (s *Service) settle(r *record, e *effects) {
+// settle sets the status from the instances, with an event when it
+// changes.
+func (pl *planner) settle() {
+	st, spec := pl.p.st, pl.spec
 	desired, ready := 0, 0
-	if active(r.st.Status) {
-		for _, c := range r.spec.Config {
-			desired += r.st.Desired[c.ModelID]
+	if active(st.Status) {
+		for _, c := range spec.Config {
+			desired += st.Desired[c.ModelID]
 		}
 	}
-	for _, in := range r.st.Instances {
+	for _, in := range st.Instances {
 		if in.Phase == PhaseReady && !in.Stop {
-			if c := r.config(in.ModelID); c != nil && c.Specification == in.Flavor {
+			if c := configOf(spec, in.ModelID); c != nil && c.Specification == in.Flavor {
 				ready++
 			}
 		}
 	}
 	started, blocked := 0, false
-	for _, in := range r.st.Instances {
+	for _, in := range st.Instances {
 		switch {
 		case in.Stop:
 		case in.Phase != PhasePending:
@@ -390,37 +576,37 @@ func (s *Service) settle(r *record, e *effects) {
 			blocked = true
 		}
 	}
-	next := nextStatus(r.st.Status, desired, ready, len(r.st.Instances), r.st.EverReady, blocked && started == 0)
+	next := nextStatus(st.Status, desired, ready, len(st.Instances), st.EverReady, blocked && started == 0)
 	// While the service wants instances, error_msg says what those that
 	// wait for capacity wait for; it goes when none waits, or the service
 	// stops (a failure's message is left alone).
 	switch {
 	case active(next):
-		r.st.ErrorMsg = waitingMsg(r, desired)
-	case strings.HasPrefix(r.st.ErrorMsg, waitingPrefix):
-		r.st.ErrorMsg = ""
+		st.ErrorMsg = waitingMsg(st, desired)
+	case strings.HasPrefix(st.ErrorMsg, waitingPrefix):
+		st.ErrorMsg = ""
 	}
-	if next == r.st.Status {
+	if next == st.Status {
 		return
 	}
 	msg := "service is " + next
 	switch next {
 	case api.ServiceRunning, api.ServiceConcerning:
 		msg += fmt.Sprintf(" (%d of %d instances ready)", ready, desired)
-		if r.st.ErrorMsg != "" {
-			msg += "; " + r.st.ErrorMsg
+		if st.ErrorMsg != "" {
+			msg += "; " + st.ErrorMsg
 		}
 	case api.ServicePending:
-		msg += ": " + r.st.ErrorMsg
+		msg += ": " + st.ErrorMsg
 	case api.ServiceStopped:
-		if r.st.StoppedReason != "" {
-			msg += ": " + r.st.StoppedReason
+		if st.StoppedReason != "" {
+			msg += ": " + st.StoppedReason
 		}
 	}
 	level := info
-	if next == api.ServiceConcerning && r.st.Status == api.ServiceRunning {
+	if next == api.ServiceConcerning && st.Status == api.ServiceRunning {
 		level = warning
 	}
-	e.events = append(e.events, level("Service", msg))
-	r.st.Status = next
+	pl.event(level("Service", msg))
+	st.Status = next
 }

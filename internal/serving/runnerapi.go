@@ -7,10 +7,35 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/job"
 	"github.com/atelier-dev/atelier/internal/meta"
 )
+
+// InstanceRunners is the protocol the runners of instances speak
+// (/api/v1/runner/instances/…, authenticated by each instance's runner
+// token): a runner fetches its instance (RunnerInstance, which issues its
+// credentials), reports its phase — its heartbeat too — (RunnerInstanceStatus)
+// and delivers its log lines (RunnerInstanceLogs). What a report changes
+// is planned, stored and carried out by the controller.
+type InstanceRunners struct {
+	*shared
+	models  Models
+	creds   Credentials
+	system  *auth.Principal
+	reports reports
+}
+
+// reports is what the runner protocol asks of the controller: to carry
+// out a runner's report of an instance (the Controller).
+type reports interface {
+	// applyReport plans, stores and carries out a report; false when it
+	// changed nothing.
+	applyReport(ctx context.Context, serviceID, instanceID string, rep report) (bool, error)
+	// endInstance ends an instance its runner reported Failed or Exited.
+	endInstance(ctx context.Context, serviceID, instanceID, phase, msg, traceback string)
+}
 
 // credentialsTTL is the lifetime of an instance's temporary credentials:
 // the runner uses them to download the model version when it starts.
@@ -21,14 +46,14 @@ var runnerReports = map[string]bool{PhaseDownloading: true, PhaseInstalling: tru
 	PhaseReady: true, PhaseFailed: true, PhaseExited: true}
 
 // lookup finds the service of an instance, also of one that ended lately.
-func (s *Service) lookup(ctx context.Context, instanceID string) (string, bool) {
-	if v, ok := s.index.Load(instanceID); ok {
+func (ir *InstanceRunners) lookup(ctx context.Context, instanceID string) (string, bool) {
+	if v, ok := ir.index.Load(instanceID); ok {
 		return v.(string), true
 	}
 	found := ""
-	_ = s.eachService(ctx, nil, func(r *record) {
+	_ = ir.eachService(ctx, nil, func(r *record) {
 		for _, in := range r.st.Instances {
-			s.index.Store(in.ID, r.raw.ID)
+			ir.index.Store(in.ID, r.raw.ID)
 			if in.ID == instanceID {
 				found = r.raw.ID
 			}
@@ -42,17 +67,17 @@ func (s *Service) lookup(ctx context.Context, instanceID string) (string, bool) 
 	return found, found != ""
 }
 
-// runner authenticates a runner call: the token must be the instance's.
+// runner authenticates a runner call: the token must be the instance'ir.
 // It returns the record and the index of the instance, -1 when the
 // instance has ended (its runner may still deliver logs and must stop).
-func (s *Service) runner(ctx context.Context, op errs.Op, id, token string) (*record, int, error) {
+func (ir *InstanceRunners) runner(ctx context.Context, op errs.Op, id, token string) (*record, int, error) {
 	bad := errs.E(op, errs.Unauthenticated, CodeRunnerToken, "runner token is not valid for instance "+id,
 		errs.Hint("the instance this runner belongs to has ended; the runner should exit"))
-	sid, ok := s.lookup(ctx, id)
+	sid, ok := ir.lookup(ctx, id)
 	if !ok || token == "" {
 		return nil, -1, bad
 	}
-	raw, err := s.store.GetService(ctx, sid)
+	raw, err := ir.store.GetService(ctx, sid)
 	if errs.Is(err, errs.NotFound) {
 		return nil, -1, bad
 	}
@@ -80,7 +105,7 @@ func (s *Service) runner(ctx context.Context, op errs.Op, id, token string) (*re
 		return nil, -1, bad
 	}
 	if i >= 0 {
-		s.seen.Store(id, s.now())
+		ir.seen.Store(id, ir.now())
 	}
 	return r, i, nil
 }
@@ -88,9 +113,9 @@ func (s *Service) runner(ctx context.Context, op errs.Op, id, token string) (*re
 // RunnerInstance is what the runner of an instance needs: the model
 // version, engine, flavor, credentials that may read the model version
 // only, the sandbox and the config's environment.
-func (s *Service) RunnerInstance(ctx context.Context, id, token string) (*api.RunnerInstance, error) {
+func (ir *InstanceRunners) RunnerInstance(ctx context.Context, id, token string) (*api.RunnerInstance, error) {
 	const op errs.Op = "serving.RunnerInstance"
-	r, i, err := s.runner(ctx, op, id, token)
+	r, i, err := ir.runner(ctx, op, id, token)
 	if err != nil {
 		return nil, err
 	}
@@ -99,22 +124,22 @@ func (s *Service) RunnerInstance(ctx context.Context, id, token string) (*api.Ru
 			errs.Hint("the runner should exit"))
 	}
 	in := r.st.Instances[i]
-	m, err := s.models.Get(ctx, s.system, in.ModelID)
+	m, err := ir.models.Get(ctx, ir.system, in.ModelID)
 	if err != nil {
 		return nil, errs.E(op, err)
 	}
-	eng, ok := s.engine(m.Runtime)
+	eng, ok := ir.engine(m.Runtime)
 	if !ok {
 		return nil, errs.E(op, errs.Invalid, CodeEngine, fmt.Sprintf("model %s runs on engine %q, which this server does not have", in.ModelID, m.Runtime))
 	}
-	fl, _ := s.flavor(in.Flavor)
-	creds, err := s.instanceCredentials(ctx, r.raw.ID, id, m)
+	fl, _ := ir.flavor(in.Flavor)
+	creds, err := ir.instanceCredentials(ctx, r.raw.ID, id, m)
 	if err != nil {
 		return nil, err
 	}
 	ri := &api.RunnerInstance{InstanceID: id, ServiceID: r.raw.ID, ServiceName: r.spec.ServiceName, Model: *m, Engine: eng,
-		Flavor: fl, Credentials: *creds, Sandbox: s.o.Sandbox, SandboxUser: s.o.SandboxUser, Owner: r.raw.OwnerID,
-		HeartbeatSeconds: max(int(s.o.HeartbeatInterval/time.Second), 1),
+		Flavor: fl, Credentials: *creds, Sandbox: ir.o.Sandbox, SandboxUser: ir.o.SandboxUser, Owner: r.raw.OwnerID,
+		HeartbeatSeconds: max(int(ir.o.HeartbeatInterval/time.Second), 1),
 		Health:           healthOf(r.spec), StuckAfterSeconds: r.spec.TimeoutSeconds}
 	if c := r.config(in.ModelID); c != nil && len(c.Envs) > 0 {
 		ri.Envs = c.Envs
@@ -136,19 +161,19 @@ func modelLocation(m *api.Model) string {
 // instanceCredentials issues the instance's temporary credentials (the
 // platform's, narrowed to reading the model version) and revokes those it
 // had before.
-func (s *Service) instanceCredentials(ctx context.Context, serviceID, id string, m *api.Model) (*api.RunnerCredentials, error) {
+func (ir *InstanceRunners) instanceCredentials(ctx context.Context, serviceID, id string, m *api.Model) (*api.RunnerCredentials, error) {
 	const op errs.Op = "serving.instanceCredentials"
 	doc, err := job.SessionPolicy(&api.Job{Algorithm: api.JobAlgorithm{Inputs: []api.JobChannel{
 		{Name: "model", Remote: api.JobRemote{OBS: &api.OBSLocation{OBSURL: modelLocation(m)}}}}}})
 	if err != nil {
 		return nil, errs.E(op, err)
 	}
-	tc, err := s.creds.IssueTemporary(ctx, s.system.User.ID, doc, credentialsTTL, "service "+serviceID+" instance "+id)
+	tc, err := ir.creds.IssueTemporary(ctx, ir.system.User.ID, doc, credentialsTTL, "service "+serviceID+" instance "+id)
 	if err != nil {
 		return nil, errs.E(op, err)
 	}
 	var old string
-	if _, err := s.update(ctx, serviceID, func(u *record) (bool, error) {
+	if _, err := ir.update(ctx, serviceID, func(u *record) (bool, error) {
 		rt := u.rt.Instances[id]
 		if rt == nil {
 			return false, errs.E(op, errs.Unauthenticated, CodeRunnerToken, fmt.Sprintf("instance %s has ended", id))
@@ -156,13 +181,13 @@ func (s *Service) instanceCredentials(ctx context.Context, serviceID, id string,
 		old, rt.CredsKey = rt.CredsKey, tc.AccessKey
 		return true, nil
 	}); err != nil {
-		_ = s.creds.RevokeTemporary(ctx, tc.AccessKey)
+		_ = ir.creds.RevokeTemporary(ctx, tc.AccessKey)
 		return nil, err
 	}
 	if old != "" && old != tc.AccessKey {
-		_ = s.creds.RevokeTemporary(ctx, old)
+		_ = ir.creds.RevokeTemporary(ctx, old)
 	}
-	return &api.RunnerCredentials{S3Endpoint: s.o.S3Endpoint, Region: s.o.Region, AccessKey: tc.AccessKey,
+	return &api.RunnerCredentials{S3Endpoint: ir.o.S3Endpoint, Region: ir.o.Region, AccessKey: tc.AccessKey,
 		SecretKey: tc.SecretKey, SessionToken: tc.SessionToken, Expiration: ms(tc.Expiration)}, nil
 }
 
@@ -170,12 +195,12 @@ func (s *Service) instanceCredentials(ctx context.Context, serviceID, id string,
 // too) and answers "stop" when the instance is no longer wanted. A Ready
 // report puts the instance in the gateway's routes; Failed and Exited end
 // it (the controller decides whether it is restarted).
-func (s *Service) RunnerInstanceStatus(ctx context.Context, id, token string, rep *api.InstanceReport) (*api.RunnerHeartbeatReply, error) {
+func (ir *InstanceRunners) RunnerInstanceStatus(ctx context.Context, id, token string, rep *api.InstanceReport) (*api.RunnerHeartbeatReply, error) {
 	const op errs.Op = "serving.RunnerInstanceStatus"
 	if !runnerReports[rep.Phase] {
 		return nil, errs.E(op, errs.Invalid, CodeReport, fmt.Sprintf("phase %q is not one a runner reports", rep.Phase))
 	}
-	r, i, err := s.runner(ctx, op, id, token)
+	r, i, err := ir.runner(ctx, op, id, token)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +214,7 @@ func (s *Service) RunnerInstanceStatus(ctx context.Context, id, token string, re
 		if rep.ExitCode != nil && msg == "" {
 			msg = fmt.Sprintf("exit code %d", *rep.ExitCode)
 		}
-		s.endInstance(ctx, sid, id, rep.Phase, msg, rep.Traceback)
+		ir.reports.endInstance(ctx, sid, id, rep.Phase, msg, rep.Traceback)
 		return stop, nil
 	}
 	in := r.st.Instances[i]
@@ -202,60 +227,17 @@ func (s *Service) RunnerInstanceStatus(ctx context.Context, id, token string, re
 	if in.Phase == rep.Phase && in.Port == rep.Port && in.Message == rep.Message {
 		return &api.RunnerHeartbeatReply{}, nil
 	}
-	var e *effects
-	var became string
-	u, err := s.update(ctx, sid, func(u *record) (bool, error) {
-		j := u.instanceByID(id)
-		if j < 0 || u.st.Instances[j].Stop {
-			return false, nil
-		}
-		in := &u.st.Instances[j]
-		if in.Phase == PhaseReady && rep.Phase != PhaseReady {
-			return false, nil // a late report of an earlier phase
-		}
-		became = ""
-		if in.Phase != rep.Phase {
-			became = rep.Phase
-		}
-		in.Phase, in.Port, in.Message = rep.Phase, rep.Port, rep.Message
-		if rep.Phase != PhaseReady {
-			in.Port = 0
-		}
-		e = &effects{}
-		if rep.Phase == PhaseReady && in.ReadyTime == 0 {
-			in.ReadyTime = ms(s.now())
-			u.st.EverReady = true
-			u.st.LoadFailures = 0
-		}
-		s.settle(u, e)
-		return true, nil
-	})
-	if err != nil {
+	if _, err := ir.reports.applyReport(ctx, sid, id, report{phase: rep.Phase, port: rep.Port, message: rep.Message}); err != nil {
 		return nil, err
 	}
-	if e == nil {
-		return &api.RunnerHeartbeatReply{}, nil
-	}
-	switch became {
-	case PhaseReady:
-		s.event(ctx, sid, info("Instance", fmt.Sprintf("instance %s of model %s is ready", id, in.ModelID)))
-	case "":
-	default:
-		msg := fmt.Sprintf("instance %s of model %s: %s", id, in.ModelID, rep.Phase)
-		if rep.Message != "" {
-			msg += ": " + rep.Message
-		}
-		s.event(ctx, sid, info("Instance", msg))
-	}
-	s.apply(ctx, u, e)
 	return &api.RunnerHeartbeatReply{}, nil
 }
 
 // RunnerInstanceLogs stores a batch of an instance's log lines
 // (idempotent by seq).
-func (s *Service) RunnerInstanceLogs(ctx context.Context, id, token string, b *api.RunnerLogs) error {
+func (ir *InstanceRunners) RunnerInstanceLogs(ctx context.Context, id, token string, b *api.RunnerLogs) error {
 	const op errs.Op = "serving.RunnerInstanceLogs"
-	r, _, err := s.runner(ctx, op, id, token)
+	r, _, err := ir.runner(ctx, op, id, token)
 	if err != nil {
 		return err
 	}
@@ -266,7 +248,7 @@ func (s *Service) RunnerInstanceLogs(ctx context.Context, id, token string, b *a
 		}
 		lines = append(lines, meta.ServiceLogLine{InstanceID: id, Seq: l.Seq, Time: time.UnixMilli(l.Time), Stream: l.Stream, Text: l.Text})
 	}
-	if err := s.store.AppendServiceLogs(ctx, r.raw.ID, lines); err != nil {
+	if err := ir.store.AppendServiceLogs(ctx, r.raw.ID, lines); err != nil {
 		return errs.E(op, err)
 	}
 	return nil

@@ -33,7 +33,7 @@ func (e *env) scaledToZero(name string, as api.Autoscale) string {
 // kicked reports whether the controller was woken (and takes the wake-up).
 func (e *env) kicked() bool {
 	select {
-	case <-e.s.kick:
+	case <-e.wake.c:
 		return true
 	default:
 		return false
@@ -55,7 +55,7 @@ func TestDemandScalesUpFromZeroAtOnce(t *testing.T) {
 	// now (the cooldown holds only scaling down) and the gateway's figures
 	// show no request yet.
 	e.kicked()
-	e.s.Demand(id)
+	e.wake.Demand(id)
 	if !e.kicked() {
 		t.Error("Demand did not wake the controller")
 	}
@@ -68,7 +68,7 @@ func TestDemandScalesUpFromZeroAtOnce(t *testing.T) {
 		t.Errorf("events:\n%s", ev)
 	}
 	// More demand while it starts adds nothing: it is for a service at zero.
-	e.s.Demand(id)
+	e.wake.Demand(id)
 	e.router.setInflight(id, 1)
 	e.tick()
 	e.tick()
@@ -87,7 +87,7 @@ func TestDemandNeverBeyondMax(t *testing.T) {
 	id := e.scaledToZero("z", api.Autoscale{Min: 0, Max: 1, CooldownSeconds: 5})
 	// Many requests wait: one instance (the maximum), not one per request.
 	e.router.setInflight(id, 40)
-	e.s.Demand(id)
+	e.wake.Demand(id)
 	e.tick()
 	e.tick()
 	e.clock.add(time.Second)
@@ -106,7 +106,7 @@ func TestDemandTakesQPSTargetsToo(t *testing.T) {
 	e := newEnv(t)
 	id := e.scaledToZero("q", api.Autoscale{Min: 0, Max: 3, TargetQPS: 5, CooldownSeconds: 2})
 	e.router.setInflight(id, 1)
-	e.s.Demand(id)
+	e.wake.Demand(id)
 	e.tick()
 	ins := e.instances(id, PhaseStarting)
 	if len(ins) != 1 {
@@ -135,7 +135,7 @@ func TestDemandIgnoredWithoutScaleFromZero(t *testing.T) {
 		if r, _ := e.router.route(id); r.ScaleFromZero {
 			t.Errorf("route %s scales from zero", id)
 		}
-		e.s.Demand(id)
+		e.wake.Demand(id)
 	}
 	e.tick()
 	if a, b := len(e.get(fixed).Instances), len(e.get(min1).Instances); a != 1 || b != 1 {
@@ -143,11 +143,11 @@ func TestDemandIgnoredWithoutScaleFromZero(t *testing.T) {
 	}
 	// A stopped service scaled to zero stays stopped.
 	z := e.scaledToZero("z", api.Autoscale{Min: 0, Max: 2, CooldownSeconds: 2})
-	if _, err := e.s.Update(e.ctx, e.alice, z, &api.UpdateServiceRequest{Status: "stopped"}); err != nil {
+	if _, err := e.d.Update(e.ctx, e.alice, z, &api.UpdateServiceRequest{Status: "stopped"}); err != nil {
 		t.Fatal(err)
 	}
 	e.tick()
-	e.s.Demand(z)
+	e.wake.Demand(z)
 	e.tick()
 	if v := e.get(z); len(v.Instances) != 0 || v.Status != api.ServiceStopped {
 		t.Errorf("stopped service after demand: %s with %d instances", v.Status, len(v.Instances))

@@ -47,7 +47,7 @@ func TestDeployStartsInstancesAndRoutesReadyOnes(t *testing.T) {
 
 	// The runner fetches its instance: model, engine, flavor, credentials
 	// of the platform that may read the model version only.
-	ri, err := e.s.RunnerInstance(e.ctx, ins[0].InstanceID, e.token(id, ins[0].InstanceID))
+	ri, err := e.ir.RunnerInstance(e.ctx, ins[0].InstanceID, e.token(id, ins[0].InstanceID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestDeployStartsInstancesAndRoutesReadyOnes(t *testing.T) {
 		strings.Contains(e.creds.policies[0], "PutObject") {
 		t.Errorf("credentials for %s with policy %s", e.creds.users[0], e.creds.policies[0])
 	}
-	if _, err := e.s.RunnerInstance(e.ctx, ins[0].InstanceID, "wrong"); errs.CodeOf(err) != CodeRunnerToken {
+	if _, err := e.ir.RunnerInstance(e.ctx, ins[0].InstanceID, "wrong"); errs.CodeOf(err) != CodeRunnerToken {
 		t.Errorf("wrong token: %v", err)
 	}
 
@@ -97,22 +97,22 @@ func TestDeployStartsInstancesAndRoutesReadyOnes(t *testing.T) {
 	}
 
 	// Logs.
-	if err := e.s.RunnerInstanceLogs(e.ctx, ins[0].InstanceID, e.token(id, ins[0].InstanceID),
+	if err := e.ir.RunnerInstanceLogs(e.ctx, ins[0].InstanceID, e.token(id, ins[0].InstanceID),
 		&api.RunnerLogs{Attempt: 1, Lines: []api.LogLine{{Seq: 1, Time: 5, Stream: "stdout", Text: "loaded"}, {Seq: 2, Time: 6, Stream: "stderr", Text: "warn"}}}); err != nil {
 		t.Fatal(err)
 	}
-	lines, err := e.s.Logs(e.ctx, e.alice, id, ins[0].InstanceID, 1)
+	lines, err := e.d.Logs(e.ctx, e.alice, id, ins[0].InstanceID, 1)
 	if err != nil || len(lines) != 1 || lines[0].Text != "warn" {
 		t.Errorf("logs %+v %v", lines, err)
 	}
 	// Another user sees nothing of it.
-	if _, err := e.s.Get(e.ctx, e.bob, id); errs.CodeOf(err) != CodeNotFound {
+	if _, err := e.d.Get(e.ctx, e.bob, id); errs.CodeOf(err) != CodeNotFound {
 		t.Errorf("bob's Get: %v", err)
 	}
-	if l, n, _ := e.s.ListServices(e.ctx, e.bob, "", nil, meta.ListOptions{}); n != 0 || len(l) != 0 {
+	if l, n, _ := e.d.ListServices(e.ctx, e.bob, "", nil, meta.ListOptions{}); n != 0 || len(l) != 0 {
 		t.Errorf("bob lists %d", n)
 	}
-	if _, n, _ := e.s.ListServices(e.ctx, e.admin, "mni", []string{"running"}, meta.ListOptions{}); n != 1 {
+	if _, n, _ := e.d.ListServices(e.ctx, e.admin, "mni", []string{"running"}, meta.ListOptions{}); n != 1 {
 		t.Errorf("admin lists %d", n)
 	}
 }
@@ -129,17 +129,17 @@ func TestDeployValidation(t *testing.T) {
 		{"fresh", CodeModel, "publishing, not published"},
 		{"tf", CodeEngine, "tensorflow"},
 	} {
-		_, err := e.s.Deploy(e.ctx, e.alice, &api.DeployRequest{ServiceName: "x", Config: one(tt.model, 1)})
+		_, err := e.d.Deploy(e.ctx, e.alice, &api.DeployRequest{ServiceName: "x", Config: one(tt.model, 1)})
 		if errs.CodeOf(err) != tt.code || !strings.Contains(errs.UserMessage(err), tt.msg) {
 			t.Errorf("model %s: %v", tt.model, err)
 		}
 	}
 	e.deploy(api.DeployRequest{ServiceName: "dup", Config: one("m1", 1)})
-	if _, err := e.s.Deploy(e.ctx, e.alice, &api.DeployRequest{ServiceName: "dup", Config: one("m1", 1)}); errs.CodeOf(err) != CodeDuplicateName {
+	if _, err := e.d.Deploy(e.ctx, e.alice, &api.DeployRequest{ServiceName: "dup", Config: one("m1", 1)}); errs.CodeOf(err) != CodeDuplicateName {
 		t.Errorf("duplicate: %v", err)
 	}
-	e.s.o.SandboxError = errs.E("x", errs.Unavailable, "bwrap is missing")
-	if _, err := e.s.Deploy(e.ctx, e.alice, &api.DeployRequest{ServiceName: "sb", Config: one("m1", 1)}); errs.CodeOf(err) != CodeSandbox {
+	e.d.o.SandboxError = errs.E("x", errs.Unavailable, "bwrap is missing")
+	if _, err := e.d.Deploy(e.ctx, e.alice, &api.DeployRequest{ServiceName: "sb", Config: one("m1", 1)}); errs.CodeOf(err) != CodeSandbox {
 		t.Errorf("sandbox: %v", err)
 	}
 }
@@ -179,7 +179,7 @@ func TestCrashedInstanceRestartsWithBackoff(t *testing.T) {
 		t.Errorf("events:\n%s", e.events(id))
 	}
 	// The ended runner may still deliver its last lines; its heartbeat is told to stop.
-	if err := e.s.RunnerInstanceLogs(e.ctx, victim.InstanceID, e.token(id, victim.InstanceID),
+	if err := e.ir.RunnerInstanceLogs(e.ctx, victim.InstanceID, e.token(id, victim.InstanceID),
 		&api.RunnerLogs{Lines: []api.LogLine{{Seq: 9, Text: "bye"}}}); err != nil {
 		t.Errorf("late logs: %v", err)
 	}
@@ -187,7 +187,7 @@ func TestCrashedInstanceRestartsWithBackoff(t *testing.T) {
 		t.Errorf("late heartbeat reply %+v", r)
 	}
 	// Usage: the crashed instance ran 2 minutes.
-	u, err := e.s.Usage(e.ctx, e.alice, false)
+	u, err := e.d.Usage(e.ctx, e.alice, false)
 	if err != nil || len(u.Items) != 1 || u.Items[0].Flavor != "cpu.1" || u.Items[0].InstanceSeconds < 240 {
 		t.Errorf("usage %+v %v", u, err)
 	}
@@ -288,7 +288,7 @@ func TestLoadFailuresFailTheService(t *testing.T) {
 		t.Errorf("route %+v", r)
 	}
 	// Start again: a new chance.
-	if v, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Status: "running"}); err != nil || v.Status != api.ServiceDeploying || v.ErrorMsg != "" {
+	if v, err := e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Status: "running"}); err != nil || v.Status != api.ServiceDeploying || v.ErrorMsg != "" {
 		t.Fatalf("start after failure: %+v %v", v, err)
 	}
 	e.tick()
@@ -330,7 +330,7 @@ func TestStopScheduleAndStartAgain(t *testing.T) {
 		t.Errorf("stops %v", e.exec.stopped())
 	}
 	// Start again: a new due time.
-	v, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Status: "running"})
+	v, err := e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Status: "running"})
 	if err != nil || v.Status != api.ServiceDeploying || v.StoppedReason != "" || v.DueTime != e.clock.Now().Add(90*time.Second).UnixMilli() {
 		t.Fatalf("start: %+v %v", v, err)
 	}
@@ -338,7 +338,7 @@ func TestStopScheduleAndStartAgain(t *testing.T) {
 	e.readyAll(id, 45010)
 	e.wantStatus(id, api.ServiceRunning)
 	// A user stop.
-	if v, err = e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Status: "stopped"}); err != nil || v.Status != api.ServiceStopping {
+	if v, err = e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Status: "stopped"}); err != nil || v.Status != api.ServiceStopping {
 		t.Fatalf("stop: %+v %v", v, err)
 	}
 	e.clock.add(time.Second)
@@ -347,7 +347,7 @@ func TestStopScheduleAndStartAgain(t *testing.T) {
 	if v = e.wantStatus(id, api.ServiceStopped); v.StoppedReason != "stopped by alice" {
 		t.Errorf("reason %q", v.StoppedReason)
 	}
-	if _, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Status: "paused"}); errs.CodeOf(err) != CodeStatus {
+	if _, err := e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Status: "paused"}); errs.CodeOf(err) != CodeStatus {
 		t.Errorf("bad status: %v", err)
 	}
 }
@@ -424,7 +424,7 @@ func TestUpdateCountsWeightsAndAppCode(t *testing.T) {
 	}
 	e.tick()
 	e.readyAll(id, 48000)
-	v, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: []api.ServiceConfig{{ModelID: "m1", Weight: 90}, {ModelID: "m2", Weight: 10}}})
+	v, err := e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: []api.ServiceConfig{{ModelID: "m1", Weight: 90}, {ModelID: "m2", Weight: 10}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +438,7 @@ func TestUpdateCountsWeightsAndAppCode(t *testing.T) {
 		t.Errorf("route %+v", r)
 	}
 	// Counts only: the weights stay.
-	v, err = e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: []api.ServiceConfig{{ModelID: "m1", InstanceCount: 2}, {ModelID: "m2"}}})
+	v, err = e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: []api.ServiceConfig{{ModelID: "m1", InstanceCount: 2}, {ModelID: "m2"}}})
 	if err != nil || v.Config[0].Weight != 90 || v.Config[0].InstanceCount != 2 {
 		t.Fatalf("counts: %+v %v", v, err)
 	}
@@ -447,7 +447,7 @@ func TestUpdateCountsWeightsAndAppCode(t *testing.T) {
 		t.Errorf("new instances %d", n)
 	}
 	old := v.AppCode
-	v, err = e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{RotateAppCode: true})
+	v, err = e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{RotateAppCode: true})
 	if err != nil || v.AppCode == old || len(v.AppCode) != 64 {
 		t.Errorf("rotate: %v", err)
 	}
@@ -455,7 +455,7 @@ func TestUpdateCountsWeightsAndAppCode(t *testing.T) {
 		t.Error("the route kept the old app code")
 	}
 	// Removing a model stops its instances.
-	if _, err = e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: []api.ServiceConfig{{ModelID: "m1", Weight: 100}}}); err != nil {
+	if _, err = e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: []api.ServiceConfig{{ModelID: "m1", Weight: 100}}}); err != nil {
 		t.Fatal(err)
 	}
 	e.tick()
@@ -469,18 +469,18 @@ func TestUpdateCountsWeightsAndAppCode(t *testing.T) {
 		{Config: []api.ServiceConfig{{ModelID: "nope"}}},
 		{},
 	} {
-		if _, err := e.s.Update(e.ctx, e.alice, id, &bad); err == nil {
+		if _, err := e.d.Update(e.ctx, e.alice, id, &bad); err == nil {
 			t.Errorf("update %+v accepted", bad)
 		}
 	}
 	id2 := e.deploy(api.DeployRequest{ServiceName: "t", Config: one("m1", 1)}).ServiceID
-	if _, err := e.s.Update(e.ctx, e.alice, id2, &api.UpdateServiceRequest{RotateAppCode: true}); errs.CodeOf(err) != CodeAppCode {
+	if _, err := e.d.Update(e.ctx, e.alice, id2, &api.UpdateServiceRequest{RotateAppCode: true}); errs.CodeOf(err) != CodeAppCode {
 		t.Errorf("rotate on token auth: %v", err)
 	}
-	if ids, _ := e.s.ServicesUsing(e.ctx, "m1"); len(ids) != 2 {
+	if ids, _ := e.d.ServicesUsing(e.ctx, "m1"); len(ids) != 2 {
 		t.Errorf("ServicesUsing m1 = %v", ids)
 	}
-	if ids, _ := e.s.ServicesUsing(e.ctx, "m2"); len(ids) != 0 {
+	if ids, _ := e.d.ServicesUsing(e.ctx, "m2"); len(ids) != 0 {
 		t.Errorf("ServicesUsing m2 = %v", ids)
 	}
 }
@@ -504,7 +504,7 @@ func TestHealthReachesTheRunner(t *testing.T) {
 			t.Fatalf("no starting instance: %+v", e.get(id).Instances)
 		}
 		in := ins[len(ins)-1]
-		ri, err := e.s.RunnerInstance(e.ctx, in.InstanceID, e.token(id, in.InstanceID))
+		ri, err := e.ir.RunnerInstance(e.ctx, in.InstanceID, e.token(id, in.InstanceID))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -513,7 +513,7 @@ func TestHealthReachesTheRunner(t *testing.T) {
 	if h, stuck := runnerHealth(); h != def || stuck != 8 {
 		t.Errorf("runner health %+v, stuck after %g; want %+v, 8", h, stuck, def)
 	}
-	v, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Health: &api.InstanceHealth{LivenessPeriodSeconds: 2, LoadTimeoutSeconds: 60}})
+	v, err := e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Health: &api.InstanceHealth{LivenessPeriodSeconds: 2, LoadTimeoutSeconds: 60}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,16 +521,16 @@ func TestHealthReachesTheRunner(t *testing.T) {
 	if *v.Health != want {
 		t.Errorf("updated health %+v, want %+v", *v.Health, want)
 	}
-	if _, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: []api.ServiceConfig{{ModelID: "m1", InstanceCount: 2}}}); err != nil {
+	if _, err := e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: []api.ServiceConfig{{ModelID: "m1", InstanceCount: 2}}}); err != nil {
 		t.Fatal(err)
 	}
 	if h, _ := runnerHealth(); h != want {
 		t.Errorf("runner health after the update %+v, want %+v", h, want)
 	}
-	if _, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Health: &api.InstanceHealth{LivenessFailureThreshold: 50}}); errs.CodeOf(err) != CodeHealth {
+	if _, err := e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Health: &api.InstanceHealth{LivenessFailureThreshold: 50}}); errs.CodeOf(err) != CodeHealth {
 		t.Errorf("a threshold of 50: %v", err)
 	}
-	evs, _, err := e.s.Events(e.ctx, e.alice, id, meta.ListOptions{Limit: 100})
+	evs, _, err := e.d.Events(e.ctx, e.alice, id, meta.ListOptions{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,14 +548,14 @@ func TestDeleteStopsThenRemoves(t *testing.T) {
 	id := e.deploy(api.DeployRequest{ServiceName: "s", Config: one("m1", 1)}).ServiceID
 	e.tick()
 	e.readyAll(id, 49000)
-	if err := e.s.Delete(e.ctx, e.alice, id); err != nil {
+	if err := e.d.Delete(e.ctx, e.alice, id); err != nil {
 		t.Fatal(err)
 	}
 	e.wantStatus(id, api.ServiceDeleting)
 	e.clock.add(time.Second)
 	e.tick()
 	e.tick()
-	if _, err := e.s.Get(e.ctx, e.alice, id); errs.CodeOf(err) != CodeNotFound {
+	if _, err := e.d.Get(e.ctx, e.alice, id); errs.CodeOf(err) != CodeNotFound {
 		t.Fatalf("after delete: %v", err)
 	}
 	if _, ok := e.router.route(id); ok {
@@ -566,14 +566,14 @@ func TestDeleteStopsThenRemoves(t *testing.T) {
 	}
 	// A service without instances goes at once; the name is free again.
 	id2 := e.deploy(api.DeployRequest{ServiceName: "s", Config: one("m1", 1)}).ServiceID
-	if err := e.s.Delete(e.ctx, e.alice, id2); err != nil {
+	if err := e.d.Delete(e.ctx, e.alice, id2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.Get(e.ctx, e.alice, id2); errs.CodeOf(err) != CodeNotFound {
+	if _, err := e.d.Get(e.ctx, e.alice, id2); errs.CodeOf(err) != CodeNotFound {
 		t.Errorf("instant delete: %v", err)
 	}
 	// Usage survives.
-	if u, _ := e.s.Usage(e.ctx, e.alice, false); len(u.Items) != 1 {
+	if u, _ := e.d.Usage(e.ctx, e.alice, false); len(u.Items) != 1 {
 		t.Errorf("usage after delete %+v", u)
 	}
 }
@@ -586,7 +586,7 @@ func TestRestartReadoptsAndRebuildsRoutes(t *testing.T) {
 	e.wantStatus(id, api.ServiceRunning)
 	e.router.routes = map[string]gateway.Route{}
 	// A new server process over the same store.
-	e.s = e.newService()
+	e.restart()
 	e.tick()
 	if r, ok := e.router.route(id); !ok || len(r.Backends) != 2 {
 		t.Fatalf("route after restart %+v", r)
@@ -633,11 +633,11 @@ func TestReportValidation(t *testing.T) {
 	in := e.instances(id, PhaseStarting)[0]
 	tok := e.token(id, in.InstanceID)
 	for _, rep := range []api.InstanceReport{{Phase: "Dancing"}, {Phase: "ready"}} {
-		if _, err := e.s.RunnerInstanceStatus(e.ctx, in.InstanceID, tok, &rep); errs.CodeOf(err) != CodeReport {
+		if _, err := e.ir.RunnerInstanceStatus(e.ctx, in.InstanceID, tok, &rep); errs.CodeOf(err) != CodeReport {
 			t.Errorf("report %+v: %v", rep, err)
 		}
 	}
-	if _, err := e.s.RunnerInstanceStatus(e.ctx, "unknown", tok, &api.InstanceReport{Phase: PhaseLoading}); errs.CodeOf(err) != CodeRunnerToken {
+	if _, err := e.ir.RunnerInstanceStatus(e.ctx, "unknown", tok, &api.InstanceReport{Phase: PhaseLoading}); errs.CodeOf(err) != CodeRunnerToken {
 		t.Errorf("unknown instance: %v", err)
 	}
 }
@@ -646,14 +646,14 @@ func TestStatsAndCounts(t *testing.T) {
 	e := newEnv(t)
 	id := e.deploy(api.DeployRequest{ServiceName: "s", Config: one("m1", 1)}).ServiceID
 	e.router.stats[id] = api.ServiceStats{Requests: 10, Errors: 2, QPS: 1}
-	st, err := e.s.Stats(e.ctx, e.alice, id)
+	st, err := e.d.Stats(e.ctx, e.alice, id)
 	if err != nil || st.Requests != 10 || st.ServiceID != id {
 		t.Fatalf("stats %+v %v", st, err)
 	}
 	if v := e.get(id); v.InvocationTimes != 10 || v.FailedTimes != 2 {
 		t.Errorf("counts before storing %d/%d", v.InvocationTimes, v.FailedTimes)
 	}
-	if err := e.s.reconcile(e.ctx, true); err != nil {
+	if err := e.c.reconcile(e.ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	e.router.stats[id] = api.ServiceStats{Requests: 15, Errors: 2}
@@ -661,9 +661,9 @@ func TestStatsAndCounts(t *testing.T) {
 		t.Errorf("counts after storing %d/%d", v.InvocationTimes, v.FailedTimes)
 	}
 	// The gateway starts over (a server restart): stored counts stay.
-	e.s = e.newService()
+	e.restart()
 	e.router.stats[id] = api.ServiceStats{Requests: 1}
-	if err := e.s.reconcile(e.ctx, true); err != nil {
+	if err := e.c.reconcile(e.ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	if v := e.get(id); v.InvocationTimes != 11 {
@@ -673,13 +673,13 @@ func TestStatsAndCounts(t *testing.T) {
 
 func TestGPUInstancesGetTheLeastUsedDevices(t *testing.T) {
 	e := newEnv(t)
-	e.s.o.Flavors = append(e.s.o.Flavors, api.Flavor{ID: "gpu.1", CPU: 1, GPU: 1})
-	e.s.ledger = soleLedger(2)
+	e.d.o.Flavors = append(e.d.o.Flavors, api.Flavor{ID: "gpu.1", CPU: 1, GPU: 1})
+	e.c.ledger = soleLedger(2)
 	id := e.deploy(api.DeployRequest{ServiceName: "g", Config: []api.ServiceConfig{{ModelID: "m1", Specification: "gpu.1", InstanceCount: 3}}}).ServiceID
 	e.tick()
 	count := map[int]int{}
 	for _, in := range e.instances(id, PhaseStarting) {
-		ri, err := e.s.RunnerInstance(e.ctx, in.InstanceID, e.token(id, in.InstanceID))
+		ri, err := e.ir.RunnerInstance(e.ctx, in.InstanceID, e.token(id, in.InstanceID))
 		if err != nil || len(ri.GPUs) != 1 {
 			t.Fatalf("runner instance GPUs %v %v", ri.GPUs, err)
 		}
@@ -692,7 +692,7 @@ func TestGPUInstancesGetTheLeastUsedDevices(t *testing.T) {
 	id2 := e.deploy(api.DeployRequest{ServiceName: "c", Config: one("m1", 1)}).ServiceID
 	e.tick()
 	in := e.instances(id2, PhaseStarting)[0]
-	if ri, _ := e.s.RunnerInstance(e.ctx, in.InstanceID, e.token(id2, in.InstanceID)); len(ri.GPUs) != 0 {
+	if ri, _ := e.ir.RunnerInstance(e.ctx, in.InstanceID, e.token(id2, in.InstanceID)); len(ri.GPUs) != 0 {
 		t.Errorf("cpu instance GPUs %v", ri.GPUs)
 	}
 }
@@ -734,7 +734,7 @@ func TestFlavorChangeRollsInstances(t *testing.T) {
 	e.tick()
 	e.readyAll(id, 52000)
 	old := e.instances(id, PhaseReady)[0]
-	if _, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: []api.ServiceConfig{{ModelID: "m1", Specification: "cpu.2"}}}); err != nil {
+	if _, err := e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: []api.ServiceConfig{{ModelID: "m1", Specification: "cpu.2"}}}); err != nil {
 		t.Fatal(err)
 	}
 	e.tick()
@@ -764,17 +764,17 @@ func TestRestartSendsPendingStopsAgain(t *testing.T) {
 	e.tick()
 	e.readyAll(id, 53000)
 	// The stop is recorded, but the server dies before the executor acts.
-	if _, err := e.s.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Status: "stopped"}); err != nil {
+	if _, err := e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Status: "stopped"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.s.update(e.ctx, id, func(u *record) (bool, error) {
+	_, err := e.c.update(e.ctx, id, func(u *record) (bool, error) {
 		u.st.Instances[0].Phase = PhaseStopping
 		return true, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.s = e.newService()
+	e.restart()
 	e.tick()
 	e.tick()
 	if len(e.exec.stopped()) != 1 {

@@ -24,38 +24,38 @@ type jobRun struct {
 // end of each instance) and of training jobs (from their running records),
 // the caller's own, or everyone's with all (admins only). Cost is instance
 // hours × the flavor's price_per_hour.
-func (s *Service) Usage(ctx context.Context, p *auth.Principal, all bool) (*api.Usage, error) {
+func (d *Deployments) Usage(ctx context.Context, p *auth.Principal, all bool) (*api.Usage, error) {
 	const op errs.Op = "serving.Usage"
 	owner := p.User.ID
-	if err := s.authz.Authorize(p, "usage", "Get", auth.Resource("usage", p.User.Name), owner, nil); err != nil {
+	if err := d.authz.Authorize(p, "usage", "Get", auth.Resource("usage", p.User.Name), owner, nil); err != nil {
 		return nil, errs.E(op, err)
 	}
 	if all {
-		if !p.User.Admin || !s.authz.Allowed(p, "usage", "Get", auth.Resource("usage", "*"), "") {
+		if !p.User.Admin || !d.authz.Allowed(p, "usage", "Get", auth.Resource("usage", "*"), "") {
 			return nil, errs.E(op, errs.PermissionDenied, CodeUsage, "only an admin may see the usage of every user",
 				errs.Hint("leave out all=true (--all) to see your own"))
 		}
 		owner = ""
 	}
 	// Each service and job is counted as a get of it would see it.
-	recs, err := s.store.ListServiceUsage(ctx, meta.UsageFilter{OwnerID: owner})
+	recs, err := d.store.ListServiceUsage(ctx, meta.UsageFilter{OwnerID: owner})
 	if err != nil {
 		return nil, errs.E(op, err)
 	}
 	svc := recs[:0]
 	for _, u := range recs {
-		if s.authz.Allowed(p, "service", "Get", auth.Resource("service", u.ServiceID), u.OwnerID) {
+		if d.authz.Allowed(p, "service", "Get", auth.Resource("service", u.ServiceID), u.OwnerID) {
 			svc = append(svc, u)
 		}
 	}
 	var jobs []jobRun
 	for off := 0; ; {
-		page, total, err := s.store.ListJobs(ctx, meta.JobFilter{OwnerID: owner}, meta.ListOptions{Offset: off, Limit: meta.MaxLimit})
+		page, total, err := d.store.ListJobs(ctx, meta.JobFilter{OwnerID: owner}, meta.ListOptions{Offset: off, Limit: meta.MaxLimit})
 		if err != nil {
 			return nil, errs.E(op, err)
 		}
 		for _, raw := range page {
-			if !s.authz.Allowed(p, "job", "Get", auth.Resource("job", raw.ID), raw.OwnerID) {
+			if !d.authz.Allowed(p, "job", "Get", auth.Resource("job", raw.ID), raw.OwnerID) {
 				continue
 			}
 			if j, ok := decodeJobRun(raw); ok {
@@ -67,7 +67,7 @@ func (s *Service) Usage(ctx context.Context, p *auth.Principal, all bool) (*api.
 			break
 		}
 	}
-	u := meter(s.now(), svc, jobs, s.o.Flavors)
+	u := meter(d.now(), svc, jobs, d.o.Flavors)
 	return &u, nil
 }
 
