@@ -1,14 +1,50 @@
 #!/usr/bin/env bash
-# The whole test suite: go vet, then every Go test (unit, conformance against
-# SQLite and PostgreSQL, end-to-end). PostgreSQL comes from
-# ATELIER_TEST_POSTGRES_DSN; when that is unset and Debian's postgresql is
-# installed, a throwaway cluster is started for the run.
+# The whole test suite: go vet and the linters, then every Go test — the
+# packages under internal/ with the race detector, the end-to-end tests and
+# the rest without it — and the Python SDK's unit tests. PostgreSQL comes
+# from ATELIER_TEST_POSTGRES_DSN; when that is unset and Debian's postgresql
+# is installed, a throwaway cluster is started for the run. With CI=true a
+# missing linter or PostgreSQL fails the run instead of being skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go="${GO:-go}"
+ci="${CI:-}"
 
-echo "== go vet"
+stage_start=$SECONDS
+stage() { # prints how long the previous stage took, then names the next
+  if [ -n "${stage_name:-}" ]; then
+    printf '   (%s: %ds)\n' "$stage_name" $((SECONDS - stage_start))
+  fi
+  stage_name=$1
+  stage_start=$SECONDS
+  if [ -n "$1" ]; then echo "== $1"; fi
+}
+need() { # what is missing: fail in CI, skip elsewhere
+  if [ "$ci" = true ]; then
+    echo "test.sh: $1 (.ci/run installs it)" >&2
+    exit 1
+  fi
+  echo "   skipped: $1"
+}
+
+stage "go vet"
 "$go" vet ./...
+
+stage "staticcheck"
+staticcheck="$(command -v staticcheck || true)"
+[ -z "$staticcheck" ] && [ -x "$("$go" env GOPATH)/bin/staticcheck" ] && staticcheck="$("$go" env GOPATH)/bin/staticcheck"
+if [ -n "$staticcheck" ]; then
+  "$staticcheck" ./...
+else
+  need "staticcheck is not installed (go install honnef.co/go/tools/cmd/staticcheck@v0.8.2)"
+fi
+
+stage "pyflakes (the Python we ship and the examples)"
+if /usr/bin/python3 -m pyflakes --version >/dev/null 2>&1; then
+  /usr/bin/python3 -m pyflakes python/ examples/ bench/
+else
+  need "pyflakes is not installed (Debian package python3-pyflakes)"
+fi
 
 if [ -z "${ATELIER_TEST_POSTGRES_DSN:-}" ] && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   pgdir="$(mktemp -d /tmp/atelier-pg.XXXXXX)"
@@ -21,8 +57,12 @@ if [ -z "${ATELIER_TEST_POSTGRES_DSN:-}" ]; then
   echo "== PostgreSQL not available: its conformance run is skipped (it fails instead when CI=true)"
 fi
 
-echo "== Python SDK unit tests (/usr/bin/python3)"
+stage "Python SDK unit tests (/usr/bin/python3)"
 /usr/bin/python3 -m unittest discover -s python/tests
 
-echo "== go test"
-"$go" test -count=1 -timeout 30m ./...
+stage "go test -race ./internal/..."
+"$go" test -race -count=1 -timeout 30m ./internal/...
+
+stage "go test (end to end, the Python tree, commands, benchmarks' tools)"
+"$go" test -count=1 -timeout 30m $("$go" list ./... | grep -v '/internal/')
+stage ""
