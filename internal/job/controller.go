@@ -64,6 +64,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 	}
 	var running []capacity.Holder
 	var pending []Candidate
+	var queued []capacity.Request // what the last pass decided they wait for
 	byID := map[string]*record{}
 	for _, r := range recs {
 		byID[r.raw.ID] = r
@@ -75,11 +76,15 @@ func (s *Service) reconcile(ctx context.Context) error {
 		case api.PhasePending, api.PhaseCreating:
 			pending = append(pending, Candidate{ID: r.raw.ID, UserID: r.raw.OwnerID, Name: r.job.Metadata.Name, Priority: r.raw.Priority,
 				Created: r.raw.CreateTime, Flavor: fl})
+			if r.st.WaitingFor != "" {
+				queued = append(queued, queuedJob(r, fl, r.st.WaitingFor, r.st.QueuePosition))
+			}
 		}
 	}
-	// The ledger holds what the records say runs; watch may settle a job,
-	// whose hold goes at the next pass.
-	s.ledger.Sync(capacity.Job, running, nil)
+	// The ledger holds what the records say runs, and the jobs that wait
+	// with their reasons; watch may settle a job, whose hold goes at the
+	// next pass.
+	s.ledger.Sync(capacity.Job, running, queued)
 	for _, h := range running {
 		s.watch(ctx, byID[h.ID])
 	}
@@ -111,6 +116,10 @@ func (s *Service) reconcile(ctx context.Context) error {
 			}
 			continue
 		}
+		if d.Never {
+			s.failNever(ctx, d.ID, d.WaitingFor)
+			continue
+		}
 		if r.st.QueuePosition != d.Position || r.st.WaitingFor != d.WaitingFor {
 			_, _ = s.update(ctx, d.ID, func(u *record) (bool, error) {
 				if u.st.Phase != api.PhasePending {
@@ -120,8 +129,42 @@ func (s *Service) reconcile(ctx context.Context) error {
 				return true, nil
 			})
 		}
+		fl, _ := s.flavor(r.job.Spec.Resource.FlavorID)
+		s.ledger.Wait(queuedJob(r, fl, d.WaitingFor, d.Position))
 	}
 	return nil
+}
+
+// queuedJob is a pending job as the ledger shows it waiting.
+func queuedJob(r *record, fl api.Flavor, reason string, position int) capacity.Request {
+	return capacity.Request{Kind: capacity.Job, ID: r.raw.ID, Name: r.job.Metadata.Name, Owner: r.raw.OwnerID, Priority: r.raw.Priority,
+		Created: r.raw.CreateTime, Need: capacity.Need(fl), Reason: reason, Position: position}
+}
+
+// failNever ends a pending job whose flavor can never be booked — create
+// refuses such a job, so the machine's capacity was made smaller since —
+// as Failed (reason never_fits) rather than leaving it to wait forever.
+func (s *Service) failNever(ctx context.Context, id, why string) {
+	failed := false
+	r, err := s.update(ctx, id, func(u *record) (bool, error) {
+		if u.st.Phase != api.PhasePending && u.st.Phase != api.PhaseCreating {
+			return false, nil
+		}
+		s.finish(u, api.PhaseFailed, api.SecondaryFailed, "")
+		u.st.TaskStatuses = []api.TaskStatus{{Task: "worker-0", ExitCode: -1, Reason: api.FailureNeverFits, Message: strings.TrimPrefix(why, "never: "),
+			Hint: "the server's capacity is smaller than when the job was created; create it again with a smaller flavor (`atelier capacity` shows what can be booked)"}}
+		failed = true
+		return true, nil
+	})
+	if err != nil || !failed {
+		if err != nil {
+			s.log.Warn("failing a job that can never start", "job", id, "err", err)
+		}
+		return
+	}
+	s.event(ctx, id, "Error", "Queue", strings.TrimPrefix(why, "never: "))
+	s.ledger.Release(capacity.Job, id)
+	s.afterTerminal(r)
 }
 
 // start begins the next attempt of a pending job on the GPU devices gpus.

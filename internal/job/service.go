@@ -78,6 +78,8 @@ type Ledger interface {
 	// Decide runs the admission decision under the ledger's lock and
 	// records what it hands out; false until the ledger is rebuilt.
 	Decide(fn func(capacity.Snapshot) []capacity.Holder) bool
+	// Wait notes a job that waits, with its reason and queue position.
+	Wait(r capacity.Request)
 	// Release drops what a job holds.
 	Release(kind capacity.Kind, id string)
 }
@@ -88,7 +90,8 @@ type Options struct {
 	Engines []api.Engine
 	// RefusedEngines are configured engines the sandbox cannot run.
 	RefusedEngines map[string]error
-	// Capacity is the whole machine: a flavor larger than it is refused.
+	// Capacity is the whole machine and its booking rules: a flavor that
+	// can never be booked is refused (Capacity.Refusal).
 	Capacity Capacity
 	// Ledger is shared with service instances (default: a ledger of
 	// Capacity for jobs alone).
@@ -372,11 +375,11 @@ func (s *Service) check(ctx context.Context, p *auth.Principal, j *api.Job, code
 			errs.Hint("install bubblewrap (apt-get install bubblewrap), or set `sandbox: none` in the server config to run jobs without isolation"))
 	}
 	flavor, _ := s.flavor(j.Spec.Resource.FlavorID)
-	if !fits(s.o.Capacity, flavor) {
+	if why := s.o.Capacity.Refusal(capacity.Job, capacity.Need(flavor)); why != "" {
 		return errs.E(op, errs.Invalid, CodeNeverFits,
-			fmt.Sprintf("flavor %s (cpu %g, memory %s, gpu %d) is larger than this machine can run (cpu %g, memory %s, gpu %d)",
-				flavor.ID, flavor.CPU, byteSize(flavor.Memory), flavor.GPU, s.o.Capacity.CPU, byteSize(s.o.Capacity.Memory), s.o.Capacity.GPU),
-			errs.Hint("`atelier job flavors` lists what fits"))
+			fmt.Sprintf("flavor %s %s, so the job could never start (a training job requests its flavor's limits)", flavor.ID, why),
+			errs.Hint("choose a smaller flavor (`atelier job flavors`); `atelier capacity` shows what the machine can book, "+
+				"which an admin sets with `capacity` and `overcommit` in the server config"))
 	}
 	return s.validateData(ctx, p, j, codeUpload)
 }
@@ -597,11 +600,6 @@ func (s *Service) Metrics(ctx context.Context, p *auth.Principal, id string) (*a
 }
 
 // ---- helpers ----
-
-// fits reports whether a flavor fits in the capacity at all.
-func fits(c Capacity, f api.Flavor) bool {
-	return f.CPU <= c.CPU && f.Memory <= c.Memory && f.GPU <= c.GPU
-}
 
 func newToken() (token, hash string) {
 	b := make([]byte, 32)
