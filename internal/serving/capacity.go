@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/capacity"
@@ -12,6 +13,9 @@ import (
 // Ledger is the machine's capacity ledger, shared with training jobs;
 // *capacity.Ledger implements it.
 type Ledger interface {
+	// Capacity is the machine and its booking rules: what an instance
+	// requests of its flavor (capacity.Capacity.Request).
+	Capacity() capacity.Capacity
 	// Snapshot is the ledger now (the controller's dry run places on it).
 	Snapshot() capacity.Snapshot
 	// Sync replaces what instances hold and wait for with what the
@@ -37,14 +41,15 @@ func soleLedger(gpus int) Ledger {
 }
 
 // validationEnv is what Normalize checks a definition against: the
-// flavors, and the capacity no flavor may exceed.
+// flavors, and the capacity an instance's request must fit in.
 func (s *Service) validationEnv() Env {
-	c := s.ledger.Snapshot().Capacity
+	c := s.ledger.Capacity()
 	return Env{Flavors: s.o.Flavors, Capacity: &c}
 }
 
 // syncLedger tells the ledger what the instances of every service hold —
-// each instance whose runner was started, its flavor and GPU devices,
+// each instance whose runner was started, its request (a share of its
+// flavor: capacity.Capacity.Request) and GPU devices,
 // until its runner is gone — and which instances wait for capacity: every
 // wanted, not yet started instance of an active service (one waiting out
 // a restart backoff too, so that a job does not take the place of an
@@ -57,7 +62,7 @@ func (s *Service) syncLedger(all []*record) {
 		for _, in := range r.st.Instances {
 			switch req := s.request(r, in); {
 			case in.Phase != PhasePending:
-				h := capacity.Holder{Kind: capacity.Instance, ID: in.ID, Name: r.spec.ServiceName, Owner: r.raw.OwnerID, Need: req.Need}
+				h := capacity.Holder{Kind: capacity.Instance, ID: in.ID, Name: r.spec.ServiceName, Owner: r.raw.OwnerID, Need: req.Need, Limit: req.Limit}
 				if rt := r.rt.Instances[in.ID]; rt != nil {
 					h.GPUs = rt.GPUs
 				}
@@ -88,10 +93,13 @@ func (s *Service) noteLedger(r *record, ended []endNote) {
 	}
 }
 
-// request is an instance as the ledger queues it.
+// request is an instance as the ledger queues it: it books its share of
+// its flavor; its runner gets the flavor, the limits its cgroup enforces.
 func (s *Service) request(r *record, in instance) capacity.Request {
 	f, _ := s.flavor(in.Flavor)
-	return capacity.Request{Kind: capacity.Instance, ID: in.ID, Name: r.spec.ServiceName, Created: fromMs(in.Created), Need: capacity.Need(f)}
+	limit := capacity.Need(f)
+	return capacity.Request{Kind: capacity.Instance, ID: in.ID, Name: r.spec.ServiceName, Owner: r.raw.OwnerID, Created: fromMs(in.Created),
+		Need: s.ledger.Capacity().Request(capacity.Instance, limit), Limit: limit}
 }
 
 // peek places req on the ledger as it is, recording nothing: the
@@ -109,22 +117,26 @@ func (s *Service) hold(req capacity.Request) capacity.Placement {
 		if p = capacity.Place(snap, req); !p.Fits {
 			return nil
 		}
-		return []capacity.Holder{{Kind: capacity.Instance, ID: req.ID, Name: req.Name, Need: req.Need, GPUs: p.GPUs}}
+		return []capacity.Holder{{Kind: capacity.Instance, ID: req.ID, Name: req.Name, Owner: req.Owner, Need: req.Need, Limit: req.Limit, GPUs: p.GPUs}}
 	})
 	return p
 }
 
 // wait notes that a due instance does not fit: its message says what it
 // waits for, and an event marks the moment it begins to wait. A zero
-// placement (the ledger is being rebuilt) changes nothing.
+// placement (the ledger is being rebuilt) changes nothing. An instance
+// that can never fit (deploy refuses its flavor, so the capacity was made
+// smaller since) makes the service fail (e.never, failNever).
 func (s *Service) wait(in *instance, p capacity.Placement, e *effects) {
 	if p.WaitingFor == "" {
 		return
 	}
 	msg := waitingPrefix + ": " + p.WaitingFor
 	if p.Never {
-		msg = fmt.Sprintf("%s: never: flavor %s is larger than the whole capacity (%s); update the service to a smaller flavor",
-			waitingPrefix, in.Flavor, strings.TrimPrefix(p.WaitingFor, "never: "))
+		msg = neverPrefix + s.neverFits(in.Flavor)
+		if e.never == "" {
+			e.never = msg
+		}
 	}
 	if !in.Waiting {
 		e.events = append(e.events, warning("Instance", fmt.Sprintf("instance %s of model %s is %s", in.ID, in.ModelID, msg)))
@@ -157,8 +169,32 @@ func plural(n int, word string) string {
 	return word + "s"
 }
 
-// tooBig says why a flavor can never run on a machine of c, "" when it
-// can.
+// neverPrefix starts the message of an instance that can never fit.
+const neverPrefix = "never fits: "
+
+// tooBig says, with the arithmetic, why an instance of flavor f can never
+// be booked on a machine of c; "" when it can.
 func tooBig(f api.Flavor, c capacity.Capacity) string {
-	return capacity.TooBig(capacity.Need(f), c.Total())
+	return c.Refusal(capacity.Instance, capacity.Need(f))
+}
+
+// neverFits says why an instance of the flavor can never start.
+func (s *Service) neverFits(flavor string) string {
+	f, _ := s.flavor(flavor)
+	why := tooBig(f, s.ledger.Capacity())
+	if why == "" {
+		why = "is larger than what the machine can book"
+	}
+	return fmt.Sprintf("an instance of flavor %s %s; update the service to a smaller flavor", flavor, why)
+}
+
+// failNever fails a service an instance of which can never be booked:
+// the user sees a failure with the arithmetic, not instances that wait
+// forever.
+func (s *Service) failNever(r *record, why string, now time.Time, e *effects) {
+	r.st.Status, r.st.ErrorMsg = api.ServiceFailed, why
+	for j := range r.st.Instances {
+		s.unwant(&r.st.Instances[j], ms(now))
+	}
+	e.events = append(e.events, failure("Service", "service failed: "+why))
 }

@@ -45,11 +45,16 @@
 //     once it reported Ready.
 //   - Instances share the machine with training jobs through the capacity
 //     ledger (Options.Ledger, internal/capacity): a due instance starts only
-//     when capacity.Place says its flavor fits; otherwise it stays Pending
-//     (Waiting) with a message naming what it lacks and who holds it, and
-//     waits ahead of every queued job. Every pass syncs the ledger from the
-//     records (started instances hold, wanted pending ones wait), so a
-//     restarted server's ledger is rebuilt from what runs.
+//     when capacity.Place says its request fits — a share of its flavor
+//     (the ledger's Capacity.Request); its runner gets the flavor, the
+//     limits its cgroup enforces —; otherwise it stays Pending (Waiting)
+//     with a message naming what it lacks and who holds it, and waits ahead
+//     of every queued job. Every pass syncs the ledger from the records
+//     (started instances hold, wanted pending ones wait), so a restarted
+//     server's ledger is rebuilt from what runs. Deploy and update refuse a
+//     flavor whose request can never be booked (ATL.SVC.0024, with the
+//     arithmetic); a service one of whose instances can never fit any more
+//     (a smaller capacity configured since) fails.
 //   - A service's health (api.InstanceHealth: the liveness probe's period,
 //     timeout and failures in a row, and the load timeout; defaults 5 s,
 //     5 s, 3, 10 min) goes to its instances' runners with its timeout as

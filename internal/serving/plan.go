@@ -69,6 +69,8 @@ type effects struct {
 	dropped  []endedInstance // ended instances no longer remembered: logs and dirs go
 	events   []meta.ServiceEvent
 	remove   bool // the service is being deleted and has no instance left
+	// never: an instance can never be booked here (why); the service fails.
+	never string
 }
 
 // active reports whether a service in status wants instances.
@@ -233,6 +235,9 @@ func (s *Service) plan(r *record, t tick) *effects {
 		kept = append(kept, in)
 	}
 	r.st.Instances = kept
+	if e.never != "" && active(r.st.Status) {
+		s.failNever(r, e.never, t.now, e)
+	}
 	s.settle(r, e)
 	if r.st.Status == api.ServiceDeleting && len(r.st.Instances) == 0 {
 		e.remove = true
