@@ -38,6 +38,7 @@ type Deps struct {
 	InstanceRunners InstanceRunners // the runner protocol of service instances
 	Models          Models          // nil: the model registry disabled
 	Gateway         http.Handler    // serves /v1/infers/ and /v2/; nil: none
+	Capacity        Capacity        // GET /api/v1/capacity; nil: not enabled
 	MaxBody         int64           // 0 = DefaultMaxBody
 }
 
@@ -112,6 +113,7 @@ func (s *Server) routeTable() []route {
 	}
 	rt = append(rt, s.jobRoutes()...)
 	rt = append(rt, s.modelRoutes()...)
+	rt = append(rt, s.capacityRoutes()...)
 	return append(rt, s.serviceRoutes()...)
 }
 

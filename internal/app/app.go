@@ -20,6 +20,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/apiserver"
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/blob/disk"
+	"github.com/atelier-dev/atelier/internal/capacity"
 	"github.com/atelier-dev/atelier/internal/config"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/job"
@@ -112,7 +113,9 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Jobs and service instances share the machine through one ledger.
-	ledger := newLedger(cfg)
+	ledger, sources := newLedger(cfg)
+	log.Info("capacity", "cpu", ledger.Capacity().CPU, "memory", ledger.Capacity().Memory, "gpu", ledger.Capacity().GPU,
+		"sources", fmt.Sprintf("%+v", sources), "bookable", fmt.Sprintf("%+v", ledger.Capacity().Total()))
 	jobs, err := newJobService(ctx, cfg, iso, store, iam, objects, ledger, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
 	if err != nil {
 		return err
@@ -131,7 +134,8 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	ledger.OnFree(services.Kick)
 	models.SetDeployments(services)
 	api := apiserver.New(apiserver.Deps{Auth: iam, Store: store, Registry: reg, Logger: log, Region: cfg.Region, Version: version,
-		Jobs: jobs, Runners: jobs, Models: models, Services: services, InstanceRunners: services, Gateway: gw})
+		Jobs: jobs, Runners: jobs, Models: models, Services: services, InstanceRunners: services, Gateway: gw,
+		Capacity: capacity.NewView(ledger, iam, store, newCgroupMeter(), sources)})
 
 	servers := []*http.Server{
 		{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
