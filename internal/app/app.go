@@ -21,6 +21,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/blob/disk"
 	"github.com/atelier-dev/atelier/internal/capacity"
+	"github.com/atelier-dev/atelier/internal/cgroup"
 	"github.com/atelier-dev/atelier/internal/config"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/job"
@@ -135,7 +136,7 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	models.SetDeployments(services)
 	api := apiserver.New(apiserver.Deps{Auth: iam, Store: store, Registry: reg, Logger: log, Region: cfg.Region, Version: version,
 		Jobs: jobs, Runners: jobs, Models: models, Services: services, InstanceRunners: services, Gateway: gw,
-		Capacity: capacity.NewView(ledger, iam, store, newCgroupMeter(), sources)})
+		Capacity: capacity.NewView(ledger, iam, store, newCgroupMeter(cgroup.Options{}), sources)})
 
 	servers := []*http.Server{
 		{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},

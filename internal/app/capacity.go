@@ -66,8 +66,7 @@ type cgroupMeter struct {
 	meter *cgroup.Meter
 }
 
-func newCgroupMeter() *cgroupMeter {
-	var o cgroup.Options
+func newCgroupMeter(o cgroup.Options) *cgroupMeter {
 	return &cgroupMeter{o: o, meter: cgroup.NewMeter(o)}
 }
 
