@@ -229,6 +229,9 @@ type Holder struct {
 	// GPUs are the device indexes it holds. Fewer than Need.GPU (a record
 	// written before indexes were kept) count as that many unknown devices.
 	GPUs []int
+	// Hidden: messages name it only as another user's (Report sets it
+	// for what a viewer may not see by name).
+	Hidden bool
 }
 
 // Limits is h's Limit, or its Need when no limit is given.
@@ -254,6 +257,7 @@ type Request struct {
 	// its kind then (jobs: the admission queue).
 	Reason   string
 	Position int
+	Hidden   bool // as Holder.Hidden
 }
 
 // Limits is r's Limit, or its Need when no limit is given.
@@ -472,7 +476,10 @@ func Holders(hs []Holder, which Resources) string {
 			continue
 		}
 		key := string(h.Kind) + "/" + h.ID
-		if h.Kind == Instance {
+		switch {
+		case h.Hidden:
+			key = "hidden/" + string(h.Kind)
+		case h.Kind == Instance:
 			key = string(h.Kind) + "/" + h.Name
 		}
 		g := byKey[key]
@@ -487,9 +494,18 @@ func Holders(hs []Holder, which Resources) string {
 		if name == "" {
 			name = h.ID
 		}
-		if h.Kind == Instance {
+		switch {
+		case h.Hidden && h.Kind == Instance && g.n == 1:
+			g.label = "another user's service (1 instance)"
+		case h.Hidden && h.Kind == Instance:
+			g.label = fmt.Sprintf("other users' services (%d instances)", g.n)
+		case h.Hidden && g.n == 1:
+			g.label = "another user's " + string(h.Kind)
+		case h.Hidden:
+			g.label = fmt.Sprintf("%d other users' %ss", g.n, h.Kind)
+		case h.Kind == Instance:
 			g.label = fmt.Sprintf("service %s (%d %s)", name, g.n, plural(g.n, "instance"))
-		} else {
+		default:
 			g.label = "job " + name
 		}
 	}
@@ -520,26 +536,36 @@ func heldFor(ws []Request) string {
 	var services []string
 	instances := 0
 	var jobs []string
+	const hidden = "another user's"
 	for _, w := range ws {
+		name := w.Name
+		if w.Hidden {
+			name = hidden
+		}
 		if w.Kind == Instance {
 			instances++
-			if !slices.Contains(services, w.Name) {
-				services = append(services, w.Name)
+			if !slices.Contains(services, name) {
+				services = append(services, name)
 			}
 			continue
 		}
-		name := w.Name
 		if name == "" {
 			name = w.ID
 		}
 		jobs = append(jobs, name)
 	}
+	service := func(name string) string {
+		if name == hidden {
+			return "another user's service"
+		}
+		return "service " + name
+	}
 	var parts []string
 	switch {
 	case instances == 1:
-		parts = append(parts, "a waiting instance of service "+services[0])
+		parts = append(parts, "a waiting instance of "+service(services[0]))
 	case len(services) == 1:
-		parts = append(parts, fmt.Sprintf("%d waiting instances of service %s", instances, services[0]))
+		parts = append(parts, fmt.Sprintf("%d waiting instances of %s", instances, service(services[0])))
 	case len(services) > 1:
 		parts = append(parts, fmt.Sprintf("%d waiting instances of services %s", instances, strings.Join(services, ", ")))
 	}

@@ -100,6 +100,11 @@ func Report(s Snapshot, version uint64, m Measured, v Viewer, owners map[string]
 	}
 	out.Requests = requestRules(c)
 
+	// Reasons name what the viewer may see; the rest is "another user's".
+	named := s
+	if !v.All {
+		named = hide(s, v.UserID)
+	}
 	waiting := slices.Clone(s.Waiting)
 	Order(waiting)
 	instances, jobs := 0, 0
@@ -116,7 +121,7 @@ func Report(s Snapshot, version uint64, m Measured, v Viewer, owners map[string]
 				cw.Position = w.Position
 			}
 		}
-		cw.Reason, cw.NeverFits = waitReason(s, w, total)
+		cw.Reason, cw.NeverFits = waitReason(named, w, total, v.All)
 		if !v.All && w.Owner != v.UserID {
 			others.Waiting++
 			others.WaitingRequest = plus(others.WaitingRequest, w.Need)
@@ -130,22 +135,43 @@ func Report(s Snapshot, version uint64, m Measured, v Viewer, owners map[string]
 	return out
 }
 
-// waitReason is why w waits, and whether it can never be booked.
-func waitReason(s Snapshot, w Request, total Resources) (string, bool) {
+// waitReason is why w waits, and whether it can never be booked. An
+// instance's reason is Place on s (its controller places it on the same
+// ledger); a job's is what the job controller decided (the queue's quota
+// included), or, for a viewer who may not see every name, Place on s,
+// whose holders and waiting requests of others are Hidden (Place holds
+// the waiting requests ahead as the queue does).
+func waitReason(s Snapshot, w Request, total Resources, all bool) (string, bool) {
 	if !w.Need.Fits(total) {
 		return "never: " + neverWords(s.Capacity, w), true
 	}
-	if w.Kind == Instance {
-		p := Place(s, w)
-		if !p.Fits {
+	if w.Kind == Instance || (!all && !strings.HasPrefix(w.Reason, "quota:")) {
+		if p := Place(s, w); !p.Fits {
 			return p.WaitingFor, p.Never
 		}
-		return "fits now: its service starts it at the controller's next pass (a restarted instance after its backoff)", false
+		if w.Kind == Instance {
+			return "fits now: its service starts it at the controller's next pass (a restarted instance after its backoff)", false
+		}
+		return "fits now: the job controller starts it at its next pass", false
 	}
 	if w.Reason != "" {
 		return w.Reason, false
 	}
 	return "queued: the job controller decides at its next pass", false
+}
+
+// hide is s with the holders and waiting requests that viewer does not
+// own marked Hidden.
+func hide(s Snapshot, viewer string) Snapshot {
+	s.Holders = slices.Clone(s.Holders)
+	for i := range s.Holders {
+		s.Holders[i].Hidden = s.Holders[i].Owner != viewer
+	}
+	s.Waiting = slices.Clone(s.Waiting)
+	for i := range s.Waiting {
+		s.Waiting[i].Hidden = s.Waiting[i].Owner != viewer
+	}
+	return s
 }
 
 // neverWords is the arithmetic of a request that can never be booked.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
 )
@@ -105,5 +106,48 @@ func TestReportReasons(t *testing.T) {
 	}
 	if r.Resources[0].Used != nil || r.UsedNote != "" {
 		t.Errorf("unmeasured: %+v %q", r.Resources[0], r.UsedNote)
+	}
+}
+
+// TestReportHidesOthersInReasons: the reasons a user sees name its own
+// workloads and only "another user's" for the rest; an admin sees the
+// reasons the controllers gave, names and all.
+func TestReportHidesOthersInReasons(t *testing.T) {
+	s := Snapshot{Capacity: Capacity{CPU: 4, Memory: 16 * gib},
+		Holders: []Holder{
+			{Kind: Job, ID: "j1", Name: "bobs-train", Owner: "u-bob", Need: Resources{CPU: 2, Memory: gib}},
+			{Kind: Instance, ID: "i1", Name: "bobs-svc", Owner: "u-bob", Need: Resources{CPU: 1, Memory: gib}},
+			{Kind: Job, ID: "j0", Name: "mine", Owner: "u-alice", Need: Resources{CPU: 0.5, Memory: gib}},
+		},
+		Waiting: []Request{
+			{Kind: Instance, ID: "i2", Name: "bobs-svc", Owner: "u-bob", Created: t0, Need: Resources{CPU: 1, Memory: gib}},
+			{Kind: Job, ID: "j2", Name: "alices-job", Owner: "u-alice", Created: t0, Need: Resources{CPU: 1, Memory: gib},
+				Reason: "cpu: needs 1, 0 free of 4 (0.5 held for a waiting instance of service bobs-svc); in use by job bobs-train", Position: 1},
+			{Kind: Job, ID: "j3", Name: "quota-job", Owner: "u-alice", Created: t0.Add(time.Minute), Need: Resources{CPU: 1},
+				Reason: "quota: user has 2 of 2 running jobs", Position: 2},
+		}}
+	alice := Report(s, 1, Measured{}, Viewer{UserID: "u-alice"}, nil, Sources{})
+	b, _ := json.Marshal(alice)
+	for _, leak := range []string{"bobs-svc", "bobs-train", "u-bob"} {
+		if strings.Contains(string(b), leak) {
+			t.Errorf("alice's view names %q: %s", leak, b)
+		}
+	}
+	if len(alice.Waiting) != 2 {
+		t.Fatalf("alice's waiting %+v", alice.Waiting)
+	}
+	want := "cpu: needs 1, 0 free of 4 (0.5 held for a waiting instance of another user's service); in use by another user's job, another user's service (1 instance) and job mine"
+	if got := alice.Waiting[0].Reason; got != want {
+		t.Errorf("alice's job waits for\n%q, want\n%q", got, want)
+	}
+	if got := alice.Waiting[1].Reason; got != "quota: user has 2 of 2 running jobs" {
+		t.Errorf("the quota reason %q", got)
+	}
+	admin := Report(s, 1, Measured{}, Viewer{All: true}, nil, Sources{})
+	if got := admin.Waiting[1].Reason; got != s.Waiting[1].Reason {
+		t.Errorf("the admin sees %q", got)
+	}
+	if got := admin.Waiting[0].Reason; !strings.Contains(got, "job bobs-train") {
+		t.Errorf("the admin sees the instance wait for %q", got)
 	}
 }
