@@ -136,7 +136,7 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	models.SetDeployments(services)
 	api := apiserver.New(apiserver.Deps{Auth: iam, Store: store, Registry: reg, Logger: log, Region: cfg.Region, Version: version,
 		Jobs: jobs, Runners: jobs, Models: models, Services: services, InstanceRunners: services, Gateway: gw,
-		Capacity: capacity.NewView(ledger, iam, store, newCgroupMeter(cgroup.Options{}), sources)})
+		Capacity: capacity.NewView(ledger, iam, store, capacity.NewCgroupMeter(cgroup.Options{}), sources)})
 
 	servers := []*http.Server{
 		{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},

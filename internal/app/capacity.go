@@ -1,15 +1,9 @@
 package app
 
 import (
-	"context"
-	"fmt"
-	"strings"
-
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/capacity"
-	"github.com/atelier-dev/atelier/internal/cgroup"
 	"github.com/atelier-dev/atelier/internal/config"
-	"github.com/atelier-dev/atelier/internal/executor"
 )
 
 // newLedger is the capacity ledger that training jobs and service
@@ -56,73 +50,4 @@ func machineCapacity(cfg *config.Server) (capacity.Capacity, capacity.Sources) {
 		}
 	}
 	return c, src
-}
-
-// cgroupMeter measures holders through their cgroups, which runners make
-// under one parent and name after what runs there: a job attempt's
-// executor.JobGroup, an instance's executor.InstanceGroup.
-type cgroupMeter struct {
-	o     cgroup.Options
-	meter *cgroup.Meter
-}
-
-func newCgroupMeter(o cgroup.Options) *cgroupMeter {
-	return &cgroupMeter{o: o, meter: cgroup.NewMeter(o)}
-}
-
-// Measure implements capacity.Meter.
-func (m *cgroupMeter) Measure(ctx context.Context, holders []capacity.Holder) capacity.Measured {
-	const gpus = "GPUs are not measured"
-	v := m.o.Detect()
-	if v == 0 {
-		return capacity.Measured{Note: "not measured: no cgroup hierarchy is readable here, so what workloads use is unknown (workloads run without limits: " +
-			"docs/security.md); " + gpus}
-	}
-	names, err := m.o.Names()
-	if err != nil {
-		return capacity.Measured{Note: "not measured: " + err.Error() + "; " + gpus}
-	}
-	groups := map[capacity.HolderKey][]string{}
-	var all []string
-	for _, n := range names {
-		var k capacity.HolderKey
-		if id, ok := executor.JobOfGroup(n); ok {
-			k = capacity.HolderKey{Kind: capacity.Job, ID: id}
-		} else if id, ok := strings.CutPrefix(n, executor.InstanceGroup("")); ok {
-			k = capacity.HolderKey{Kind: capacity.Instance, ID: id}
-		} else {
-			continue
-		}
-		groups[k] = append(groups[k], n)
-		all = append(all, n)
-	}
-	use, err := m.meter.Measure(ctx, all)
-	out := capacity.Measured{Available: true, ByHolder: map[capacity.HolderKey]capacity.Usage{}}
-	var missing []string
-	for _, h := range holders {
-		k := capacity.HolderKey{Kind: h.Kind, ID: h.ID}
-		var u capacity.Usage
-		found := false
-		for _, n := range groups[k] {
-			if g, ok := use[n]; ok {
-				u.CPU += g.CPU
-				u.Memory += g.Memory
-				found = true
-			}
-		}
-		if found {
-			out.ByHolder[k] = u
-		} else {
-			missing = append(missing, string(h.Kind)+" "+h.Name)
-		}
-	}
-	out.Note = fmt.Sprintf("measured from the workloads' cgroups (v%d): memory in use, CPU averaged over the time since the last look (at least %s); %s",
-		v, cgroup.MinWindow, gpus)
-	if len(missing) > 0 {
-		out.Note += fmt.Sprintf("; not measured (no cgroup yet, or it ended): %s", strings.Join(missing, ", "))
-	}
-	if err != nil {
-		out.Note += "; " + err.Error()
-	}
-	return out
 }

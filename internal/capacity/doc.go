@@ -40,7 +40,10 @@
 //     authorization, the owners' names and what the holders' cgroups
 //     measure): allocatable, bookable, requested, limits and used per
 //     resource, who holds what and who waits and why; a user who may not
-//     see every workload sees its own by name and the others' as totals.
+//     see every workload sees its own by name and the others' as totals,
+//     and reasons that name the others only as "another user's". What is
+//     used comes from the holders' cgroups (CgroupMeter: a job attempt's
+//     group executor.JobGroup, an instance's executor.InstanceGroup).
 //
 // Ledger is the one stateful part: the in-memory ledger both controllers
 // share. Each controller rebuilds its own kind from its records on every
