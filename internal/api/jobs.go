@@ -200,6 +200,10 @@ const (
 	FailurePlatform      = "platform"    // runner lost, node gone, executor failure
 	FailureOutputSync    = "output_sync" // the outputs could not be synced to OBS at the end
 	FailureSignal        = "signal"      // killed by a signal the runner did not send
+	// FailureNeverFits: the job's flavor can never be booked on this
+	// machine (its capacity was made smaller after the job was created);
+	// it ended without an attempt.
+	FailureNeverFits = "never_fits"
 )
 
 // JobList is the body of GET /api/v1/training-jobs.

@@ -30,6 +30,7 @@ type env struct {
 	iam    *auth.Service
 	ak, sk string // admin
 	ping   *fakePinger
+	store  *sqlite.Store
 }
 
 type fakePinger struct{ err error }
@@ -60,7 +61,7 @@ func newEnv(t *testing.T) *env {
 	s := New(Deps{Auth: iam, Store: ping, Registry: prometheus.NewRegistry(), Region: "us-east-1", Version: "test", MaxBody: 64 << 10})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, api: s, iam: iam, ak: ak, sk: sk, ping: ping}
+	return &env{t: t, srv: srv, api: s, iam: iam, ak: ak, sk: sk, ping: ping, store: st}
 }
 
 type resp struct {

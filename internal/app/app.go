@@ -21,6 +21,8 @@ import (
 	"github.com/atelier-dev/atelier/internal/apiserver"
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/blob/disk"
+	"github.com/atelier-dev/atelier/internal/capacity"
+	"github.com/atelier-dev/atelier/internal/cgroup"
 	"github.com/atelier-dev/atelier/internal/config"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/job"
@@ -118,7 +120,9 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Jobs and service instances share the machine through one ledger.
-	ledger := newLedger(cfg)
+	ledger, sources := newLedger(cfg)
+	log.Info("capacity", "cpu", ledger.Capacity().CPU, "memory", ledger.Capacity().Memory, "gpu", ledger.Capacity().GPU,
+		"sources", fmt.Sprintf("%+v", sources), "bookable", fmt.Sprintf("%+v", ledger.Capacity().Total()))
 	jobs, err := newJobService(ctx, cfg, iso, store, iam, objects, ledger, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
 	if err != nil {
 		return err
@@ -139,7 +143,8 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	api := apiserver.New(apiserver.Deps{Auth: iam, Store: store, Registry: reg, Logger: log, Region: cfg.Region, Version: version,
 		Jobs:    apiserver.JobDeps{Submit: jobs.Jobs, Read: jobs.Jobs, Act: jobs.Jobs, Catalog: jobs.Jobs},
 		Runners: apiserver.RunnerDeps{Feed: jobs.Runners, Reports: jobs.Runners}, Models: models, Gateway: gw,
-		Services: services.deployments, ServiceActivity: services.deployments, Usage: services.deployments, InstanceRunners: services.runners})
+		Services: services.deployments, ServiceActivity: services.deployments, Usage: services.deployments, InstanceRunners: services.runners,
+		Capacity: capacity.NewView(ledger, iam, store, capacity.NewCgroupMeter(cgroup.Options{}), sources)})
 
 	servers := []*http.Server{
 		{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},

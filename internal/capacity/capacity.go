@@ -3,6 +3,7 @@ package capacity
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,16 +17,41 @@ type Kind string
 
 // Kinds of holders.
 const (
-	Job      Kind = "job"      // a training job's attempt: exclusive GPUs
-	Instance Kind = "instance" // a service instance: GPUs shared with other instances
+	Job      Kind = "job"      // a training job's attempt: exclusive GPUs; requests its limit
+	Instance Kind = "instance" // a service instance: GPUs shared with other instances; requests a share
+	// Notebook is what a notebook will hold: it requests a share of its
+	// flavor, as an instance does (Capacity.Request).
+	Notebook Kind = "notebook"
 )
 
-// Capacity is what the machine hands out at once. GPU devices have the
-// indexes 0 … GPU-1.
+// Capacity is the machine's allocatable amounts (what jobs, instances and
+// notebooks may be given: declared or detected) and the rules it is booked
+// by. GPU devices have the indexes 0 … GPU-1.
 type Capacity struct {
 	CPU    float64
 	Memory int64 // bytes
 	GPU    int
+	// Overcommit is how far bookings may exceed the allocatable amounts
+	// (Total); GPUs are never overcommitted.
+	Overcommit Overcommit
+	// Shares are what an instance and a notebook request of their
+	// flavor's limits (Request).
+	Shares Shares
+}
+
+// Overcommit ratios: what may be booked is the allocatable amount times
+// the ratio. A ratio of 0 (unset) counts as 1.
+type Overcommit struct {
+	CPU    float64
+	Memory float64
+}
+
+// Shares are the CPU and memory that a service instance and a notebook
+// request (each capped at its flavor's limit). A zero amount means the
+// whole limit.
+type Shares struct {
+	Instance Resources
+	Notebook Resources
 }
 
 // Resources is an amount of each resource.
@@ -35,13 +61,127 @@ type Resources struct {
 	GPU    int
 }
 
-// Need is what a flavor holds (negative amounts count as none).
+// Need is a flavor's limits, what the cgroup of its workload enforces
+// (negative amounts count as none). What a workload books of them is
+// Capacity.Request.
 func Need(f api.Flavor) Resources {
 	return Resources{max(f.CPU, 0), max(f.Memory, 0), max(f.GPU, 0)}
 }
 
-// Total is the whole capacity as an amount.
-func (c Capacity) Total() Resources { return Resources{c.CPU, c.Memory, c.GPU} }
+// Allocatable is the machine's amounts, before overcommit.
+func (c Capacity) Allocatable() Resources { return Resources{c.CPU, c.Memory, c.GPU} }
+
+// Total is what may be booked at once, the bookable amounts: the
+// allocatable CPU and memory times their overcommit ratios, and the GPUs
+// as they are. Every decision (Free, Place, the job queue) books requests
+// against it.
+func (c Capacity) Total() Resources {
+	return Resources{CPU: c.CPU * ratio(c.Overcommit.CPU), Memory: scale(c.Memory, ratio(c.Overcommit.Memory)), GPU: c.GPU}
+}
+
+// Ratios are the CPU and memory overcommit ratios in effect (an unset one
+// is 1).
+func (c Capacity) Ratios() (cpu, memory float64) {
+	return ratio(c.Overcommit.CPU), ratio(c.Overcommit.Memory)
+}
+
+func ratio(r float64) float64 {
+	if r > 0 && !math.IsInf(r, 0) {
+		return r
+	}
+	return 1
+}
+
+// scale is n × r in whole bytes, n itself when r is 1, at most MaxInt64.
+func scale(n int64, r float64) int64 {
+	if r == 1 || n <= 0 {
+		return n
+	}
+	v := math.Floor(float64(n) * r)
+	if v >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(v)
+}
+
+// Request is what a workload of kind books of its flavor's limits: a
+// training job its limits (a job is throughput-bound and runs flat out);
+// a service instance and a notebook their share (Shares) of CPU and
+// memory, each at most the limit, and their GPUs (whole devices cannot be
+// shared out by amount). A limit of zero requests nothing of it.
+func (c Capacity) Request(kind Kind, limit Resources) Resources {
+	var share Resources
+	switch kind {
+	case Instance:
+		share = c.Shares.Instance
+	case Notebook:
+		share = c.Shares.Notebook
+	default:
+		return limit
+	}
+	r := limit
+	if share.CPU > 0 {
+		r.CPU = min(share.CPU, max(limit.CPU, 0))
+	}
+	if share.Memory > 0 {
+		r.Memory = min(share.Memory, max(limit.Memory, 0))
+	}
+	return r
+}
+
+// Refusal says why a workload of kind whose flavor has these limits can
+// never be booked, even on an empty machine, with the arithmetic of each
+// resource it exceeds:
+//
+//	requests 4 CPU, but the machine can book at most 1 × 2.0 = 2.0 CPU
+//	requests 16.0 GiB of memory, but the machine can book at most 8.0 GiB × 1.0 = 8.0 GiB
+//	requests 2 GPUs, but the machine has 1 (GPUs are never overcommitted)
+//
+// joined by "; ". It is "" when the request fits in Total.
+func (c Capacity) Refusal(kind Kind, limit Resources) string {
+	need, total := c.Request(kind, limit), c.Total()
+	rc, rm := c.Ratios()
+	var parts []string
+	if need.CPU > total.CPU+cpuEpsilon {
+		parts = append(parts, fmt.Sprintf("requests %s CPU, but the machine can book at most %s × %s = %s CPU",
+			CPUs(need.CPU), CPUs(c.CPU), Ratio(rc), decimal(total.CPU)))
+	}
+	if need.Memory > total.Memory {
+		parts = append(parts, fmt.Sprintf("requests %s of memory, but the machine can book at most %s × %s = %s",
+			Bytes(need.Memory), Bytes(c.Memory), Ratio(rm), Bytes(total.Memory)))
+	}
+	if need.GPU > total.GPU {
+		parts = append(parts, fmt.Sprintf("requests %d %s, but the machine has %d (GPUs are never overcommitted)",
+			need.GPU, plural(need.GPU, "GPU"), total.GPU))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// RequestRule says in words what a workload of kind requests of its
+// flavor, for messages: "a training job requests its flavor's limits".
+func (c Capacity) RequestRule(kind Kind) string {
+	var share Resources
+	switch kind {
+	case Instance:
+		share = c.Shares.Instance
+	case Notebook:
+		share = c.Shares.Notebook
+	default:
+		return "a training job requests its flavor's limits"
+	}
+	what := map[Kind]string{Instance: "a service instance", Notebook: "a notebook"}[kind]
+	if share.CPU <= 0 && share.Memory <= 0 {
+		return what + " requests its flavor's limits"
+	}
+	cpu, mem := "its limit", "its limit"
+	if share.CPU > 0 {
+		cpu = CPUs(share.CPU)
+	}
+	if share.Memory > 0 {
+		mem = Bytes(share.Memory)
+	}
+	return fmt.Sprintf("%s requests %s CPU and %s of memory (at most its flavor's limits) and its flavor's GPUs", what, cpu, mem)
+}
 
 const cpuEpsilon = 1e-9
 
@@ -72,8 +212,8 @@ func (a Resources) UpTo(avail Resources) Resources {
 	}
 }
 
-// Holder is a job attempt or a service instance that holds its flavor's
-// resources: from its start until its runner is gone.
+// Holder is a job attempt or a service instance that holds what it
+// requested of its flavor: from its start until its runner is gone.
 type Holder struct {
 	Kind Kind
 	ID   string // job id or instance id
@@ -81,10 +221,25 @@ type Holder struct {
 	// the instance's service.
 	Name  string
 	Owner string // user id
-	Need  Resources
+	// Need is what it books (its request: Capacity.Request).
+	Need Resources
+	// Limit is what its cgroup enforces, its flavor's amounts; zero means
+	// the same as Need (a job requests its limits).
+	Limit Resources
 	// GPUs are the device indexes it holds. Fewer than Need.GPU (a record
 	// written before indexes were kept) count as that many unknown devices.
 	GPUs []int
+	// Hidden: messages name it only as another user's (Report sets it
+	// for what a viewer may not see by name).
+	Hidden bool
+}
+
+// Limits is h's Limit, or its Need when no limit is given.
+func (h Holder) Limits() Resources {
+	if h.Limit == (Resources{}) {
+		return h.Need
+	}
+	return h.Limit
 }
 
 // Request is a job or an instance that wants to start.
@@ -92,9 +247,25 @@ type Request struct {
 	Kind     Kind
 	ID       string
 	Name     string // as Holder.Name
+	Owner    string // user id
 	Priority int    // jobs: higher first
 	Created  time.Time
-	Need     Resources
+	Need     Resources // what it would book
+	Limit    Resources // as Holder.Limit
+	// Reason is why it waits, as its controller last decided ("" before
+	// the first decision); Position is its 1-based place in the queue of
+	// its kind then (jobs: the admission queue).
+	Reason   string
+	Position int
+	Hidden   bool // as Holder.Hidden
+}
+
+// Limits is r's Limit, or its Need when no limit is given.
+func (r Request) Limits() Resources {
+	if r.Limit == (Resources{}) {
+		return r.Need
+	}
+	return r.Limit
 }
 
 // Snapshot is the ledger at one moment: the capacity, its holders and the
@@ -132,14 +303,15 @@ func compare(a, b Request) int {
 // Order sorts requests by Before, in place.
 func Order(rs []Request) { slices.SortStableFunc(rs, compare) }
 
-// Free is what a request of kind may use now: the capacity less every
-// holder's resources (an amount may be negative when the capacity shrank),
+// Free is what a request of kind may book now: the bookable capacity
+// (Total) less every holder's request (an amount may be negative when the capacity shrank),
 // and the GPU devices it may be given, best first. A job may be given only
 // devices nobody holds, lowest index first. An instance may be given any
 // device no job holds, the least used by instances first (instances share
 // devices); Free's GPU amount is then how many such devices there are.
 func (s Snapshot) Free(kind Kind) (Resources, []int) {
-	free := Resources{CPU: s.Capacity.CPU, Memory: s.Capacity.Memory}
+	total := s.Capacity.Total()
+	free := Resources{CPU: total.CPU, Memory: total.Memory}
 	n := max(s.Capacity.GPU, 0)
 	byJob := make([]bool, n)
 	instUse := make([]int, n)
@@ -304,7 +476,10 @@ func Holders(hs []Holder, which Resources) string {
 			continue
 		}
 		key := string(h.Kind) + "/" + h.ID
-		if h.Kind == Instance {
+		switch {
+		case h.Hidden:
+			key = "hidden/" + string(h.Kind)
+		case h.Kind == Instance:
 			key = string(h.Kind) + "/" + h.Name
 		}
 		g := byKey[key]
@@ -319,9 +494,18 @@ func Holders(hs []Holder, which Resources) string {
 		if name == "" {
 			name = h.ID
 		}
-		if h.Kind == Instance {
+		switch {
+		case h.Hidden && h.Kind == Instance && g.n == 1:
+			g.label = "another user's service (1 instance)"
+		case h.Hidden && h.Kind == Instance:
+			g.label = fmt.Sprintf("other users' services (%d instances)", g.n)
+		case h.Hidden && g.n == 1:
+			g.label = "another user's " + string(h.Kind)
+		case h.Hidden:
+			g.label = fmt.Sprintf("%d other users' %ss", g.n, h.Kind)
+		case h.Kind == Instance:
 			g.label = fmt.Sprintf("service %s (%d %s)", name, g.n, plural(g.n, "instance"))
-		} else {
+		default:
 			g.label = "job " + name
 		}
 	}
@@ -352,26 +536,36 @@ func heldFor(ws []Request) string {
 	var services []string
 	instances := 0
 	var jobs []string
+	const hidden = "another user's"
 	for _, w := range ws {
+		name := w.Name
+		if w.Hidden {
+			name = hidden
+		}
 		if w.Kind == Instance {
 			instances++
-			if !slices.Contains(services, w.Name) {
-				services = append(services, w.Name)
+			if !slices.Contains(services, name) {
+				services = append(services, name)
 			}
 			continue
 		}
-		name := w.Name
 		if name == "" {
 			name = w.ID
 		}
 		jobs = append(jobs, name)
 	}
+	service := func(name string) string {
+		if name == hidden {
+			return "another user's service"
+		}
+		return "service " + name
+	}
 	var parts []string
 	switch {
 	case instances == 1:
-		parts = append(parts, "a waiting instance of service "+services[0])
+		parts = append(parts, "a waiting instance of "+service(services[0]))
 	case len(services) == 1:
-		parts = append(parts, fmt.Sprintf("%d waiting instances of service %s", instances, services[0]))
+		parts = append(parts, fmt.Sprintf("%d waiting instances of %s", instances, service(services[0])))
 	case len(services) > 1:
 		parts = append(parts, fmt.Sprintf("%d waiting instances of services %s", instances, strings.Join(services, ", ")))
 	}
@@ -402,8 +596,23 @@ func TooBig(need, total Resources) string {
 	return strings.Join(parts, "; ")
 }
 
-// CPUs formats a number of cores: "2", "0.5".
-func CPUs(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+// CPUs formats a number of cores: "2", "0.5" (at most 3 decimals).
+func CPUs(v float64) string {
+	return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64)
+}
+
+// Ratio formats an overcommit ratio with at least one decimal: "2.0",
+// "1.5".
+func Ratio(v float64) string { return decimal(v) }
+
+// decimal formats v with at least one and at most 3 decimals.
+func decimal(v float64) string {
+	v = math.Round(v*1000) / 1000
+	if v == math.Trunc(v) {
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
 
 // Bytes formats a size in binary units: "4.0 GiB".
 func Bytes(n int64) string {

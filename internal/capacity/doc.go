@@ -3,10 +3,23 @@
 // machine has (CPU cores, memory, GPU devices), who holds what, and who
 // waits for it.
 //
+// A flavor's cpu, memory and gpu are limits: what the cgroup of a
+// workload enforces (the runners get the flavor). What the ledger books is
+// the workload's request (Capacity.Request), as in Kubernetes: a training
+// job requests its limits; a service instance and a notebook request a
+// small share of CPU and memory (Shares, from the server config's
+// `requests`; never more than the limit) and their GPUs. What may be
+// booked (Capacity.Total, "bookable") is the machine's allocatable amounts
+// — declared with the config's `capacity` or detected — times the
+// overcommit ratios (`overcommit`: CPU 2.0 and memory 1.0 by default);
+// GPUs are never overcommitted. Capacity.Refusal says, with the
+// arithmetic, why a flavor can never be booked: job create and service
+// deploy refuse such a workload.
+//
 // The decisions are pure functions of a Snapshot, with table tests:
 //
-//   - Snapshot.Free is what a job or an instance may use now: the capacity
-//     less what every holder's flavor holds; for GPUs, the devices nobody
+//   - Snapshot.Free is what a job or an instance may book now: the
+//     bookable capacity less what every holder requested; for GPUs, the devices nobody
 //     holds (a job gets devices of its own) or, for an instance, the devices
 //     no job holds, least used first (instances share devices with each
 //     other, never with a job).
@@ -23,6 +36,14 @@
 //     (nothing is pre-empted).
 //   - Short, TooBig and Holders word the reasons in the messages users
 //     see.
+//   - Report is what GET /api/v1/capacity answers (View adds the
+//     authorization, the owners' names and what the holders' cgroups
+//     measure): allocatable, bookable, requested, limits and used per
+//     resource, who holds what and who waits and why; a user who may not
+//     see every workload sees its own by name and the others' as totals,
+//     and reasons that name the others only as "another user's". What is
+//     used comes from the holders' cgroups (CgroupMeter: a job attempt's
+//     group executor.JobGroup, an instance's executor.InstanceGroup).
 //
 // Ledger is the one stateful part: the in-memory ledger both controllers
 // share. Each controller rebuilds its own kind from its records on every
@@ -33,5 +54,10 @@
 // are keyed by kind and id). Decide runs a pure decision under the
 // ledger's lock and records what it hands out, so the two controllers
 // never give the same capacity away twice; it refuses to decide until
-// every kind has been synced once after a start.
+// every kind has been synced once after a start. Waiting requests carry
+// the reason and queue position their controller last decided (the job
+// controller notes them after each admission pass), and Changes is a
+// version and a channel closed at every change, so a watcher (`job wait`,
+// `service wait` through GET /api/v1/capacity?watch=VERSION) learns of a
+// new reason at once.
 package capacity

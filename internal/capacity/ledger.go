@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +20,10 @@ type Ledger struct {
 	kinds   []Kind        // the kinds that must be synced before Decide
 	synced  map[Kind]bool // since the ledger was made
 	onFree  []func()
+	// version grows, and changed is closed and replaced, whenever what is
+	// held or who waits (and why) changes.
+	version uint64
+	changed chan struct{}
 }
 
 type key struct {
@@ -29,7 +34,25 @@ type key struct {
 // New makes a ledger of c that decides once every kind of kinds has been
 // synced.
 func New(c Capacity, kinds ...Kind) *Ledger {
-	return &Ledger{c: c, held: map[key]Holder{}, waiting: map[key]Request{}, kinds: slices.Clone(kinds), synced: map[Kind]bool{}}
+	return &Ledger{c: c, held: map[key]Holder{}, waiting: map[key]Request{}, kinds: slices.Clone(kinds), synced: map[Kind]bool{},
+		version: 1, changed: make(chan struct{})}
+}
+
+// Changes is the ledger's version, which grows whenever a holder or a
+// waiting request (with its reason or position) comes, goes or changes,
+// and a channel that is closed at the next change: what a watcher waits
+// on (GET /api/v1/capacity?watch=VERSION).
+func (l *Ledger) Changes() (uint64, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.version, l.changed
+}
+
+// bump records a change; l.mu is held.
+func (l *Ledger) bump() {
+	l.version++
+	close(l.changed)
+	l.changed = make(chan struct{})
 }
 
 // Capacity is the ledger's capacity.
@@ -83,21 +106,28 @@ func (l *Ledger) Sync(kind Kind, holders []Holder, waiting []Request) {
 		h.GPUs = slices.Clone(h.GPUs)
 		next[key{kind, h.ID}] = h
 	}
-	freed := false
+	prev := map[key]Holder{}
 	for k, h := range l.held {
-		if k.kind != kind {
-			continue
+		if k.kind == kind {
+			prev[k] = h
+			delete(l.held, k)
 		}
-		if n, ok := next[k]; !ok || n.Need != h.Need || !slices.Equal(n.GPUs, h.GPUs) {
+	}
+	maps.Copy(l.held, next)
+	freed, changed := false, len(prev) != len(next)
+	for k, h := range prev {
+		n, ok := next[k]
+		if !ok || n.Need != h.Need || !slices.Equal(n.GPUs, h.GPUs) {
 			freed = true
 		}
-		delete(l.held, k)
+		if !ok || !sameHolder(n, h) {
+			changed = true
+		}
 	}
-	for k, h := range next {
-		l.held[k] = h
-	}
-	for k := range l.waiting {
+	old := map[key]Request{}
+	for k, w := range l.waiting {
 		if k.kind == kind {
+			old[k] = w
 			delete(l.waiting, k)
 		}
 	}
@@ -106,6 +136,18 @@ func (l *Ledger) Sync(kind Kind, holders []Holder, waiting []Request) {
 		if _, holds := l.held[key{kind, w.ID}]; !holds {
 			l.waiting[key{kind, w.ID}] = w
 		}
+	}
+	for k, w := range l.waiting {
+		if k.kind != kind {
+			continue
+		}
+		if o, ok := old[k]; !ok || !sameRequest(o, w) {
+			changed = true
+		}
+		delete(old, k)
+	}
+	if changed || len(old) > 0 {
+		l.bump()
 	}
 	l.synced[kind] = true
 	fns := l.freed(freed)
@@ -128,11 +170,21 @@ func (l *Ledger) Decide(fn func(Snapshot) []Holder) bool {
 			return false
 		}
 	}
+	changed := false
 	for _, h := range fn(l.snapshot()) {
 		k := key{h.Kind, h.ID}
 		h.GPUs = slices.Clone(h.GPUs)
+		if o, ok := l.held[k]; !ok || !sameHolder(o, h) {
+			changed = true
+		}
+		if _, ok := l.waiting[k]; ok {
+			changed = true
+		}
 		l.held[k] = h
 		delete(l.waiting, k)
+	}
+	if changed {
+		l.bump()
 	}
 	return true
 }
@@ -143,8 +195,13 @@ func (l *Ledger) Decide(fn func(Snapshot) []Holder) bool {
 func (l *Ledger) Wait(r Request) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, holds := l.held[key{r.Kind, r.ID}]; !holds {
-		l.waiting[key{r.Kind, r.ID}] = r
+	k := key{r.Kind, r.ID}
+	if _, holds := l.held[k]; holds {
+		return
+	}
+	if o, ok := l.waiting[k]; !ok || !sameRequest(o, r) {
+		l.waiting[k] = r
+		l.bump()
 	}
 }
 
@@ -154,13 +211,27 @@ func (l *Ledger) Release(kind Kind, id string) {
 	l.mu.Lock()
 	k := key{kind, id}
 	_, held := l.held[k]
+	_, waits := l.waiting[k]
 	delete(l.held, k)
 	delete(l.waiting, k)
+	if held || waits {
+		l.bump()
+	}
 	fns := l.freed(held)
 	l.mu.Unlock()
 	for _, fn := range fns {
 		fn()
 	}
+}
+
+func sameHolder(a, b Holder) bool {
+	return a.Kind == b.Kind && a.ID == b.ID && a.Name == b.Name && a.Owner == b.Owner && a.Need == b.Need &&
+		a.Limit == b.Limit && slices.Equal(a.GPUs, b.GPUs)
+}
+
+func sameRequest(a, b Request) bool {
+	return a.Kind == b.Kind && a.ID == b.ID && a.Name == b.Name && a.Owner == b.Owner && a.Priority == b.Priority &&
+		a.Created.Equal(b.Created) && a.Need == b.Need && a.Limit == b.Limit && a.Reason == b.Reason && a.Position == b.Position
 }
 
 // freed is the callbacks to run when something was freed.

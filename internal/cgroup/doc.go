@@ -20,6 +20,11 @@
 // restart: it kills every process left in it and removes its directories
 // in every hierarchy; a group that is gone already is no error.
 //
+// Usage and Names read groups by name alone as well (the server reads the
+// groups runners made, for `atelier capacity`), and a Meter turns CPU time
+// into a rate: the CPU time between two readings over the time between
+// them (its last reading of each group, or two readings MinWindow apart).
+//
 // Options.Root and Options.Version make the package testable against a fake
 // directory tree: every decision about which files to write is ordinary file
 // I/O below Root.

@@ -14,6 +14,11 @@
 // ($ATELIER_CONFIG or ~/.atelier/config.yaml) and overridden by the
 // ATELIER_* environment variables.
 //
+// `job wait` and `service wait` follow the capacity ledger between polls
+// (queueWatch: GET /api/v1/capacity?watch=VERSION, a long poll) and print
+// each change of the workload's waiting reason and queue position on
+// stderr; a workload that can never fit ends the wait with exit 1.
+//
 // Main is what cmd/atelier calls; Run is its testable core, taking the
 // arguments, standard streams and environment as parameters.
 package cli

@@ -202,9 +202,12 @@ meanwhile is waited for. With -o json the final job is printed.`,
 	return cmd
 }
 
-// waitJob polls a job until it is in a terminal phase. Polls start at
-// j.poll.First and slow down to j.poll.Max; an unreachable server is
-// retried for j.poll.Outage.
+// waitJob polls a job until it is in a terminal phase. Between polls it
+// waits for the capacity ledger to change (queueWatch), at most
+// j.poll.First growing to j.poll.Max, and prints each change of what the
+// job waits for and of its queue position on stderr; a job that can never
+// fit ends the wait at once (exit 1). An unreachable server is retried for
+// j.poll.Outage.
 func (j *jobCmds) waitJob(ctx context.Context, c *client.Client, id string, timeout time.Duration) (*api.Job, error) {
 	const op errs.Op = "cli.job.wait"
 	wctx := ctx
@@ -217,6 +220,7 @@ func (j *jobCmds) waitJob(ctx context.Context, c *client.Client, id string, time
 		last         *api.Job
 		delay        = j.poll.First
 		failingSince time.Time
+		q            = &queueWatch{a: j.a, c: c, subject: "job " + id}
 	)
 	timedOut := func() error {
 		what := "job " + id
@@ -225,16 +229,28 @@ func (j *jobCmds) waitJob(ctx context.Context, c *client.Client, id string, time
 			what = "job " + jobRef(last)
 			phase = "still " + phaseOf(last)
 		}
-		return errs.E(op, errs.Unavailable, codeJobWaitLimit, fmt.Sprintf("%s is %s after %s", what, phase, timeout),
+		msg := fmt.Sprintf("%s is %s after %s", what, phase, timeout)
+		if l := q.lastLine(); l != "" {
+			msg += "; " + l
+		}
+		return errs.E(op, errs.Unavailable, codeJobWaitLimit, msg,
 			errs.Hint(fmt.Sprintf("wait again with a longer --timeout, or stop it with `atelier job stop %s`", id)))
 	}
+	q.refresh(wctx)
 	for {
 		job, err := c.GetJob(wctx, id)
 		switch {
 		case err == nil:
 			failingSince, last = time.Time{}, job
+			q.subject = "job " + jobRef(job)
+			st := q.jobState(job)
+			q.note(st, phaseOf(job))
 			if client.JobEnded(phaseOf(job)) {
 				return job, nil
+			}
+			if st.never {
+				return nil, neverError(op, q.subject, st.reason,
+					fmt.Sprintf("stop it with `atelier job stop %s` and create it with a smaller flavor; `atelier capacity` shows what the machine can book", id))
 			}
 		case ctx.Err() == nil && wctx.Err() != nil:
 			return nil, timedOut()
@@ -248,7 +264,7 @@ func (j *jobCmds) waitJob(ctx context.Context, c *client.Client, id string, time
 		default:
 			return nil, err
 		}
-		if err := sleepFor(wctx, delay); err != nil {
+		if err := q.pause(wctx, delay); err != nil {
 			if ctx.Err() == nil {
 				return nil, timedOut()
 			}

@@ -113,4 +113,3 @@ func firstDiff(a, b string) string {
 	}
 	return ""
 }
-

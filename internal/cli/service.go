@@ -558,7 +558,10 @@ func (s *serviceCmds) waitAndShow(ctx context.Context, c *client.Client, id stri
 	})
 }
 
-// waitService polls a service until done says so; an unreachable server is
+// waitService polls a service until done says so; between polls it waits
+// for the capacity ledger to change (queueWatch) and prints each change
+// of what its instances wait for on stderr; a service an instance of which
+// can never fit ends the wait at once (exit 1). An unreachable server is
 // waited for.
 func (s *serviceCmds) waitService(ctx context.Context, c *client.Client, id string, timeout time.Duration, done func(*api.Service) bool) (*api.Service, error) {
 	const op errs.Op = "cli.service.wait"
@@ -572,22 +575,35 @@ func (s *serviceCmds) waitService(ctx context.Context, c *client.Client, id stri
 		last         *api.Service
 		delay        = s.poll.First
 		failingSince time.Time
+		q            = &queueWatch{a: s.a, c: c, subject: "service " + id}
 	)
 	timedOut := func() error {
 		status := "not ready"
 		if last != nil {
 			status = "still " + last.Status
 		}
-		return errs.E(op, errs.Unavailable, codeServiceWaitLimit, fmt.Sprintf("service %s is %s after %s", id, status, timeout),
+		msg := fmt.Sprintf("service %s is %s after %s", id, status, timeout)
+		if l := q.lastLine(); l != "" {
+			msg += "; " + l
+		}
+		return errs.E(op, errs.Unavailable, codeServiceWaitLimit, msg,
 			errs.Hint(fmt.Sprintf("wait again with a longer --timeout; `atelier service events %s` shows progress", id)))
 	}
+	q.refresh(wctx)
 	for {
 		v, err := c.GetService(wctx, id)
 		switch {
 		case err == nil:
 			failingSince, last = time.Time{}, v
+			q.subject = "service " + serviceRef(v)
+			st := q.serviceState(v)
+			q.note(st, v.Status)
 			if done(v) {
 				return v, nil
+			}
+			if st.never {
+				return nil, neverError(op, q.subject, st.reason,
+					"deploy it with a smaller --flavor (or set a smaller specification with PUT /api/v1/services/"+id+"); `atelier capacity` shows what the machine can book")
 			}
 		case ctx.Err() == nil && wctx.Err() != nil:
 			return nil, timedOut()
@@ -601,7 +617,7 @@ func (s *serviceCmds) waitService(ctx context.Context, c *client.Client, id stri
 		default:
 			return nil, err
 		}
-		if err := sleepFor(wctx, delay); err != nil {
+		if err := q.pause(wctx, delay); err != nil {
 			if ctx.Err() == nil {
 				return nil, timedOut()
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -41,17 +42,24 @@ type Server struct {
 	S3Listen string `json:"-"` // --s3-listen
 	MetaDSN  string `json:"-"` // --meta; "" = SQLite in DataDir
 
-	Region            string   `json:"region,omitempty"`
-	S3Domain          string   `json:"s3_domain,omitempty"`
-	AdvertiseURL      string   `json:"advertise_url,omitempty"`
-	WorkDir           string   `json:"work_dir,omitempty"`
-	Sandbox           string   `json:"sandbox,omitempty"`
-	SandboxUser       string   `json:"sandbox_user,omitempty"`
-	Flavors           []Flavor `json:"flavors,omitempty"`
-	Engines           []Engine `json:"engines,omitempty"`
-	Quotas            Quotas   `json:"quotas,omitempty"`
-	Capacity          Capacity `json:"capacity,omitempty"`
-	LifecycleInterval Duration `json:"lifecycle_interval,omitempty"`
+	Region       string   `json:"region,omitempty"`
+	S3Domain     string   `json:"s3_domain,omitempty"`
+	AdvertiseURL string   `json:"advertise_url,omitempty"`
+	WorkDir      string   `json:"work_dir,omitempty"`
+	Sandbox      string   `json:"sandbox,omitempty"`
+	SandboxUser  string   `json:"sandbox_user,omitempty"`
+	Flavors      []Flavor `json:"flavors,omitempty"`
+	Engines      []Engine `json:"engines,omitempty"`
+	Quotas       Quotas   `json:"quotas,omitempty"`
+	// Capacity declares the machine: each key set replaces what is
+	// detected (Machine).
+	Capacity Capacity `json:"capacity,omitempty"`
+	// Requests are what admission books for a service instance and a
+	// notebook (a training job books its flavor's limit).
+	Requests Requests `json:"requests,omitempty"`
+	// Overcommit is how far the requests booked may exceed the machine.
+	Overcommit        Overcommit `json:"overcommit,omitempty"`
+	LifecycleInterval Duration   `json:"lifecycle_interval,omitempty"`
 	// StorageReserve is the free space kept on the file system of the data
 	// dir: object bodies (PUT, part, copy) are refused with 507 once less
 	// than this is left, so that the metadata database and deletes keep
@@ -61,17 +69,48 @@ type Server struct {
 	// download (work_dir/cache/objects): runners trim it, least recently
 	// used first. Default DefaultContentCacheSize.
 	ContentCacheSize Bytes `json:"content_cache_size,omitempty"`
+
+	// Machine is the machine jobs, services and notebooks run on: the
+	// detected one with each key Capacity declares in its place. It is set
+	// by ApplyDefaults and is what the default flavors and the capacity
+	// ledger derive from (the one machine-detection hook).
+	Machine Machine `json:"-"`
 }
 
-// Capacity is what jobs and service instances may hold at once on this
-// machine, together. A key left out (0) is the machine's: its cores, its
-// memory, and as many GPUs as the largest flavor has (never less than any
-// flavor, so that every flavor can run); a key set may be smaller than
-// a flavor, which is then refused.
+// Capacity declares the machine that jobs, service instances and
+// notebooks share (what may be allocated to them). A key left out (0) is
+// detected: the host's cores and memory, the GPUs nvidia-smi lists. A
+// declared machine may be smaller than the host (the rest is left to
+// other work) or stand for another one (a laptop-sized test server); the
+// default flavors derive from it.
 type Capacity struct {
 	CPU    float64 `json:"cpu,omitempty"`    // cores
 	Memory Bytes   `json:"memory,omitempty"` // e.g. "16GiB"
 	GPU    int     `json:"gpu,omitempty"`    // devices, indexes 0 … gpu-1
+}
+
+// Requests are what admission books, per workload kind, of a flavor: a
+// flavor's cpu, memory and gpu are its limits, which the cgroup enforces;
+// the request is what the capacity ledger counts. A training job
+// requests its limits; a service instance and a notebook request these
+// small shares (each never more than the flavor's limit) and their
+// flavor's GPUs.
+type Requests struct {
+	Service  Request `json:"service,omitempty"`
+	Notebook Request `json:"notebook,omitempty"`
+}
+
+// Request is a share of CPU and memory that a workload books.
+type Request struct {
+	CPU    float64 `json:"cpu,omitempty"`    // cores
+	Memory Bytes   `json:"memory,omitempty"` // e.g. "512MiB"
+}
+
+// Overcommit bounds what may be booked: the machine's CPU × cpu and its
+// memory × memory (bookable). GPUs are never overcommitted.
+type Overcommit struct {
+	CPU    float64 `json:"cpu,omitempty"`
+	Memory float64 `json:"memory,omitempty"`
 }
 
 // Flavor is a resource size that jobs, notebooks and services run with.
@@ -119,6 +158,14 @@ const (
 	DefaultLifecycleInterval = time.Hour
 	DefaultStorageReserve    = 64 << 20
 	DefaultContentCacheSize  = 20 << 30
+	// DefaultRequestCPU and DefaultRequestMemory are what a service
+	// instance or a notebook books by default (capped at its flavor).
+	DefaultRequestCPU    = 0.25
+	DefaultRequestMemory = 512 << 20
+	// DefaultOvercommitCPU and DefaultOvercommitMemory: CPU may be booked
+	// up to twice the machine's cores, memory up to its size.
+	DefaultOvercommitCPU    = 2.0
+	DefaultOvercommitMemory = 1.0
 	// DefaultSandboxUser is the account user code runs as on a root server.
 	DefaultSandboxUser = "atelier"
 )
@@ -136,15 +183,15 @@ func Default(dataDir string, m Machine) *Server {
 
 // Machine describes the host for machine-dependent defaults.
 type Machine struct {
-	CPUs        int
+	CPUs        float64
 	MemoryBytes int64
 	GPUs        int
 }
 
-// LocalMachine reads the host's CPU count and memory size. GPUs are detected
-// by the executor that uses them, not here.
+// LocalMachine reads the host's CPU count and memory size. GPUs are
+// counted by DetectGPUs.
 func LocalMachine() Machine {
-	m := Machine{CPUs: runtime.NumCPU()}
+	m := Machine{CPUs: float64(runtime.NumCPU())}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		m.MemoryBytes = parseMemTotal(string(b))
 	}
@@ -163,7 +210,22 @@ func parseMemTotal(meminfo string) int64 {
 	return 0
 }
 
-// ApplyDefaults fills every unset key with its default.
+// Declare is the machine m with every key c sets in its place.
+func (c Capacity) Declare(m Machine) Machine {
+	if c.CPU > 0 {
+		m.CPUs = c.CPU
+	}
+	if c.Memory > 0 {
+		m.MemoryBytes = int64(c.Memory)
+	}
+	if c.GPU > 0 {
+		m.GPUs = c.GPU
+	}
+	return m
+}
+
+// ApplyDefaults fills every unset key with its default; m is the detected
+// machine, which the `capacity` key may declare otherwise (Machine).
 func (c *Server) ApplyDefaults(m Machine) {
 	if c.Region == "" {
 		c.Region = DefaultRegion
@@ -180,8 +242,23 @@ func (c *Server) ApplyDefaults(m Machine) {
 	if c.SandboxUser == "" {
 		c.SandboxUser = DefaultSandboxUser
 	}
+	c.Machine = c.Capacity.Declare(m)
 	if len(c.Flavors) == 0 {
-		c.Flavors = DefaultFlavors(m)
+		c.Flavors = DefaultFlavors(c.Machine)
+	}
+	for _, r := range []*Request{&c.Requests.Service, &c.Requests.Notebook} {
+		if r.CPU == 0 {
+			r.CPU = DefaultRequestCPU
+		}
+		if r.Memory == 0 {
+			r.Memory = DefaultRequestMemory
+		}
+	}
+	if c.Overcommit.CPU == 0 {
+		c.Overcommit.CPU = DefaultOvercommitCPU
+	}
+	if c.Overcommit.Memory == 0 {
+		c.Overcommit.Memory = DefaultOvercommitMemory
 	}
 	if c.LifecycleInterval == 0 {
 		c.LifecycleInterval = Duration(DefaultLifecycleInterval)
@@ -194,29 +271,42 @@ func (c *Server) ApplyDefaults(m Machine) {
 	}
 }
 
-// DefaultFlavors derives flavors from the machine: cpu.1, cpu.2, cpu.4, … up
-// to the core count, each with memory in proportion to its share of the
-// cores (at most 80% of the machine in all), and gpu.N with N GPUs when the
-// machine has them.
+// DefaultFlavors derives flavors from the machine (declared or detected):
+// cpu.1, cpu.2, cpu.4, … up to the core count (and cpu.<cores> when that
+// is not a power of two, e.g. cpu.6 or cpu.0.5), each with memory in
+// proportion to its share of the cores (at most 80% of the machine in
+// all: a machine of 2 cores and 8 GiB has cpu.1 with 3.2 GiB), and gpu.N
+// with N GPUs when the machine has them.
 func DefaultFlavors(m Machine) []Flavor {
-	cpus := max(m.CPUs, 1)
+	cpus := m.CPUs
+	if cpus <= 0 || math.IsNaN(cpus) || math.IsInf(cpus, 0) {
+		cpus = 1
+	}
 	mem := m.MemoryBytes
 	if mem <= 0 {
 		mem = 2 << 30
 	}
 	usable := mem / 10 * 8
-	var fs []Flavor
-	for n := 1; n <= cpus; n *= 2 {
-		fs = append(fs, Flavor{ID: fmt.Sprintf("cpu.%d", n), CPU: float64(n), Memory: Bytes(roundMiB(usable * int64(n) / int64(cpus)))})
+	share := func(n float64) Bytes {
+		if cpus == math.Trunc(cpus) && n == math.Trunc(n) {
+			return Bytes(roundMiB(usable * int64(n) / int64(cpus)))
+		}
+		return Bytes(roundMiB(int64(float64(usable) * n / cpus)))
 	}
-	if fs[len(fs)-1].CPU != float64(cpus) {
-		fs = append(fs, Flavor{ID: fmt.Sprintf("cpu.%d", cpus), CPU: float64(cpus), Memory: Bytes(roundMiB(usable))})
+	var fs []Flavor
+	for n := 1.0; n <= cpus; n *= 2 {
+		fs = append(fs, Flavor{ID: "cpu." + formatCPUs(n), CPU: n, Memory: share(n)})
+	}
+	if len(fs) == 0 || fs[len(fs)-1].CPU != cpus {
+		fs = append(fs, Flavor{ID: "cpu." + formatCPUs(cpus), CPU: cpus, Memory: share(cpus)})
 	}
 	for g := 1; g <= m.GPUs; g *= 2 {
-		fs = append(fs, Flavor{ID: fmt.Sprintf("gpu.%d", g), CPU: float64(cpus), Memory: Bytes(roundMiB(usable)), GPU: g})
+		fs = append(fs, Flavor{ID: fmt.Sprintf("gpu.%d", g), CPU: cpus, Memory: share(cpus), GPU: g})
 	}
 	return fs
 }
+
+func formatCPUs(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 func roundMiB(b int64) int64 { return b / (1 << 20) * (1 << 20) }
 
@@ -304,8 +394,28 @@ func (c *Server) Validate() error {
 	if c.Quotas.JobsPerUser < 0 || c.Quotas.ServicesPerUser < 0 || c.Quotas.NotebooksPerUser < 0 {
 		return invalid("quotas", "must not be negative (0 means unlimited)")
 	}
-	if c.Capacity.CPU < 0 || c.Capacity.Memory < 0 || c.Capacity.GPU < 0 {
-		return invalid("capacity", "cpu, memory and gpu must not be negative (0 or left out means the machine's)")
+	if c.Capacity.CPU < 0 || c.Capacity.Memory < 0 || c.Capacity.GPU < 0 || math.IsNaN(c.Capacity.CPU) || math.IsInf(c.Capacity.CPU, 0) {
+		return invalid("capacity", "cpu, memory and gpu must not be negative (0 or left out means the detected machine's)")
+	}
+	for _, r := range []struct {
+		key string
+		r   Request
+	}{{"requests.service", c.Requests.Service}, {"requests.notebook", c.Requests.Notebook}} {
+		if !(r.r.CPU > 0) || math.IsInf(r.r.CPU, 0) {
+			return invalid(r.key+".cpu", "must be more than 0 cores, e.g. 0.25 (left out: %g)", DefaultRequestCPU)
+		}
+		if r.r.Memory <= 0 {
+			return invalid(r.key+".memory", "must be more than 0, e.g. 512MiB (left out: 512MiB)")
+		}
+	}
+	for _, o := range []struct {
+		key   string
+		ratio float64
+	}{{"overcommit.cpu", c.Overcommit.CPU}, {"overcommit.memory", c.Overcommit.Memory}} {
+		if !(o.ratio >= 1) || math.IsInf(o.ratio, 0) {
+			return invalid(o.key, "%g is not a ratio of at least 1.0 (what may be booked is the machine's amount times it); "+
+				"to leave part of the machine to other work, declare a smaller `capacity`", o.ratio)
+		}
 	}
 	if c.LifecycleInterval < Duration(time.Second) {
 		return invalid("lifecycle_interval", "%s is shorter than 1s", time.Duration(c.LifecycleInterval))
@@ -352,7 +462,7 @@ var unknownFieldRe = regexp.MustCompile(`unknown field "([^"]*)"`)
 func decodeError(op errs.Op, path string, err error) error {
 	if m := unknownFieldRe.FindStringSubmatch(err.Error()); m != nil {
 		return errs.E(op, errs.Invalid, CodeConfigUnknown, fmt.Sprintf("%s: unknown key %q", path, m[1]),
-			errs.Hint("the keys are region, s3_domain, advertise_url, work_dir, sandbox, sandbox_user, flavors, engines, quotas, capacity, lifecycle_interval, storage_reserve, content_cache_size; data dir, listen addresses and --meta are flags"))
+			errs.Hint("the keys are region, s3_domain, advertise_url, work_dir, sandbox, sandbox_user, flavors, engines, quotas, capacity, requests, overcommit, lifecycle_interval, storage_reserve, content_cache_size; data dir, listen addresses and --meta are flags; docs/configuration.md lists what each holds"))
 	}
 	var te *json.UnmarshalTypeError
 	if asTypeError(err, &te) {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,6 +131,24 @@ storage_reserve: 1GiB
 		{name: "negative quota", yaml: "quotas: {jobs_per_user: -1}\n", code: CodeConfigInvalid, wantMsg: "quotas"},
 		{name: "negative capacity", yaml: "capacity: {cpu: -2}\n", code: CodeConfigInvalid, wantMsg: "capacity: cpu, memory and gpu must not be negative"},
 		{name: "tiny interval", yaml: "lifecycle_interval: 1ms\n", code: CodeConfigInvalid, wantMsg: "lifecycle_interval"},
+		{name: "requests and overcommit default", yaml: "", check: func(t *testing.T, c *Server) {
+			want := Requests{Service: Request{CPU: 0.25, Memory: 512 << 20}, Notebook: Request{CPU: 0.25, Memory: 512 << 20}}
+			if c.Requests != want || c.Overcommit != (Overcommit{CPU: 2, Memory: 1}) {
+				t.Errorf("requests %+v, overcommit %+v", c.Requests, c.Overcommit)
+			}
+		}},
+		{name: "requests and overcommit set", yaml: "requests: {service: {cpu: 0.5}, notebook: {memory: 1GiB}}\novercommit: {cpu: 4, memory: 1.5}\n",
+			check: func(t *testing.T, c *Server) {
+				want := Requests{Service: Request{CPU: 0.5, Memory: 512 << 20}, Notebook: Request{CPU: 0.25, Memory: 1 << 30}}
+				if c.Requests != want || c.Overcommit != (Overcommit{CPU: 4, Memory: 1.5}) {
+					t.Errorf("requests %+v, overcommit %+v", c.Requests, c.Overcommit)
+				}
+			}},
+		{name: "requests of jobs", yaml: "requests: {job: {cpu: 1}}\n", code: CodeConfigUnknown, wantMsg: `unknown key "job"`},
+		{name: "negative request", yaml: "requests: {service: {cpu: -0.5}}\n", code: CodeConfigInvalid, wantMsg: "requests.service.cpu"},
+		{name: "negative request memory", yaml: "requests: {notebook: {memory: -1}}\n", code: CodeConfigInvalid, wantMsg: "requests.notebook.memory"},
+		{name: "overcommit below 1", yaml: "overcommit: {memory: 0.5}\n", code: CodeConfigInvalid, wantMsg: "overcommit.memory: 0.5 is not a ratio of at least 1.0"},
+		{name: "gpu overcommit", yaml: "overcommit: {gpu: 2}\n", code: CodeConfigUnknown, wantMsg: `unknown key "gpu"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,6 +180,46 @@ storage_reserve: 1GiB
 			}
 			if !strings.Contains(errs.UserMessage(err), tt.wantMsg) {
 				t.Errorf("message %q does not contain %q", errs.UserMessage(err), tt.wantMsg)
+			}
+		})
+	}
+}
+
+// TestDeclaredMachine: the capacity key declares the machine the default
+// flavors derive from; each key left out is the detected one's.
+func TestDeclaredMachine(t *testing.T) {
+	const gib = 1 << 30
+	detected := Machine{CPUs: 2, MemoryBytes: 23 * gib, GPUs: 0}
+	tests := []struct {
+		name     string
+		capacity Capacity
+		machine  Machine
+		flavors  string
+	}{
+		{"detected", Capacity{}, detected, "cpu.1=1/9.2GiB,cpu.2=2/18.4GiB"},
+		{"declared 2 CPUs and 8 GiB", Capacity{CPU: 2, Memory: 8 * gib}, Machine{CPUs: 2, MemoryBytes: 8 * gib}, "cpu.1=1/3.2GiB,cpu.2=2/6.4GiB"},
+		{"declared memory only", Capacity{Memory: 4 * gib}, Machine{CPUs: 2, MemoryBytes: 4 * gib}, "cpu.1=1/1.6GiB,cpu.2=2/3.2GiB"},
+		{"declared 6 cores and a GPU", Capacity{CPU: 6, GPU: 1}, Machine{CPUs: 6, MemoryBytes: 23 * gib, GPUs: 1},
+			"cpu.1=1/3.1GiB,cpu.2=2/6.1GiB,cpu.4=4/12.3GiB,cpu.6=6/18.4GiB,gpu.1=6/18.4GiB"},
+		{"declared half a core", Capacity{CPU: 0.5, Memory: 2 * gib}, Machine{CPUs: 0.5, MemoryBytes: 2 * gib}, "cpu.0.5=0.5/1.6GiB"},
+		{"declared 1.5 cores", Capacity{CPU: 1.5, Memory: 3 * gib}, Machine{CPUs: 1.5, MemoryBytes: 3 * gib}, "cpu.1=1/1.6GiB,cpu.1.5=1.5/2.4GiB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Server{DataDir: "/d", Listen: DefaultListen, S3Listen: DefaultS3Listen, Capacity: tt.capacity}
+			c.ApplyDefaults(detected)
+			if err := c.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if c.Machine != tt.machine {
+				t.Errorf("machine %+v, want %+v", c.Machine, tt.machine)
+			}
+			var fs []string
+			for _, f := range c.Flavors {
+				fs = append(fs, fmt.Sprintf("%s=%g/%.1fGiB", f.ID, f.CPU, float64(f.Memory)/gib))
+			}
+			if got := strings.Join(fs, ","); got != tt.flavors {
+				t.Errorf("flavors %s, want %s", got, tt.flavors)
 			}
 		})
 	}

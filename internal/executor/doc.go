@@ -3,5 +3,6 @@
 // The local executor (package local) runs them as detached processes on this
 // machine; exectest is the conformance suite every executor passes.
 // JobGroup names the cgroup of an attempt's user code, shared by the
-// runner that makes it and the server that sweeps it.
+// runner that makes it and the server that sweeps it (and measures it);
+// InstanceGroup names a service instance's.
 package executor

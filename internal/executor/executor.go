@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
@@ -55,6 +56,24 @@ const FinalFile = "final.json"
 // a server whose runner was killed — or that restarted meanwhile — finds
 // it to end what is left in it.
 func JobGroup(jobID string, attempt int) string { return "job-" + jobID + "-" + strconv.Itoa(attempt) }
+
+// JobOfGroup is the job id of a group JobGroup named, and whether name is
+// one.
+func JobOfGroup(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, "job-")
+	i := strings.LastIndexByte(rest, '-')
+	if !ok || i <= 0 {
+		return "", false
+	}
+	if _, err := strconv.ParseUint(rest[i+1:], 10, 31); err != nil {
+		return "", false
+	}
+	return rest[:i], true
+}
+
+// InstanceGroup is the name of the cgroup of a service instance's model
+// server, which its runner makes.
+func InstanceGroup(instanceID string) string { return "instance-" + instanceID }
 
 // Executor starts, observes and stops runners. Handles are strings the caller
 // persists (in the job record) so that a restarted server can re-adopt

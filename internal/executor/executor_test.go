@@ -19,3 +19,20 @@ func TestJobGroupIsStable(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupNames: a job's group is found back from its name (any attempt),
+// and an instance's group is named by its id alone.
+func TestGroupNames(t *testing.T) {
+	id := "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+	if got, ok := JobOfGroup(JobGroup(id, 3)); !ok || got != id {
+		t.Errorf("JobOfGroup = %q, %v", got, ok)
+	}
+	for _, bad := range []string{"instance-" + id, "job-", "job-x", "job-x-", "job-x-y", "job--1"} {
+		if got, ok := JobOfGroup(bad); ok {
+			t.Errorf("JobOfGroup(%q) = %q", bad, got)
+		}
+	}
+	if got := InstanceGroup(id); got != "instance-"+id {
+		t.Errorf("InstanceGroup = %q", got)
+	}
+}

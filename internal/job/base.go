@@ -75,6 +75,8 @@ type Ledger interface {
 	// Decide runs the admission decision under the ledger's lock and
 	// records what it hands out; false until the ledger is rebuilt.
 	Decide(fn func(capacity.Snapshot) []capacity.Holder) bool
+	// Wait notes a job that waits, with its reason and queue position.
+	Wait(r capacity.Request)
 	// Release drops what a job holds.
 	Release(kind capacity.Kind, id string)
 }
@@ -85,7 +87,8 @@ type Options struct {
 	Engines []api.Engine
 	// RefusedEngines are configured engines the sandbox cannot run.
 	RefusedEngines map[string]error
-	// Capacity is the whole machine: a flavor larger than it is refused.
+	// Capacity is the whole machine and its booking rules: a flavor that
+	// can never be booked is refused (Capacity.Refusal).
 	Capacity Capacity
 	// Ledger is shared with service instances (default: a ledger of
 	// Capacity for jobs alone).

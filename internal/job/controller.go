@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -95,9 +96,10 @@ func (c *Controller) reconcile(ctx context.Context) error {
 		facts[i] = factsOf(r, fl, seen)
 	}
 	p := planPass(c.now(), c.o.LostAfter, facts)
-	// The ledger holds what the records say runs; watch may settle a job,
-	// whose hold goes at the next pass.
-	c.ledger.Sync(capacity.Job, p.Holding, nil)
+	// The ledger holds what the records say runs, and the jobs that wait
+	// with their reasons; watch may settle a job, whose hold goes at the
+	// next pass.
+	c.ledger.Sync(capacity.Job, p.Holding, p.Waiting)
 	for _, a := range p.Watch {
 		c.watch(ctx, byID[a.ID], a)
 	}
@@ -111,12 +113,19 @@ func (c *Controller) reconcile(ctx context.Context) error {
 	}) {
 		return nil // the ledger is not rebuilt yet after a start: admit at the next pass
 	}
+	for _, w := range q.Waits {
+		c.ledger.Wait(w)
+	}
 	for _, d := range q.Decisions {
 		if d.Admit {
 			if err := c.start(ctx, d.ID, d.GPUs); err != nil {
 				c.ledger.Release(capacity.Job, d.ID)
 				c.log.Warn("starting job", "job", d.ID, "err", err)
 			}
+			continue
+		}
+		if d.Never {
+			c.failNever(ctx, d.ID, d.WaitingFor)
 			continue
 		}
 		_, _ = c.update(ctx, d.ID, func(u *record) (bool, error) {
@@ -128,6 +137,32 @@ func (c *Controller) reconcile(ctx context.Context) error {
 		})
 	}
 	return nil
+}
+
+// failNever ends a pending job whose flavor can never be booked — create
+// refuses such a job, so the machine's capacity was made smaller since —
+// as Failed (reason never_fits) rather than leaving it to wait forever.
+func (c *Controller) failNever(ctx context.Context, id, why string) {
+	failed := false
+	r, err := c.update(ctx, id, func(u *record) (bool, error) {
+		if u.st.Phase != api.PhasePending && u.st.Phase != api.PhaseCreating {
+			return false, nil
+		}
+		finish(u, api.PhaseFailed, api.SecondaryFailed, c.now())
+		u.st.TaskStatuses = []api.TaskStatus{{Task: "worker-0", ExitCode: -1, Reason: api.FailureNeverFits, Message: strings.TrimPrefix(why, "never: "),
+			Hint: "the server's capacity is smaller than when the job was created; create it again with a smaller flavor (`atelier capacity` shows what can be booked)"}}
+		failed = true
+		return true, nil
+	})
+	if err != nil || !failed {
+		if err != nil {
+			c.log.Warn("failing a job that can never start", "job", id, "err", err)
+		}
+		return
+	}
+	c.event(ctx, id, "Error", "Queue", strings.TrimPrefix(why, "never: "))
+	c.ledger.Release(capacity.Job, id)
+	c.janitor.ended(r)
 }
 
 // start begins the next attempt of pending job id on the GPU devices

@@ -42,7 +42,14 @@
 //     capacity ledger (internal/capacity), shared with service instances:
 //     what they hold is not free, service instances that wait are ahead of
 //     every job, and an admitted job gets GPU devices no one else holds
-//     (the runner's CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES).
+//     (the runner's CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES). A
+//     job books its flavor's limits (what its cgroup enforces). Create
+//     refuses a flavor the machine can never book, with the arithmetic
+//     (capacity.Refusal); a queued job that can never fit any more (the
+//     capacity was made smaller) is decided Never and fails (never_fits).
+//     The controller notes the jobs that wait in the ledger with their
+//     reasons and positions, where GET /api/v1/capacity and the waits of
+//     the CLI see them.
 //   - EndOf reads a runner's exit report: code that completed while its
 //     outputs did not reach OBS failed (output_sync), which ShouldRetry
 //     treats as a platform fault.

@@ -11,9 +11,9 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
+	"github.com/atelier-dev/atelier/internal/capacity"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
-	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // Jobs are the operations users call through the REST API: create (with
@@ -76,11 +76,11 @@ func (js *Jobs) check(ctx context.Context, p *auth.Principal, j *api.Job, codeUp
 			errs.Hint("install bubblewrap (apt-get install bubblewrap), or set `sandbox: none` in the server config to run jobs without isolation"))
 	}
 	flavor, _ := js.flavor(j.Spec.Resource.FlavorID)
-	if !fits(js.o.Capacity, flavor) {
+	if why := js.o.Capacity.Refusal(capacity.Job, capacity.Need(flavor)); why != "" {
 		return errs.E(op, errs.Invalid, CodeNeverFits,
-			fmt.Sprintf("flavor %s (cpu %g, memory %s, gpu %d) is larger than this machine can run (cpu %g, memory %s, gpu %d)",
-				flavor.ID, flavor.CPU, text.Bytes(flavor.Memory), flavor.GPU, js.o.Capacity.CPU, text.Bytes(js.o.Capacity.Memory), js.o.Capacity.GPU),
-			errs.Hint("`atelier job flavors` lists what fits"))
+			fmt.Sprintf("flavor %s %s, so the job could never start (a training job requests its flavor's limits)", flavor.ID, why),
+			errs.Hint("choose a smaller flavor (`atelier job flavors`); `atelier capacity` shows what the machine can book, "+
+				"which an admin sets with `capacity` and `overcommit` in the server config"))
 	}
 	return js.validateData(ctx, p, j, codeUpload)
 }
@@ -246,9 +246,4 @@ func (js *Jobs) Metrics(ctx context.Context, p *auth.Principal, id string) (*api
 		out.Samples[i] = api.MetricSample{Attempt: m.Attempt, Seq: m.Seq, Time: ms(m.Time), Kind: m.Kind, Step: m.Step, Values: m.Values}
 	}
 	return out, nil
-}
-
-// fits reports whether a flavor fits in the capacity at all.
-func fits(c Capacity, f api.Flavor) bool {
-	return f.CPU <= c.CPU && f.Memory <= c.Memory && f.GPU <= c.GPU
 }

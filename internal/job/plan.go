@@ -156,6 +156,9 @@ type passPlan struct {
 	Watch []watchAction
 	// Queue are the pending (and creating) jobs, for planQueue.
 	Queue []queued
+	// Waiting are the pending jobs whose record says what they wait for:
+	// the ledger shows them waiting until admission decides again.
+	Waiting []capacity.Request
 }
 
 // planPass decides what a pass of the controller does about the active
@@ -174,9 +177,19 @@ func planPass(now time.Time, lostAfter time.Duration, jobs []jobFacts) passPlan 
 			p.Watch = append(p.Watch, watchAction{ID: j.ID, Step: decideWatch(f), Facts: f})
 		case api.PhasePending, api.PhaseCreating:
 			p.Queue = append(p.Queue, queued{jobFacts: j})
+			if j.WaitingFor != "" {
+				p.Waiting = append(p.Waiting, waitingJob(j, j.WaitingFor, j.QueuePosition))
+			}
 		}
 	}
 	return p
+}
+
+// waitingJob is job j as the ledger shows it waiting, for reason at
+// position in the queue.
+func waitingJob(j jobFacts, reason string, position int) capacity.Request {
+	return capacity.Request{Kind: capacity.Job, ID: j.ID, Name: j.Name, Owner: j.Owner, Priority: j.Priority,
+		Created: j.Created, Need: capacity.Need(j.Flavor), Reason: reason, Position: position}
 }
 
 // queued is a job in the queue.
@@ -191,10 +204,14 @@ type queuePlan struct {
 	// Grants are what the admitted jobs take: the ledger records them
 	// with the decision.
 	Grants []capacity.Holder
-	// Decisions, in queue order, are the jobs to start (Admit) and the
-	// waiting jobs whose position or reason is not yet what their record
-	// says; a waiting job whose record is up to date needs nothing.
+	// Decisions, in queue order, are the jobs to start (Admit), the jobs
+	// that can never start (Never: they fail) and the waiting jobs whose
+	// position or reason is not yet what their record says; a waiting job
+	// whose record is up to date needs nothing.
 	Decisions []Decision
+	// Waits are every job that still waits, with its reason and position,
+	// for the ledger (what `atelier capacity` and the waits show).
+	Waits []capacity.Request
 }
 
 // planQueue decides, on the capacity ledger's snapshot, which queued jobs
@@ -213,8 +230,12 @@ func planQueue(snap capacity.Snapshot, queue []queued, quota int) queuePlan {
 		switch {
 		case d.Admit:
 			p.Grants = append(p.Grants, holder(q.jobFacts, d.GPUs))
-		case q.QueuePosition == d.Position && q.WaitingFor == d.WaitingFor:
-			continue
+		case d.Never:
+		default:
+			p.Waits = append(p.Waits, waitingJob(q.jobFacts, d.WaitingFor, d.Position))
+			if q.QueuePosition == d.Position && q.WaitingFor == d.WaitingFor {
+				continue
+			}
 		}
 		p.Decisions = append(p.Decisions, d)
 	}

@@ -313,6 +313,10 @@ func (m *machine) pass() {
 	admitted := map[string][]int{} // job id → its devices
 	for _, d := range q.Decisions {
 		r := m.byID[d.ID]
+		if d.Never { // the controller fails it (failNever)
+			finish(r, api.PhaseFailed, api.SecondaryFailed, m.now)
+			continue
+		}
 		if !d.Admit {
 			if r.st.Phase == api.PhasePending {
 				r.st.QueuePosition, r.st.WaitingFor = d.Position, d.WaitingFor
@@ -341,7 +345,7 @@ func (m *machine) pass() {
 		cands[i] = qj.candidate()
 	}
 	for _, d := range Admit(snap, cands, m.quota) {
-		if r := m.byID[d.ID]; !d.Admit && (r.st.QueuePosition != d.Position || r.st.WaitingFor != d.WaitingFor) {
+		if r := m.byID[d.ID]; !d.Admit && !d.Never && (r.st.QueuePosition != d.Position || r.st.WaitingFor != d.WaitingFor) {
 			m.t.Fatalf("waiting job %s says #%d %q; admission decided #%d %q", d.ID, r.st.QueuePosition, r.st.WaitingFor, d.Position, d.WaitingFor)
 		}
 	}

@@ -72,6 +72,10 @@ func runPass(t *testing.T, now time.Time, sc passScenario) []string {
 			grants = append(grants, d.ID)
 			continue
 		}
+		if d.Never {
+			out = append(out, fmt.Sprintf("fail %s: %s", d.ID, d.WaitingFor))
+			continue
+		}
 		out = append(out, fmt.Sprintf("wait %s #%d: %s", d.ID, d.Position, d.WaitingFor))
 	}
 	var granted []string
@@ -128,9 +132,9 @@ func TestControllerPass(t *testing.T) {
 		{name: "a user at the quota waits; another user starts", cap: small, quota: 1,
 			jobs: []jobFacts{running("r", "u", cpu1, time.Second), pending("a", "u", 1, 0, cpu1), pending("b", "v", 1, 1, cpu1)},
 			want: []string{"wait a #1: quota: user has 1 of 1 running jobs", "start b []"}},
-		{name: "a flavor larger than the machine never starts and holds nothing", cap: small,
+		{name: "a flavor larger than the machine fails and holds nothing", cap: small,
 			jobs: []jobFacts{pending("huge", "u", 1, 0, api.Flavor{ID: "cpu.16", CPU: 16, Memory: gib}), pending("a", "u", 1, 1, cpu4)},
-			want: []string{"wait huge #1: never: flavor cpu.16 is larger than the whole capacity (cpu: needs 16, the capacity is 4), so the job can never start; stop it and use a smaller flavor",
+			want: []string{"fail huge: never: flavor cpu.16 requests 16 CPU, but the machine can book at most 4 × 1.0 = 4.0 CPU, so the job can never start",
 				"start a []"}},
 		{name: "service instances that wait are ahead of every job", cap: small,
 			waiting: []capacity.Request{{Kind: capacity.Instance, ID: "i1", Name: "mnist", Created: t0, Need: capacity.Resources{CPU: 4, Memory: gib}}},

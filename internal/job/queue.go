@@ -25,13 +25,15 @@ type Candidate struct {
 
 // Decision is what the queue decided for one pending job: Admit, with the
 // GPU device indexes it gets, or its 1-based Position among the jobs still
-// pending and what it is WaitingFor, in words.
+// pending and what it is WaitingFor, in words; or Never: its flavor can
+// never be booked here (WaitingFor has the arithmetic), so it fails.
 type Decision struct {
 	ID         string
 	Admit      bool
 	GPUs       []int
 	Position   int
 	WaitingFor string
+	Never      bool
 }
 
 // Admit decides which pending jobs start now. It is pure.
@@ -57,8 +59,10 @@ type Decision struct {
 // and a big job at the head starts as soon as enough has been freed — it is
 // never starved by a stream of small ones. A small later job still starts
 // when it fits beside the reservation (e.g. a CPU job next to a job that
-// waits for a GPU). Jobs waiting only for their user's quota, and jobs whose
-// flavor exceeds the whole capacity (they can never start), hold nothing.
+// waits for a GPU). Jobs waiting only for their user's quota hold nothing.
+// A job whose flavor exceeds what the machine can ever book (create
+// refuses it; a smaller capacity configured since can make one) is
+// decided Never, with no position: its controller fails it.
 // What a job waits for names the jobs and services that hold the
 // resources it lacks.
 //
@@ -109,7 +113,7 @@ func Admit(snap capacity.Snapshot, pending []Candidate, perUserQuota int) []Deci
 		d := Decision{ID: c.ID}
 		switch {
 		case !n.Fits(total):
-			d.WaitingFor = neverFits(c, n, total)
+			d.Never, d.WaitingFor = true, neverFits(snap.Capacity, c, n)
 		case perUserQuota > 0 && perUser[c.UserID] >= perUserQuota:
 			d.WaitingFor = fmt.Sprintf("quota: user has %d of %d running jobs", perUser[c.UserID], perUserQuota)
 		case n.Fits(free):
@@ -127,7 +131,7 @@ func Admit(snap capacity.Snapshot, pending []Candidate, perUserQuota int) []Deci
 			free, held = free.Minus(r), held.Plus(r)
 			holders = append(holders, capacity.Request{Kind: capacity.Job, ID: c.ID, Name: c.label(), Priority: c.Priority, Created: c.Created, Need: n})
 		}
-		if !d.Admit {
+		if !d.Admit && !d.Never {
 			pos++
 			d.Position = pos
 		}
@@ -143,8 +147,12 @@ func (c Candidate) label() string {
 	return c.ID
 }
 
-// neverFits says why a flavor can never start.
-func neverFits(c Candidate, n, total capacity.Resources) string {
-	return fmt.Sprintf("never: flavor %s is larger than the whole capacity (%s), so the job can never start; stop it and use a smaller flavor",
-		c.Flavor.ID, capacity.TooBig(n, total))
+// neverFits says why a job's flavor can never be booked, with the
+// arithmetic.
+func neverFits(c capacity.Capacity, cand Candidate, n capacity.Resources) string {
+	why := c.Refusal(capacity.Job, n)
+	if why == "" {
+		why = "is larger than what the machine can book (" + capacity.TooBig(n, c.Total()) + ")"
+	}
+	return fmt.Sprintf("never: flavor %s %s, so the job can never start", cand.Flavor.ID, why)
 }

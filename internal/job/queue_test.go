@@ -64,8 +64,8 @@ func TestAdmit(t *testing.T) {
 		{name: "unlimited quota", cap: small, pending: []Candidate{cand("a", "u", 1, 0, cpu1), cand("b", "u", 1, 1, cpu1), cand("c", "u", 1, 2, cpu1)},
 			want: []Decision{{ID: "a", Admit: true}, {ID: "b", Admit: true}, {ID: "c", Admit: true}}},
 		{name: "never fits", cap: small, pending: []Candidate{cand("big", "u", 3, 0, gpu2), cand("a", "u", 1, 1, cpu1)},
-			want: []Decision{{ID: "big", Position: 1, WaitingFor: "never: flavor gpu.2 is larger than the whole capacity (gpu: needs 2, the capacity is 1), " +
-				"so the job can never start; stop it and use a smaller flavor"}, {ID: "a", Admit: true}}},
+			want: []Decision{{ID: "big", Never: true, WaitingFor: "never: flavor gpu.2 requests 2 GPUs, but the machine has 1 (GPUs are never overcommitted), " +
+				"so the job can never start"}, {ID: "a", Admit: true}}},
 		{name: "head of line holds", cap: small, running: []runningJob{{ID: "r", UserID: "v", Flavor: cpu2}},
 			pending: []Candidate{cand("big", "u", 1, 0, cpu4), cand("s", "w", 1, 1, cpu1)},
 			want: []Decision{
@@ -88,7 +88,7 @@ func TestAdmit(t *testing.T) {
 		{name: "capacity shrank", cap: Capacity{CPU: 4, Memory: 16 * gib, GPU: 0}, running: []runningJob{{ID: "r", UserID: "v", Flavor: gpu1}},
 			pending: []Candidate{cand("a", "u", 1, 0, cpu1), cand("b", "u", 1, 1, gpu1)},
 			want: []Decision{{ID: "a", Admit: true},
-				{ID: "b", Position: 1, WaitingFor: "never: flavor gpu.1 is larger than the whole capacity (gpu: needs 1, the capacity is 0), so the job can never start; stop it and use a smaller flavor"}}},
+				{ID: "b", Never: true, WaitingFor: "never: flavor gpu.1 requests 1 GPU, but the machine has 0 (GPUs are never overcommitted), so the job can never start"}}},
 		{name: "several holders", cap: Capacity{CPU: 4, Memory: 64 * gib}, running: []runningJob{{ID: "r", UserID: "v", Flavor: cpu1}},
 			pending: []Candidate{cand("a", "u", 1, 0, cpu2), cand("b", "u", 1, 1, cpu2), cand("c", "u", 1, 2, cpu1)},
 			want: []Decision{{ID: "a", Admit: true},
@@ -289,7 +289,8 @@ func FuzzAdmit(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, nPending, nRunning, quota uint8) {
 		r := rand.New(rand.NewPCG(seed, seed>>1))
 		flavors := []api.Flavor{cpu1, cpu2, cpu4, gpu1, gpu2, {ID: "half", CPU: 0.5, Memory: gib / 2}, {ID: "zero"}}
-		c := Capacity{CPU: float64(r.IntN(9)) / 2, Memory: int64(r.IntN(40)) * gib, GPU: r.IntN(4)}
+		c := Capacity{CPU: float64(r.IntN(9)) / 2, Memory: int64(r.IntN(40)) * gib, GPU: r.IntN(4),
+			Overcommit: capacity.Overcommit{CPU: 1 + float64(r.IntN(3))/2, Memory: 1 + float64(r.IntN(2))/2}}
 		users := []string{"u", "v", "w"}
 		snap := capacity.Snapshot{Capacity: c}
 		for i := range int(nRunning % 16) {
@@ -359,6 +360,12 @@ func FuzzAdmit(f *testing.F) {
 						t.Fatalf("%s got device %d, which is not free (free %v, given %v)", d.ID, g, devs, given)
 					}
 					given[g] = true
+				}
+				continue
+			}
+			if d.Never {
+				if capacity.Need(p.Flavor).Fits(c.Total()) || d.Position != 0 || !strings.HasPrefix(d.WaitingFor, "never: flavor "+p.Flavor.ID) {
+					t.Fatalf("bad never decision %+v for %+v on %+v", d, p.Flavor, c.Total())
 				}
 				continue
 			}

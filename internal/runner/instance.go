@@ -17,6 +17,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/cgroup"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/executor"
 	"github.com/atelier-dev/atelier/internal/obsclient"
 	"github.com/atelier-dev/atelier/internal/sandbox"
 	"github.com/atelier-dev/atelier/internal/sandbox/relay"
@@ -357,7 +358,7 @@ func (in *instance) prepare() error {
 			}
 		}
 	}
-	in.group, err = newGroup("instance-"+in.cfg.InstanceID, cgroup.Limits{MemoryBytes: ri.Flavor.Memory, CPUs: ri.Flavor.CPU},
+	in.group, err = newGroup(executor.InstanceGroup(in.cfg.InstanceID), cgroup.Limits{MemoryBytes: ri.Flavor.Memory, CPUs: ri.Flavor.CPU},
 		l.Sandboxed, "instance", in.sink)
 	if err != nil {
 		return err

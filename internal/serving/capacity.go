@@ -12,6 +12,9 @@ import (
 // Ledger is the machine's capacity ledger, shared with training jobs;
 // *capacity.Ledger implements it.
 type Ledger interface {
+	// Capacity is the machine and its booking rules: what an instance
+	// requests of its flavor (capacity.Capacity.Request).
+	Capacity() capacity.Capacity
 	// Snapshot is the ledger now (the controller's dry run places on it).
 	Snapshot() capacity.Snapshot
 	// Sync replaces what instances hold and wait for with what the
@@ -37,36 +40,37 @@ func soleLedger(gpus int) Ledger {
 }
 
 // validationEnv is what Normalize checks a definition against: the
-// flavors, and the capacity no flavor may exceed.
+// flavors, and the capacity an instance's request must fit in.
 func (s *shared) validationEnv() Env {
-	c := s.ledger.Snapshot().Capacity
+	c := s.ledger.Capacity()
 	return Env{Flavors: s.o.Flavors, Capacity: &c}
 }
 
 // syncLedger tells the ledger what the instances of every service hold
 // and wait for (ledgerView).
 func (c *Controller) syncLedger(all []*record) {
-	holders, waiting := ledgerView(all, c.o.Flavors, c.ledger.Snapshot().Capacity.Total())
+	holders, waiting := ledgerView(all, c.o.Flavors, c.ledger.Capacity())
 	c.ledger.Sync(capacity.Instance, holders, waiting)
 }
 
 // ledgerView is what the instances of every service hold — each instance
-// whose runner was started, its flavor and GPU devices, until its runner
-// is gone — and which instances wait for capacity: every wanted, not yet
-// started instance of an active service (one waiting out a restart
-// backoff too, so that a job does not take the place of an instance that
-// crashed), except one that can never fit in total. It is pure.
-func ledgerView(all []*record, flavors []api.Flavor, total capacity.Resources) (holders []capacity.Holder, waiting []capacity.Request) {
+// whose runner was started, its request (a share of its flavor:
+// capacity.Capacity.Request), its flavor as limit and its GPU devices,
+// until its runner is gone — and which instances wait for capacity: every
+// wanted, not yet started instance of an active service (one waiting out a
+// restart backoff too, so that a job does not take the place of an
+// instance that crashed), except one that can never be booked. It is pure.
+func ledgerView(all []*record, flavors []api.Flavor, c capacity.Capacity) (holders []capacity.Holder, waiting []capacity.Request) {
 	for _, r := range all {
 		for _, in := range r.st.Instances {
-			switch req := request(r.spec.ServiceName, in, flavors); {
+			switch req := request(r, in, flavors, c); {
 			case in.Phase != PhasePending:
-				h := capacity.Holder{Kind: capacity.Instance, ID: in.ID, Name: r.spec.ServiceName, Owner: r.raw.OwnerID, Need: req.Need}
+				h := capacity.Holder{Kind: capacity.Instance, ID: in.ID, Name: r.spec.ServiceName, Owner: r.raw.OwnerID, Need: req.Need, Limit: req.Limit}
 				if rt := r.rt.Instances[in.ID]; rt != nil {
 					h.GPUs = rt.GPUs
 				}
 				holders = append(holders, h)
-			case !in.Stop && active(r.st.Status) && req.Need.Fits(total):
+			case !in.Stop && active(r.st.Status) && c.Refusal(capacity.Instance, req.Limit) == "":
 				waiting = append(waiting, req)
 			}
 		}
@@ -79,7 +83,7 @@ func ledgerView(all []*record, flavors []api.Flavor, total capacity.Resources) (
 // so that a crashed instance's replacement takes its place at once), and
 // the instances that ended hold nothing any more.
 func (c *Controller) noteLedger(r *record, ended []endNote) {
-	for _, req := range waitingOf(r, c.o.Flavors, c.ledger.Snapshot().Capacity.Total()) {
+	for _, req := range waitingOf(r, c.o.Flavors, c.ledger.Capacity()) {
 		c.ledger.Wait(req)
 	}
 	for _, n := range ended {
@@ -88,36 +92,31 @@ func (c *Controller) noteLedger(r *record, ended []endNote) {
 }
 
 // waitingOf are the instances of r that wait for capacity: those wanted
-// and not started of an active service, except one that can never fit in
-// total. It is pure.
-func waitingOf(r *record, flavors []api.Flavor, total capacity.Resources) []capacity.Request {
+// and not started of an active service, except one that can never be
+// booked. It is pure.
+func waitingOf(r *record, flavors []api.Flavor, c capacity.Capacity) []capacity.Request {
 	if !active(r.st.Status) {
 		return nil
 	}
 	var out []capacity.Request
 	for _, in := range r.st.Instances {
-		if req := request(r.spec.ServiceName, in, flavors); !in.Stop && in.Phase == PhasePending && req.Need.Fits(total) {
+		if req := request(r, in, flavors, c); !in.Stop && in.Phase == PhasePending && c.Refusal(capacity.Instance, req.Limit) == "" {
 			out = append(out, req)
 		}
 	}
 	return out
 }
 
-// request is an instance of the service named service as the ledger
-// queues it.
-func request(service string, in instance, flavors []api.Flavor) capacity.Request {
-	return capacity.Request{Kind: capacity.Instance, ID: in.ID, Name: service, Created: fromMs(in.Created), Need: need(flavors, in.Flavor)}
+// request is an instance of service r as the ledger queues it: it books
+// its share of its flavor on a machine of c (Need: the one place an
+// instance's request is computed); its runner gets the flavor, the limits
+// its cgroup enforces (Limit). A flavor the server no longer has books
+// nothing.
+func request(r *record, in instance, flavors []api.Flavor, c capacity.Capacity) capacity.Request {
+	limit := capacity.Need(flavorByID(flavors, in.Flavor))
+	return capacity.Request{Kind: capacity.Instance, ID: in.ID, Name: r.spec.ServiceName, Owner: r.raw.OwnerID, Created: fromMs(in.Created),
+		Need: c.Request(capacity.Instance, limit), Limit: limit}
 }
-
-// need is what an instance of flavor id holds in the ledger (nothing for a
-// flavor the server no longer has).
-func need(flavors []api.Flavor, id string) capacity.Resources {
-	return flavorNeed(flavorByID(flavors, id))
-}
-
-// flavorNeed is what an instance of flavor f holds: the one place an
-// instance's capacity need is computed.
-func flavorNeed(f api.Flavor) capacity.Resources { return capacity.Need(f) }
 
 // waitingMsg is a service's error_msg while some of its wanted instances
 // wait for capacity ("" when none does): how many, and what the first
@@ -144,8 +143,21 @@ func plural(n int, word string) string {
 	return word + "s"
 }
 
-// tooBig says why a flavor can never run on a machine of c, "" when it
-// can.
+// neverPrefix starts the message of an instance that can never fit.
+const neverPrefix = "never fits: "
+
+// tooBig says, with the arithmetic, why an instance of flavor f can never
+// be booked on a machine of c; "" when it can.
 func tooBig(f api.Flavor, c capacity.Capacity) string {
-	return capacity.TooBig(flavorNeed(f), c.Total())
+	return c.Refusal(capacity.Instance, capacity.Need(f))
+}
+
+// neverFits says why an instance of the flavor can never start on a
+// machine of c.
+func neverFits(flavor string, flavors []api.Flavor, c capacity.Capacity) string {
+	why := tooBig(flavorByID(flavors, flavor), c)
+	if why == "" {
+		why = "is larger than what the machine can book"
+	}
+	return fmt.Sprintf("an instance of flavor %s %s; update the service to a smaller flavor", flavor, why)
 }

@@ -210,12 +210,13 @@ func TestDeployRefusesAFlavorLargerThanTheMachine(t *testing.T) {
 	e := newEnv(t)
 	e.sharedLedger(capacity.Capacity{CPU: 1})
 	_, err := e.d.Deploy(e.ctx, e.alice, &api.DeployRequest{ServiceName: "big", Config: []api.ServiceConfig{{ModelID: "m1", Specification: "cpu.2"}}})
-	if errs.CodeOf(err) != CodeFlavor || !errs.Is(err, errs.Invalid) ||
-		!strings.Contains(errs.UserMessage(err), "config[0].specification cpu.2 is larger than this machine can run (cpu: needs 2, the capacity is 1)") {
+	if errs.CodeOf(err) != CodeNeverFits || !errs.Is(err, errs.Invalid) ||
+		!strings.Contains(errs.UserMessage(err), "config[0].specification: an instance of flavor cpu.2 requests 2 CPU, but the machine can book at most 1 × 1.0 = 1.0 CPU, "+
+			"so it could never start (a service instance requests its flavor's limits)") || !strings.Contains(string(errs.HintOf(err)), "atelier capacity") {
 		t.Fatalf("deploy of a flavor larger than the machine: %v", err)
 	}
 	id := e.deploy(api.DeployRequest{ServiceName: "ok", Config: one("m1", 1)}).ServiceID
-	if _, err := e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: []api.ServiceConfig{{ModelID: "m1", Specification: "cpu.2"}}}); errs.CodeOf(err) != CodeFlavor {
+	if _, err := e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Config: []api.ServiceConfig{{ModelID: "m1", Specification: "cpu.2"}}}); errs.CodeOf(err) != CodeNeverFits {
 		t.Errorf("update to a flavor larger than the machine: %v", err)
 	}
 	_, err = e.d.Deploy(e.ctx, e.alice, &api.DeployRequest{ServiceName: "gpu", Config: []api.ServiceConfig{{ModelID: "m1", InstanceCount: 1,

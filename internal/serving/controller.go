@@ -184,7 +184,8 @@ func (c *Controller) decide(u *record, snap snapshot) plan {
 		p = converge(snap)
 		hs := make([]capacity.Holder, 0, len(p.starts))
 		for _, st := range p.starts {
-			hs = append(hs, capacity.Holder{Kind: capacity.Instance, ID: ids.id(st.id), Name: u.spec.ServiceName, Need: st.need, GPUs: st.gpus})
+			hs = append(hs, capacity.Holder{Kind: capacity.Instance, ID: ids.id(st.id), Name: u.spec.ServiceName, Owner: u.raw.OwnerID,
+				Need: st.need, Limit: st.limit, GPUs: st.gpus})
 		}
 		return hs
 	}) {

@@ -250,15 +250,15 @@ func TestConverge(t *testing.T) {
 			Waits:     []string{"new:2: waiting for capacity: cpu: needs 1, 0 free of 1; in use by service mnist (1 instance)"},
 			Events:    []string{"Warning Instance: instance new:2 of model m1 is waiting for capacity: cpu: needs 1, 0 free of 1; in use by service mnist (1 instance)"}},
 	}, {
-		name: "a flavor larger than the machine waits for ever", r: svc(api.ServiceDeploying, []api.ServiceConfig{cfg("m1", "cpu.2", 1, 100)}),
+		name: "a flavor the machine can never book fails the service", r: svc(api.ServiceDeploying, []api.ServiceConfig{cfg("m1", "cpu.2", 1, 100)}),
 		capacity: machine(1, 0),
-		want: summary{Status: api.ServicePending,
-			ErrorMsg:  "waiting for capacity (1 of 1 instance): never: flavor cpu.2 is larger than the whole capacity (cpu: needs 2, the capacity is 1); update the service to a smaller flavor",
+		want: summary{Status: api.ServiceFailed,
+			ErrorMsg:  "never fits: an instance of flavor cpu.2 requests 2 CPU, but the machine can book at most 1 × 1.0 = 1.0 CPU; update the service to a smaller flavor",
 			Desired:   map[string]int{"m1": 1},
-			Instances: []string{"new:1 m1/cpu.2 Pending waiting"},
-			Waits:     []string{"new:1: waiting for capacity: never: flavor cpu.2 is larger than the whole capacity (cpu: needs 2, the capacity is 1); update the service to a smaller flavor"},
-			Events: []string{"Warning Instance: instance new:1 of model m1 is waiting for capacity: never: flavor cpu.2 is larger than the whole capacity (cpu: needs 2, the capacity is 1); update the service to a smaller flavor",
-				"Info Service: service is pending: waiting for capacity (1 of 1 instance): never: flavor cpu.2 is larger than the whole capacity (cpu: needs 2, the capacity is 1); update the service to a smaller flavor"}},
+			Instances: []string{"new:1 m1/cpu.2 Pending stop waiting"},
+			Waits:     []string{"new:1: never fits: an instance of flavor cpu.2 requests 2 CPU, but the machine can book at most 1 × 1.0 = 1.0 CPU; update the service to a smaller flavor"},
+			Events: []string{"Warning Instance: instance new:1 of model m1: never fits: an instance of flavor cpu.2 requests 2 CPU, but the machine can book at most 1 × 1.0 = 1.0 CPU; update the service to a smaller flavor",
+				"Error Service: service failed: never fits: an instance of flavor cpu.2 requests 2 CPU, but the machine can book at most 1 × 1.0 = 1.0 CPU; update the service to a smaller flavor"}},
 	}, {
 		name: "nothing starts or waits while the ledger is rebuilt", r: svc(api.ServiceDeploying, one),
 		want: summary{Status: api.ServiceDeploying, Desired: map[string]int{"m1": 1}, Instances: []string{"new:1 m1/cpu.1 Pending"}},
@@ -559,7 +559,7 @@ func randomSnapshot(rng *rand.Rand) snapshot {
 				if pick(5) != 0 {
 					rt.Handle = "h-" + in.ID
 				}
-				if need(planFlavors, in.Flavor).GPU > 0 {
+				if flavorByID(planFlavors, in.Flavor).GPU > 0 {
 					rt.GPUs = []int{pick(2)}
 				}
 				r.rt.Instances[in.ID] = rt
@@ -578,7 +578,7 @@ func randomSnapshot(rng *rand.Rand) snapshot {
 		if pick(2) == 0 {
 			c.Holders = append(c.Holders, jobHolding("train", float64(1+pick(3)), 0))
 		}
-		holders, waiting := ledgerView([]*record{r}, planFlavors, c.Capacity.Total())
+		holders, waiting := ledgerView([]*record{r}, planFlavors, c.Capacity)
 		if pick(3) != 0 {
 			c.Holders = append(c.Holders, holders...)
 		}
@@ -635,7 +635,7 @@ func checkPlan(t *testing.T, s snapshot, p plan, converged bool) {
 			if in.Phase != PhaseStarting || in.Stop || in.Waiting || in.StartTime != ms(planNow) {
 				t.Fatalf("started instance %+v", in)
 			}
-			req := request(spec.ServiceName, in, planFlavors)
+			req := request(s.r, in, planFlavors, c.Capacity)
 			pl := capacity.Place(c, req)
 			if !pl.Fits || !slices.Equal(pl.GPUs, sp.gpus) || sp.need != req.Need {
 				t.Fatalf("start %+v where the placement says %+v", sp, pl)

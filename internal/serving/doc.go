@@ -69,11 +69,16 @@
 //     once it reported Ready.
 //   - Instances share the machine with training jobs through the capacity
 //     ledger (Options.Ledger, internal/capacity): a due instance starts only
-//     when capacity.Place says its flavor fits beside what holds capacity
+//     when capacity.Place says its request fits beside what holds capacity
 //     and what the plan started before it; otherwise it stays Pending
 //     (Waiting) with a message naming what it lacks and who holds it, and
-//     waits ahead of every queued job. What an instance holds is its
-//     flavor's need (flavorNeed, the one place it is computed). Every pass
+//     waits ahead of every queued job. An instance books its request — a
+//     share of its flavor (request: the one place it is computed, by the
+//     ledger's Capacity.Request); its runner gets the flavor, the limits its
+//     cgroup enforces. Deploy and update refuse a flavor whose request can
+//     never be booked (ATL.SVC.0024, with the arithmetic); a service one of
+//     whose instances can never fit any more (a smaller capacity configured
+//     since) fails (failNever in the plan). Every pass
 //     syncs the ledger from the records (ledgerView: started instances
 //     hold, wanted pending ones wait), so a restarted server's ledger is
 //     rebuilt from what runs.

@@ -94,7 +94,8 @@ type plan struct {
 type start struct {
 	id              string // the instance's id, or a placeholder
 	modelID, flavor string
-	need            capacity.Resources
+	need            capacity.Resources // what it books: its request
+	limit           capacity.Resources // its flavor: what its cgroup enforces
 	gpus            []int
 }
 
@@ -206,6 +207,8 @@ type planner struct {
 	// capacity is the snapshot's, with what the plan starts added.
 	capacity *capacity.Snapshot
 	refs     int // placeholders handed out
+	// never: an instance can never be booked here (why); the service fails.
+	never string
 }
 
 func newPlanner(s snapshot) *planner {
@@ -325,11 +328,27 @@ func converge(s snapshot) plan {
 		kept = append(kept, in)
 	}
 	st.Instances = kept
+	if pl.never != "" && active(st.Status) {
+		pl.failNever(pl.never, now)
+	}
 	pl.settle()
 	if st.Status == api.ServiceDeleting && len(st.Instances) == 0 {
 		pl.p.remove = true
 	}
 	return pl.done()
+}
+
+// failNever fails a service an instance of which can never be booked
+// (deploy refuses such a flavor, so the capacity was made smaller since):
+// the user sees a failure with the arithmetic, not instances that wait
+// forever.
+func (pl *planner) failNever(why string, now int64) {
+	st := pl.p.st
+	st.Status, st.ErrorMsg = api.ServiceFailed, why
+	for i := range st.Instances {
+		st.Instances[i].unwant(now, pl.s.drain)
+	}
+	pl.event(failure("Service", "service failed: "+why))
 }
 
 // place starts a due instance when its flavor fits in the capacity left,
@@ -339,17 +358,17 @@ func (pl *planner) place(in *instance) {
 	if pl.capacity == nil {
 		return // the ledger decides nothing yet
 	}
-	req := request(pl.spec.ServiceName, *in, pl.s.flavors)
+	req := request(pl.s.r, *in, pl.s.flavors, pl.capacity.Capacity)
 	p := capacity.Place(*pl.capacity, req)
 	if !p.Fits {
 		pl.wait(in, p)
 		return
 	}
 	c := pl.capacity
-	c.Holders = append(c.Holders, capacity.Holder{Kind: capacity.Instance, ID: req.ID, Name: req.Name, Need: req.Need, GPUs: p.GPUs})
+	c.Holders = append(c.Holders, capacity.Holder{Kind: capacity.Instance, ID: req.ID, Name: req.Name, Owner: req.Owner, Need: req.Need, Limit: req.Limit, GPUs: p.GPUs})
 	c.Waiting = slices.DeleteFunc(c.Waiting, func(w capacity.Request) bool { return w.Kind == capacity.Instance && w.ID == req.ID })
 	in.Phase, in.StartTime, in.Message, in.Waiting = PhaseStarting, ms(pl.s.now), "", false
-	pl.p.starts = append(pl.p.starts, start{id: in.ID, modelID: in.ModelID, flavor: in.Flavor, need: req.Need, gpus: p.GPUs})
+	pl.p.starts = append(pl.p.starts, start{id: in.ID, modelID: in.ModelID, flavor: in.Flavor, need: req.Need, limit: req.Limit, gpus: p.GPUs})
 }
 
 // wait notes that a due instance does not fit: its message says what it
@@ -361,11 +380,17 @@ func (pl *planner) wait(in *instance, p capacity.Placement) {
 	}
 	msg := waitingPrefix + ": " + p.WaitingFor
 	if p.Never {
-		msg = fmt.Sprintf("%s: never: flavor %s is larger than the whole capacity (%s); update the service to a smaller flavor",
-			waitingPrefix, in.Flavor, strings.TrimPrefix(p.WaitingFor, "never: "))
+		msg = neverPrefix + neverFits(in.Flavor, pl.s.flavors, pl.capacity.Capacity)
+		if pl.never == "" {
+			pl.never = msg
+		}
 	}
 	if !in.Waiting {
-		e := planEvent{ServiceEvent: warning("Instance", fmt.Sprintf("instance %s of model %s is %s", in.ID, in.ModelID, msg))}
+		text := fmt.Sprintf("instance %s of model %s is %s", in.ID, in.ModelID, msg)
+		if p.Never {
+			text = fmt.Sprintf("instance %s of model %s: %s", in.ID, in.ModelID, msg)
+		}
+		e := planEvent{ServiceEvent: warning("Instance", text)}
 		if isNew(in.ID) {
 			e.instance = in.ID
 		}

@@ -39,6 +39,7 @@ const (
 	CodeUsage         errs.Code = "ATL.SVC.0021" // usage of every user asked by a non-admin
 	CodeReport        errs.Code = "ATL.SVC.0022" // an instance report with an unknown phase or a bad port
 	CodeHealth        errs.Code = "ATL.SVC.0023" // health (liveness probe, load timeout) outside its bounds
+	CodeNeverFits     errs.Code = "ATL.SVC.0024" // an instance of the flavor can never be booked on this machine
 )
 
 // Instance phases (api.Instance.Phase). The runner reports Downloading,

@@ -44,8 +44,8 @@ var (
 // Env is what validation needs to know about the server.
 type Env struct {
 	Flavors []api.Flavor
-	// Capacity, when set, is the whole machine: a flavor larger than it
-	// can never start and is refused.
+	// Capacity, when set, is the whole machine and its booking rules: a
+	// flavor whose instance request can never be booked is refused.
 	Capacity *capacity.Capacity
 }
 
@@ -202,9 +202,11 @@ func normalizeConfig(op errs.Op, in []api.ServiceConfig, as *api.Autoscale, env 
 		}
 		if env.Capacity != nil {
 			if why := tooBig(flavorByID(env.Flavors, o.Specification), *env.Capacity); why != "" {
-				return nil, errs.E(op, errs.Invalid, CodeFlavor,
-					fmt.Sprintf("%s.specification %s is larger than this machine can run (%s)", field, o.Specification, why),
-					errs.Hint("`atelier job flavors` lists the flavors; choose one that fits"))
+				return nil, errs.E(op, errs.Invalid, CodeNeverFits,
+					fmt.Sprintf("%s.specification: an instance of flavor %s %s, so it could never start (%s)", field, o.Specification, why,
+						env.Capacity.RequestRule(capacity.Instance)),
+					errs.Hint("choose a smaller flavor (`atelier job flavors`); `atelier capacity` shows what the machine can book, "+
+						"which an admin sets with `capacity`, `requests` and `overcommit` in the server config"))
 			}
 		}
 		switch {

@@ -41,7 +41,9 @@ func until[T any](t *testing.T, timeout time.Duration, what string, get func() T
 // waits for, ahead of a job queued after it; once the long job stops, the
 // service runs and answers, and the queued job waits for the service.
 func TestCapacitySharedByJobsAndServices(t *testing.T) {
-	s := startCapacityServer(t, "capacity: {cpu: 1, memory: 2GiB}\n")
+	// Instances book their whole flavor and nothing is overcommitted, so
+	// one job of cpu.1 holds the whole machine.
+	s := startCapacityServer(t, "capacity: {cpu: 1, memory: 2GiB}\nrequests: {service: {cpu: 1, memory: 1GiB}}\novercommit: {cpu: 1.0}\n")
 	model := s.echoModel("echo", "1.0.0")
 	src := codeDir(t, map[string]string{"hog.py": "import time\nprint('holding the machine', flush=True)\ntime.sleep(600)\n"})
 	hog := s.create(nil, "--name", "hog", "--flavor", "cpu.1", "--code-dir", src, "--boot-file", "hog.py")
