@@ -312,7 +312,7 @@ func TestStopScheduleAndStartAgain(t *testing.T) {
 	e.wantStatus(id, api.ServiceRunning)
 	e.clock.add(time.Second)
 	e.tick() // stopping: drained first
-	v = e.wantStatus(id, api.ServiceStopping)
+	e.wantStatus(id, api.ServiceStopping)
 	if r, _ := e.router.route(id); len(r.Backends) != 0 || r.Status != api.ServiceStopping {
 		t.Errorf("route while stopping %+v", r)
 	}

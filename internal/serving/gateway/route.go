@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/serving/split"
 )
 
@@ -200,15 +199,6 @@ func compile(r Route, svc *svcState) *route {
 	}
 	slices.Sort(rt.versions)
 	return rt
-}
-
-// stopped reports whether the service refuses traffic by its status alone.
-func (rt *route) stopped() bool {
-	switch rt.cfg.Status {
-	case api.ServiceStopped, api.ServiceStopping, api.ServiceDeleting:
-		return true
-	}
-	return false
 }
 
 // table is the immutable routing table.

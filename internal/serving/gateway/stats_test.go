@@ -18,7 +18,6 @@ type clock struct{ ns atomic.Int64 }
 func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
 func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 func newClock(t time.Time) *clock        { c := &clock{}; c.ns.Store(t.UnixNano()); return c }
-func (c *clock) set(t time.Time)         { c.ns.Store(t.UnixNano()) }
 func (c *clock) String() string          { return c.now().String() }
 func sleepHandler(d time.Duration) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {

@@ -258,20 +258,20 @@ func FuzzReadHead(f *testing.F) {
 // checks it against a fresh read, into the map and as lines.
 func checkReadHead(t *testing.T, b []byte, method string, size int, uc *uconn) {
 	t.Helper()
-	read := func(x *exchange, dst http.Header, raw *[]byte) (error, string) {
+	read := func(x *exchange, dst http.Header, raw *[]byte) (string, error) {
 		br := bufio.NewReaderSize(bytes.NewReader(b), size)
 		br.Peek(1) // as send does: the first read has come
 		err := x.readHead(br, method, dst, raw)
 		rest, _ := io.ReadAll(br)
-		return err, string(rest)
+		return string(rest), err
 	}
 	var xm, xr, xc exchange
 	xc.uc = uc
 	dst := http.Header{}
-	errM, restM := read(&xm, dst, nil)
+	restM, errM := read(&xm, dst, nil)
 	var raw, rawC []byte
-	errR, restR := read(&xr, nil, &raw)
-	errC, restC := read(&xc, nil, &rawC)
+	restR, errR := read(&xr, nil, &raw)
+	restC, errC := read(&xc, nil, &rawC)
 	if (errM == nil) != (errR == nil) || (errR == nil) != (errC == nil) {
 		t.Fatalf("map: %v, raw: %v, raw with the memo: %v", errM, errR, errC)
 	}
