@@ -1,20 +1,19 @@
 package apiserver
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
+	"github.com/atelier-dev/atelier/internal/strictjson"
 )
 
 // Error codes of request handling (ATL.API.NNNN).
@@ -68,10 +67,6 @@ func errorBody(err error, requestID string) (int, api.Error) {
 	return status, api.Error{ErrorCode: string(code), ErrorMsg: msg, Hint: hint, RequestID: requestID}
 }
 
-var unknownFieldRe = regexp.MustCompile(`^json: unknown field "(.*)"$`)
-
-// decodeJSON decodes the request body into v strictly: one JSON object, no
-// unknown fields, no trailing data, types as declared.
 func decodeJSON(r *http.Request, v any) error {
 	const op errs.Op = "apiserver.decodeJSON"
 	body, err := io.ReadAll(r.Body)
@@ -82,89 +77,34 @@ func decodeJSON(r *http.Request, v any) error {
 		}
 		return errs.E(op, errs.Invalid, CodeMalformedJSON, "cannot read the request body", err)
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return errs.E(op, errs.Invalid, CodeEmptyBody, "request body is empty; expected a JSON object",
-			errs.Hint("accepted fields: "+fieldList(v)))
+	var e *strictjson.Error
+	if err := strictjson.Decode(body, v); !errors.As(err, &e) {
+		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return jsonError(op, err, v)
-	}
-	if dec.More() {
-		return errs.E(op, errs.Invalid, CodeMalformedJSON, "request body has data after the JSON object")
-	}
-	return nil
-}
-
-func jsonError(op errs.Op, err error, v any) error {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
+	accepted := func(fields []string) errs.Hint { return errs.Hint("accepted fields: " + strings.Join(fields, ", ")) }
 	switch {
-	case errors.As(err, &syn):
-		return errs.E(op, errs.Invalid, CodeMalformedJSON, fmt.Sprintf("malformed JSON at byte %d: %s", syn.Offset, strings.TrimPrefix(syn.Error(), "json: ")))
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return errs.E(op, errs.Invalid, CodeMalformedJSON, "malformed JSON: the body ends in the middle of a value")
-	case errors.As(err, &typ):
-		if typ.Field == "" {
-			return errs.E(op, errs.Invalid, CodeWrongType, fmt.Sprintf("request body must be a JSON object, not %s", article(typ.Value)))
+	case e.Empty:
+		_, fields := strictjson.Fields(reflect.TypeOf(v).Elem())
+		return errs.E(op, errs.Invalid, CodeEmptyBody, "request body is empty; expected a JSON object", accepted(fields))
+	case e.Syntax != "" || e.Trailing:
+		msg := "malformed JSON: " + e.Error()
+		if e.Trailing {
+			msg = "request body has data after the JSON object"
 		}
-		return errs.E(op, errs.Invalid, CodeWrongType,
-			fmt.Sprintf("field %q must be %s, not %s", typ.Field, article(jsonKind(typ.Type)), article(typ.Value)))
-	}
-	if m := unknownFieldRe.FindStringSubmatch(err.Error()); m != nil {
-		return errs.E(op, errs.Invalid, CodeUnknownField, fmt.Sprintf("unknown field %q", m[1]),
-			errs.Hint("accepted fields: "+fieldList(v)))
-	}
-	return errs.E(op, errs.Invalid, CodeMalformedJSON, "malformed JSON: "+strings.TrimPrefix(err.Error(), "json: "))
-}
-
-func article(s string) string {
-	if s == "" {
-		return s
-	}
-	switch s[0] {
-	case 'a', 'e', 'i', 'o', 'u':
-		return "an " + s
-	}
-	return "a " + s
-}
-
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "string"
-	case reflect.Bool:
-		return "bool"
-	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return "JSON value"
+		return errs.E(op, errs.Invalid, CodeMalformedJSON, msg)
+	case len(e.Unknown) > 0:
+		u := e.Unknown[0]
+		msg := fmt.Sprintf("unknown field %q", u.Path)
+		if u.Suggest != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", u.Suggest)
 		}
-		return "array"
-	case reflect.Map, reflect.Struct:
-		return "object"
-	default:
-		return "number"
+		return errs.E(op, errs.Invalid, CodeUnknownField, msg, accepted(u.Known))
+	case e.Refused != nil:
+		return errs.E(op, errs.Invalid, CodeWrongType, e.Error())
+	case e.Field == "":
+		return errs.E(op, errs.Invalid, CodeWrongType, "request body must be a JSON object, not "+strictjson.Article(e.Got))
 	}
-}
-
-// fieldList lists the JSON field names of the struct v points to.
-func fieldList(v any) string {
-	t := reflect.TypeOf(v)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct {
-		return "(none)"
-	}
-	var names []string
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			names = append(names, name)
-		}
-	}
-	return strings.Join(names, ", ")
+	return errs.E(op, errs.Invalid, CodeWrongType, fmt.Sprintf("field %q must be %s, not %s", e.Field, e.Want, strictjson.Article(e.Got)))
 }
 
 // listOptions reads offset and limit from the query.

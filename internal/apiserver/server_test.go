@@ -187,7 +187,7 @@ func TestRequestConventions(t *testing.T) {
 		{"not json", "POST", "/api/v1/users", `name=bob`, 400, "ATL.API.0001", "malformed JSON at byte", ""},
 		{"unknown field", "POST", "/api/v1/users", `{"name":"x","nmae":"y"}`, 400, "ATL.API.0002", `unknown field "nmae"`, "accepted fields: name, admin"},
 		{"wrong type", "POST", "/api/v1/users", `{"name":42}`, 400, "ATL.API.0003", `field "name" must be a string, not a number`, ""},
-		{"wrong type bool", "POST", "/api/v1/users", `{"name":"x","admin":"yes"}`, 400, "ATL.API.0003", `field "admin" must be a bool`, ""},
+		{"wrong type bool", "POST", "/api/v1/users", `{"name":"x","admin":"yes"}`, 400, "ATL.API.0003", `field "admin" must be true or false`, ""},
 		{"array body", "POST", "/api/v1/users", `["x"]`, 400, "ATL.API.0003", "must be a JSON object", ""},
 		{"empty body", "POST", "/api/v1/users", ``, 400, "ATL.API.0004", "request body is empty", "accepted fields"},
 		{"trailing data", "POST", "/api/v1/users", `{"name":"x"} {}`, 400, "ATL.API.0001", "after the JSON object", ""},

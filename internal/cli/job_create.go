@@ -25,6 +25,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/client"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/strictjson"
 	"github.com/atelier-dev/atelier/internal/text"
 )
 
@@ -263,10 +264,8 @@ func parseJobSpec(name string, b []byte) (*api.Job, error) {
 	if err != nil {
 		return nil, errs.E(op, errs.Invalid, codeJobSpecSyntax, fmt.Sprintf("job spec %s is not valid YAML or JSON: %v", name, err), hint)
 	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.UseNumber()
-	var tree any
-	if err := dec.Decode(&tree); err != nil {
+	tree, err := strictjson.Tree(js)
+	if err != nil {
 		return nil, errs.E(op, errs.Invalid, codeJobSpecSyntax, fmt.Sprintf("job spec %s is not valid YAML or JSON: %v", name, err), hint)
 	}
 	root, ok := tree.(map[string]any)
@@ -274,175 +273,45 @@ func parseJobSpec(name string, b []byte) (*api.Job, error) {
 		return nil, errs.E(op, errs.Invalid, codeJobSpecSyntax,
 			fmt.Sprintf("job spec %s must be a mapping with kind, metadata, algorithm and spec", name), hint)
 	}
-	if issues := unknownFields(root, reflect.TypeFor[api.Job](), ""); len(issues) > 0 {
+	if issues := strictjson.UnknownFields(root, reflect.TypeFor[api.Job]()); len(issues) > 0 {
 		return nil, unknownFieldError(op, name, issues)
 	}
 	stringifyScalars(root)
-	norm, err := json.Marshal(root)
-	if err != nil {
-		return nil, errs.E(op, errs.Internal, codeJobSpecSyntax, fmt.Sprintf("cannot re-encode job spec %s: %v", name, err))
-	}
 	job := &api.Job{}
-	dec = json.NewDecoder(bytes.NewReader(norm))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(job); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
+	var e *strictjson.Error
+	if err := strictjson.Into(root, job); errors.As(err, &e) {
+		if e.Field != "" && e.Refused == nil {
 			return nil, errs.E(op, errs.Invalid, codeJobSpecSyntax,
-				fmt.Sprintf("job spec %s: field %q must be %s, not %s", name, te.Field, jsonKind(te.Type), te.Value), hint)
+				fmt.Sprintf("job spec %s: field %q must be %s, not %s", name, e.Field, e.Want, e.Got), hint)
 		}
-		return nil, errs.E(op, errs.Invalid, codeJobSpecSyntax, fmt.Sprintf("job spec %s: %v", name, err), hint)
+		return nil, errs.E(op, errs.Invalid, codeJobSpecSyntax, fmt.Sprintf("job spec %s: %v", name, e), hint)
+	} else if err != nil {
+		return nil, errs.E(op, errs.Internal, codeJobSpecSyntax, fmt.Sprintf("job spec %s: %v", name, err))
 	}
 	job.Status = nil
 	job.Metadata.ID, job.Metadata.CreateTime, job.Metadata.UserName = "", 0, ""
 	return job, nil
 }
 
-// jsonKind names what a JSON value of type t looks like.
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "a whole number"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	case reflect.Map, reflect.Struct, reflect.Pointer:
-		return "a mapping"
-	}
-	return "a " + t.Kind().String()
-}
-
-// fieldIssue is an unknown field of a job spec.
-type fieldIssue struct {
-	path    string   // e.g. algorithm.inputs[0].remote.obs.url
-	parent  string   // the mapping it is in, e.g. algorithm.inputs[0].remote.obs ("" = top level)
-	known   []string // the fields that mapping has
-	suggest string   // a known field it probably means, or ""
-}
-
-// unknownFields lists the keys of v (a decoded JSON tree) that the Go type
-// t has no JSON field for, recursively, sorted by path. Values of the
-// wrong type are left for the decoder to report.
-func unknownFields(v any, t reflect.Type, at string) []fieldIssue {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	var out []fieldIssue
-	switch t.Kind() {
-	case reflect.Struct:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		fields, order := jsonFields(t)
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			p := joinPath(at, k)
-			ft, ok := fields[k]
-			if !ok {
-				out = append(out, fieldIssue{path: p, parent: at, known: order, suggest: suggestField(k, order)})
-				continue
-			}
-			out = append(out, unknownFields(m[k], ft, p)...)
-		}
-	case reflect.Slice, reflect.Array:
-		l, ok := v.([]any)
-		if !ok {
-			return nil
-		}
-		for i, e := range l {
-			out = append(out, unknownFields(e, t.Elem(), fmt.Sprintf("%s[%d]", at, i))...)
-		}
-	case reflect.Map:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			out = append(out, unknownFields(m[k], t.Elem(), joinPath(at, k))...)
-		}
-	}
-	return out
-}
-
-func joinPath(at, k string) string {
-	if at == "" {
-		return k
-	}
-	return at + "." + k
-}
-
-// jsonFields maps the JSON names of t's exported fields to their types,
-// with the names in declaration order.
-func jsonFields(t reflect.Type) (map[string]reflect.Type, []string) {
-	fields := map[string]reflect.Type{}
-	var order []string
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		fields[name] = f.Type
-		order = append(order, name)
-	}
-	return fields, order
-}
-
-// suggestField is the known field that k probably means: the same name
-// ignoring case, "_" and "-" (bootFile, boot-file → boot_file), or "".
-func suggestField(k string, known []string) string {
-	norm := func(s string) string {
-		return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s))
-	}
-	for _, f := range known {
-		if norm(f) == norm(k) {
-			return f
-		}
-	}
-	return ""
-}
-
-func unknownFieldError(op errs.Op, name string, issues []fieldIssue) error {
+func unknownFieldError(op errs.Op, name string, issues []strictjson.Unknown) error {
 	first := issues[0]
-	msg := fmt.Sprintf("job spec %s: unknown field %q", name, first.path)
-	if first.suggest != "" {
-		msg += fmt.Sprintf(" (did you mean %q?)", first.suggest)
+	msg := fmt.Sprintf("job spec %s: unknown field %q", name, first.Path)
+	if first.Suggest != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", first.Suggest)
 	}
 	if len(issues) > 1 {
 		var rest []string
 		for _, is := range issues[1:] {
-			rest = append(rest, strconv.Quote(is.path))
+			rest = append(rest, strconv.Quote(is.Path))
 		}
 		msg += ", and " + strings.Join(rest, ", ")
 	}
 	where := "a job spec"
-	if first.parent != "" {
-		where = first.parent
+	if first.Parent != "" {
+		where = first.Parent
 	}
 	return errs.E(op, errs.Invalid, codeJobSpecUnknown, msg,
-		errs.Hint(fmt.Sprintf("the fields of %s are %s", where, strings.Join(first.known, ", "))))
+		errs.Hint(fmt.Sprintf("the fields of %s are %s", where, strings.Join(first.Known, ", "))))
 }
 
 // stringifyScalars turns numbers and booleans into strings where the job

@@ -2,7 +2,7 @@ package config
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/strictjson"
 )
 
 // Error codes of configuration problems.
@@ -449,47 +450,24 @@ func (c *Server) decode(path string, b []byte) error {
 	if bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
 		return nil // an empty file sets nothing
 	}
-	dec := json.NewDecoder(bytes.NewReader(j))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(c); err != nil {
-		return decodeError(op, path, err)
+	var e *strictjson.Error
+	if err := strictjson.Decode(j, c); !errors.As(err, &e) {
+		return err
 	}
-	return nil
-}
-
-var unknownFieldRe = regexp.MustCompile(`unknown field "([^"]*)"`)
-
-func decodeError(op errs.Op, path string, err error) error {
-	if m := unknownFieldRe.FindStringSubmatch(err.Error()); m != nil {
-		return errs.E(op, errs.Invalid, CodeConfigUnknown, fmt.Sprintf("%s: unknown key %q", path, m[1]),
-			errs.Hint("the keys are region, s3_domain, advertise_url, work_dir, sandbox, sandbox_user, flavors, engines, quotas, capacity, requests, overcommit, lifecycle_interval, storage_reserve, content_cache_size; data dir, listen addresses and --meta are flags; docs/configuration.md lists what each holds"))
+	switch {
+	case len(e.Unknown) > 0:
+		u := e.Unknown[0]
+		msg := fmt.Sprintf("%s: unknown key %q", path, u.Path)
+		if u.Suggest != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", u.Suggest)
+		}
+		hint := "the keys of " + u.Parent + " are " + strings.Join(u.Known, ", ")
+		if u.Parent == "" {
+			hint = "the keys are " + strings.Join(u.Known, ", ") + "; data dir, listen addresses and --meta are flags; docs/configuration.md lists what each holds"
+		}
+		return errs.E(op, errs.Invalid, CodeConfigUnknown, msg, errs.Hint(hint))
+	case e.Field != "" && e.Refused == nil:
+		return errs.E(op, errs.Invalid, CodeConfigSyntax, fmt.Sprintf("%s: key %q must be %s, not %s", path, e.Field, e.Want, strictjson.Article(e.Got)))
 	}
-	var te *json.UnmarshalTypeError
-	if asTypeError(err, &te) {
-		return errs.E(op, errs.Invalid, CodeConfigSyntax, fmt.Sprintf("%s: key %q must be a %s, not a %s", path, te.Field, jsonTypeName(te.Type.Kind().String()), te.Value))
-	}
-	return errs.E(op, errs.Invalid, CodeConfigSyntax, fmt.Sprintf("%s: %v", path, err))
-}
-
-func asTypeError(err error, te **json.UnmarshalTypeError) bool {
-	t, ok := err.(*json.UnmarshalTypeError)
-	if ok {
-		*te = t
-	}
-	return ok
-}
-
-func jsonTypeName(kind string) string {
-	switch kind {
-	case "string":
-		return "string"
-	case "slice", "array":
-		return "list"
-	case "struct", "map":
-		return "mapping"
-	case "bool":
-		return "boolean"
-	default:
-		return "number"
-	}
+	return errs.E(op, errs.Invalid, CodeConfigSyntax, fmt.Sprintf("%s: %v", path, e))
 }

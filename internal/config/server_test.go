@@ -116,7 +116,7 @@ storage_reserve: 1GiB
 		}},
 		{name: "unknown key", yaml: "regoin: x\n", code: CodeConfigUnknown, wantMsg: `unknown key "regoin"`},
 		{name: "flag key in file", yaml: "listen: 0.0.0.0:80\n", code: CodeConfigUnknown, wantMsg: `unknown key "listen"`},
-		{name: "nested unknown key", yaml: "flavors: [{id: a, cpu: 1, memory: 1GiB, gpus: 2}]\n", code: CodeConfigUnknown, wantMsg: `"gpus"`},
+		{name: "nested unknown key", yaml: "flavors: [{id: a, cpu: 1, memory: 1GiB, gpus: 2}]\n", code: CodeConfigUnknown, wantMsg: `unknown key "flavors[0].gpus"`},
 		{name: "bad yaml", yaml: "region: [\n", code: CodeConfigSyntax, wantMsg: "not valid YAML"},
 		{name: "wrong type", yaml: "quotas: {jobs_per_user: lots}\n", code: CodeConfigSyntax, wantMsg: "jobs_per_user"},
 		{name: "bad duration", yaml: "lifecycle_interval: soon\n", code: CodeConfigSyntax, wantMsg: `"soon" is not a duration`},
@@ -144,11 +144,11 @@ storage_reserve: 1GiB
 					t.Errorf("requests %+v, overcommit %+v", c.Requests, c.Overcommit)
 				}
 			}},
-		{name: "requests of jobs", yaml: "requests: {job: {cpu: 1}}\n", code: CodeConfigUnknown, wantMsg: `unknown key "job"`},
+		{name: "requests of jobs", yaml: "requests: {job: {cpu: 1}}\n", code: CodeConfigUnknown, wantMsg: `unknown key "requests.job"`},
 		{name: "negative request", yaml: "requests: {service: {cpu: -0.5}}\n", code: CodeConfigInvalid, wantMsg: "requests.service.cpu"},
 		{name: "negative request memory", yaml: "requests: {notebook: {memory: -1}}\n", code: CodeConfigInvalid, wantMsg: "requests.notebook.memory"},
 		{name: "overcommit below 1", yaml: "overcommit: {memory: 0.5}\n", code: CodeConfigInvalid, wantMsg: "overcommit.memory: 0.5 is not a ratio of at least 1.0"},
-		{name: "gpu overcommit", yaml: "overcommit: {gpu: 2}\n", code: CodeConfigUnknown, wantMsg: `unknown key "gpu"`},
+		{name: "gpu overcommit", yaml: "overcommit: {gpu: 2}\n", code: CodeConfigUnknown, wantMsg: `unknown key "overcommit.gpu"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
