@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/auth/sigv4"
+	"github.com/atelier-dev/atelier/internal/bearer"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
 )
@@ -57,7 +58,7 @@ func (s *Service) CreateToken(ctx context.Context, accessKey, secretKey string, 
 	}
 	tok := newToken()
 	now := s.nowMS()
-	t := &meta.Token{ID: newID(), UserID: k.UserID, Hash: hashSecret(tok), AccessKey: k.AccessKey, CreateTime: now, ExpiresAt: now.Add(ttl)}
+	t := &meta.Token{ID: newID(), UserID: k.UserID, Hash: bearer.Hash(tok), AccessKey: k.AccessKey, CreateTime: now, ExpiresAt: now.Add(ttl)}
 	if err := s.store.CreateToken(ctx, t); err != nil {
 		return nil, "", errs.E(op, err)
 	}
@@ -81,7 +82,7 @@ func (s *Service) checkKeyUsable(op errs.Op, k *meta.AccessKey) error {
 func (s *Service) AuthenticateToken(ctx context.Context, token string) (*Principal, error) {
 	const op errs.Op = "auth.AuthenticateToken"
 	renew := "get a new one: POST /api/v1/auth/tokens, or `atelier token create`"
-	t, err := s.store.GetTokenByHash(ctx, hashSecret(token))
+	t, err := s.store.GetTokenByHash(ctx, bearer.Hash(token))
 	if errs.Is(err, errs.NotFound) {
 		return nil, unauthenticated(op, CodeBadToken, "the X-Auth-Token is not a valid token", renew)
 	}
@@ -152,7 +153,7 @@ func (s *Service) authenticateSigned(ctx context.Context, v sigv4.Verifier, veri
 	}
 	key := rk.key
 	if key.Temporary {
-		if res.SecurityToken == "" || subtle.ConstantTimeCompare([]byte(hashSecret(res.SecurityToken)), []byte(key.SessionTokenHash)) != 1 {
+		if res.SecurityToken == "" || !bearer.Matches(res.SecurityToken, key.SessionTokenHash) {
 			return nil, nil, unauthenticated(op, CodeBadSessionToken,
 				fmt.Sprintf("temporary credentials %s need their session token in X-Amz-Security-Token", key.AccessKey),
 				"pass AWS_SESSION_TOKEN along with the key pair")

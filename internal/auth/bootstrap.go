@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/auth/policy"
+	"github.com/atelier-dev/atelier/internal/bearer"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
 )
@@ -92,7 +93,7 @@ func (s *Service) IssueTemporary(ctx context.Context, userID string, sessionPoli
 	}
 	token := newSessionToken()
 	exp := s.nowMS().Add(ttl)
-	k, secret, err := s.newKey(ctx, userID, description, true, exp, hashSecret(token), canonical)
+	k, secret, err := s.newKey(ctx, userID, description, true, exp, bearer.Hash(token), canonical)
 	if err != nil {
 		return nil, errs.E(op, err)
 	}

@@ -4,9 +4,7 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -104,12 +102,6 @@ func (s *sealer) open(id string, sealed []byte) (string, error) {
 		return "", errs.E(op, errs.Internal, "cannot decrypt a stored secret: is master.key the one this store was created with?", err)
 	}
 	return string(plain), nil
-}
-
-// hashSecret is how tokens and session tokens are stored.
-func hashSecret(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:])
 }
 
 const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"

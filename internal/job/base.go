@@ -2,9 +2,6 @@ package job
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -20,6 +17,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/executor"
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/obs"
+	"github.com/atelier-dev/atelier/internal/optimistic"
 )
 
 // Error codes of the job roles (ATL.JOB.0050–0099).
@@ -202,7 +200,7 @@ type base struct {
 	log    *slog.Logger
 	system *auth.Principal
 
-	locks   stripedLocks
+	locks   optimistic.Locks
 	seen    sync.Map // job id → time.Time of the last runner contact
 	waiters waitSet  // log followers
 }
@@ -302,36 +300,20 @@ func (b *base) load(ctx context.Context, op errs.Op, p *auth.Principal, id, verb
 // stores it, retrying on a concurrent change. fn returning false skips the
 // write.
 func (b *base) update(ctx context.Context, id string, fn func(r *record) (bool, error)) (*record, error) {
-	const op errs.Op = "job.update"
-	mu := b.locks.get(id)
-	mu.Lock()
-	defer mu.Unlock()
-	for range 5 {
-		raw, err := b.store.GetJob(ctx, id)
-		if err != nil {
-			return nil, errs.E(op, err)
-		}
-		r, err := decode(raw)
-		if err != nil {
-			return nil, err
-		}
-		write, err := fn(r)
-		if err != nil || !write {
-			return r, err
-		}
-		if err := r.encode(); err != nil {
-			return nil, errs.E(op, errs.Internal, err)
-		}
-		err = b.store.UpdateJob(ctx, r.raw)
-		if errs.Is(err, errs.Conflict) {
-			continue
-		}
-		if err != nil {
-			return nil, errs.E(op, err)
-		}
-		return r, nil
-	}
-	return nil, errs.E(op, errs.Conflict, "job "+id+" kept changing; try again")
+	return optimistic.Update(ctx, "job.update", &b.locks, id, "job "+id,
+		func(ctx context.Context) (*record, error) {
+			raw, err := b.store.GetJob(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			return decode(raw)
+		}, fn,
+		func(ctx context.Context, r *record) error {
+			if err := r.encode(); err != nil {
+				return errs.E("record.encode", errs.Internal, err)
+			}
+			return b.store.UpdateJob(ctx, r.raw)
+		})
 }
 
 func (b *base) event(ctx context.Context, id, level, source, msg string) {
@@ -360,28 +342,6 @@ func (b *base) engine(name string) (api.Engine, bool) {
 
 // jobDir is the work dir of job id.
 func (b *base) jobDir(id string) string { return filepath.Join(b.o.WorkDir, "jobs", id) }
-
-func newToken() (token, hash string) {
-	buf := make([]byte, 32)
-	if _, err := rand.Read(buf); err != nil {
-		panic(err)
-	}
-	token = hex.EncodeToString(buf)
-	return token, hashToken(token)
-}
-
-func hashToken(t string) string {
-	h := sha256.Sum256([]byte(t))
-	return hex.EncodeToString(h[:])
-}
-
-// stripedLocks serialises updates of one job.
-type stripedLocks struct{ m [64]sync.Mutex }
-
-func (l *stripedLocks) get(id string) *sync.Mutex {
-	h := sha256.Sum256([]byte(id))
-	return &l.m[h[0]%64]
-}
 
 // waitSet wakes log followers of a job.
 type waitSet struct {

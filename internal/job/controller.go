@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/bearer"
 	"github.com/atelier-dev/atelier/internal/capacity"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/executor"
@@ -168,7 +169,7 @@ func (c *Controller) failNever(ctx context.Context, id, why string) {
 // start begins the next attempt of pending job id on the GPU devices
 // gpus (beginAttempt), then starts its runner through the executor.
 func (c *Controller) start(ctx context.Context, id string, gpus []int) error {
-	token, hash := newToken()
+	token, hash := bearer.New()
 	u, err := c.update(ctx, id, func(u *record) (bool, error) {
 		return true, beginAttempt(u, c.o.WorkDir, gpus, hash, c.now())
 	})

@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/auth/policy"
+	"github.com/atelier-dev/atelier/internal/bearer"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/obs"
@@ -45,7 +45,7 @@ func (rs *Runners) runner(ctx context.Context, op errs.Op, id, token string) (*r
 	if err != nil {
 		return nil, err
 	}
-	if token == "" || r.rt.TokenHash == "" || subtle.ConstantTimeCompare([]byte(hashToken(token)), []byte(r.rt.TokenHash)) != 1 {
+	if !bearer.Matches(token, r.rt.TokenHash) {
 		return nil, errs.E(op, errs.Unauthenticated, CodeRunnerToken, "runner token is not valid for job "+id,
 			errs.Hint("the attempt this runner belongs to has ended"))
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
+	"github.com/atelier-dev/atelier/internal/bearer"
 	"github.com/atelier-dev/atelier/internal/blob/disk"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
@@ -96,7 +97,7 @@ func (e *inputsEnv) job(owner string, inputs map[string]string) (id, token strin
 	}) {
 		j.Algorithm.Inputs = append(j.Algorithm.Inputs, api.JobChannel{Name: n, Remote: api.JobRemote{OBS: &api.OBSLocation{OBSURL: inputs[n]}}})
 	}
-	token, hash := newToken()
+	token, hash := bearer.New()
 	id = "job-" + j.Metadata.Name
 	now := time.Now()
 	rec := &record{job: j, st: &api.JobStatus{Phase: api.PhaseRunning, Attempt: 1}, rt: &runtimeState{TokenHash: hash},

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/bearer"
 	"github.com/atelier-dev/atelier/internal/capacity"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/executor"
@@ -247,8 +248,8 @@ func (c *Controller) commit(u *record, p *plan) []launch {
 	}
 	var out []launch
 	for _, st := range p.starts {
-		token, hash := newToken()
-		secret, _ := newToken()
+		token, hash := bearer.New()
+		secret, _ := bearer.New()
 		dir := filepath.Join(c.o.WorkDir, "services", u.raw.ID, st.id)
 		u.rt.Instances[st.id] = &instanceRuntime{Dir: dir, TokenHash: hash, GPUs: st.gpus, Secret: secret}
 		out = append(out, launch{id: st.id, modelID: st.modelID, flavor: st.flavor, token: token, dir: dir})

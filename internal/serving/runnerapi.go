@@ -2,12 +2,12 @@ package serving
 
 import (
 	"context"
-	"crypto/subtle"
 	"fmt"
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
+	"github.com/atelier-dev/atelier/internal/bearer"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/job"
 	"github.com/atelier-dev/atelier/internal/meta"
@@ -101,7 +101,7 @@ func (ir *InstanceRunners) runner(ctx context.Context, op errs.Op, id, token str
 			}
 		}
 	}
-	if hash == "" || subtle.ConstantTimeCompare([]byte(hashToken(token)), []byte(hash)) != 1 {
+	if !bearer.Matches(token, hash) {
 		return nil, -1, bad
 	}
 	if i >= 0 {

@@ -3,7 +3,6 @@ package serving
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
+	"github.com/atelier-dev/atelier/internal/optimistic"
 	"github.com/atelier-dev/atelier/internal/serving/gateway"
 )
 
@@ -30,7 +30,7 @@ type shared struct {
 	o      Options
 	log    *slog.Logger
 
-	locks stripedLocks
+	locks optimistic.Locks
 	index sync.Map // instance id → service id
 	seen  sync.Map // instance id → time.Time of the last runner contact
 
@@ -57,36 +57,20 @@ func ms(t time.Time) int64 {
 // and stores it, retrying on a concurrent change. fn returning false skips
 // the write.
 func (s *shared) update(ctx context.Context, id string, fn func(r *record) (bool, error)) (*record, error) {
-	const op errs.Op = "serving.update"
-	mu := s.locks.get(id)
-	mu.Lock()
-	defer mu.Unlock()
-	for range 5 {
-		raw, err := s.store.GetService(ctx, id)
-		if err != nil {
-			return nil, errs.E(op, err)
-		}
-		r, err := decode(raw)
-		if err != nil {
-			return nil, err
-		}
-		write, err := fn(r)
-		if err != nil || !write {
-			return r, err
-		}
-		if err := r.encode(); err != nil {
-			return nil, errs.E(op, errs.Internal, err)
-		}
-		err = s.store.UpdateService(ctx, r.raw)
-		if errs.Is(err, errs.Conflict) {
-			continue
-		}
-		if err != nil {
-			return nil, errs.E(op, err)
-		}
-		return r, nil
-	}
-	return nil, errs.E(op, errs.Conflict, "service "+id+" kept changing; try again")
+	return optimistic.Update(ctx, "serving.update", &s.locks, id, "service "+id,
+		func(ctx context.Context) (*record, error) {
+			raw, err := s.store.GetService(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			return decode(raw)
+		}, fn,
+		func(ctx context.Context, r *record) error {
+			if err := r.encode(); err != nil {
+				return errs.E("record.encode", errs.Internal, err)
+			}
+			return s.store.UpdateService(ctx, r.raw)
+		})
 }
 
 // event records an event of a service.
@@ -169,28 +153,6 @@ func newAppCode() string {
 		panic(err)
 	}
 	return hex.EncodeToString(b)
-}
-
-func newToken() (token, hash string) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	token = hex.EncodeToString(b)
-	return token, hashToken(token)
-}
-
-func hashToken(t string) string {
-	h := sha256.Sum256([]byte(t))
-	return hex.EncodeToString(h[:])
-}
-
-// stripedLocks serialises updates of one service.
-type stripedLocks struct{ m [64]sync.Mutex }
-
-func (l *stripedLocks) get(id string) *sync.Mutex {
-	h := sha256.Sum256([]byte(id))
-	return &l.m[h[0]%64]
 }
 
 // route is the gateway's route of a record: only wanted, ready instances
