@@ -25,11 +25,12 @@ func Migrate(ctx context.Context, db *sql.DB, dialect goose.Dialect, fsys fs.FS,
 		return err
 	}
 	// p.Close would close db, which belongs to the caller.
-	if err := checkNotNewer(ctx, p); err != nil {
+	if _, err = p.Up(ctx); err != nil {
 		return err
 	}
-	_, err = p.Up(ctx)
-	return err
+	// A store a newer binary migrated has every migration this one knows
+	// (Up applied nothing) and more.
+	return checkNotNewer(ctx, p)
 }
 
 // checkNotNewer refuses a store whose schema is newer than the newest
@@ -42,7 +43,7 @@ func checkNotNewer(ctx context.Context, p *goose.Provider) error {
 	newest := srcs[len(srcs)-1].Version
 	cur, err := p.GetDBVersion(ctx)
 	if err != nil || cur <= newest {
-		return nil // a new store has no version table yet: Up makes it
+		return err
 	}
 	return errs.E("sqlcore.Migrate", errs.Invalid, CodeSchemaNewer,
 		fmt.Sprintf("the metadata store's schema is version %d, newer than this binary's %d", cur, newest),
