@@ -43,7 +43,7 @@ func newServing(ctx context.Context, cfg *config.Server, iso *isolation, store m
 		advertise = "http://" + apiAddr
 	}
 	d, r, c := serving.New(store, models, iam, iam, local.New(local.Options{Logger: log}), router, system, serving.Options{
-		Flavors: jobs.Flavors(), Engines: jobs.Engines(), Ledger: ledger, Wakeup: wake, Sandbox: cfg.Sandbox, SandboxUser: cfg.SandboxUser, SandboxError: iso.err, RemoveAll: iso.sb.Identity().RemoveAll,
+		Flavors: jobs.Flavors(), Engines: jobs.Engines(), ServicesPerUser: cfg.Quotas.ServicesPerUser, Ledger: ledger, Wakeup: wake, Sandbox: cfg.Sandbox, SandboxUser: cfg.SandboxUser, SandboxError: iso.err, RemoveAll: iso.sb.Identity().RemoveAll,
 		DataDir: cfg.DataDir, WorkDir: cfg.WorkDir, ServerURL: advertise, S3Endpoint: s3URL, Region: cfg.Region,
 		RunnerArgv0: self, Logger: log,
 	})

@@ -146,9 +146,10 @@ const (
 
 // Quotas limit what one user may run at once. 0 means unlimited.
 type Quotas struct {
-	JobsPerUser      int `json:"jobs_per_user,omitempty"`
-	ServicesPerUser  int `json:"services_per_user,omitempty"`
-	NotebooksPerUser int `json:"notebooks_per_user,omitempty"`
+	// JobsPerUser: running training jobs (more wait in the queue).
+	JobsPerUser int `json:"jobs_per_user,omitempty"`
+	// ServicesPerUser: running services (deploy and start refuse more).
+	ServicesPerUser int `json:"services_per_user,omitempty"`
 }
 
 // Defaults of the server configuration.
@@ -392,7 +393,7 @@ func (c *Server) Validate() error {
 		}
 		seen[e.Name] = true
 	}
-	if c.Quotas.JobsPerUser < 0 || c.Quotas.ServicesPerUser < 0 || c.Quotas.NotebooksPerUser < 0 {
+	if c.Quotas.JobsPerUser < 0 || c.Quotas.ServicesPerUser < 0 {
 		return invalid("quotas", "must not be negative (0 means unlimited)")
 	}
 	if c.Capacity.CPU < 0 || c.Capacity.Memory < 0 || c.Capacity.GPU < 0 || math.IsNaN(c.Capacity.CPU) || math.IsInf(c.Capacity.CPU, 0) {

@@ -106,6 +106,11 @@ func (d *Deployments) Deploy(ctx context.Context, p *auth.Principal, req *api.De
 	if err := d.checkModels(ctx, op, p, spec.Config); err != nil {
 		return nil, err
 	}
+	unlock := d.quotaLock(p.User.ID)
+	defer unlock()
+	if err := d.checkQuota(ctx, op, p.User.ID); err != nil {
+		return nil, err
+	}
 	now := d.now()
 	id := uuid.Must(uuid.NewV7()).String()
 	spec.ServiceID = id
@@ -371,6 +376,17 @@ func mergeConfig(old, upd []api.ServiceConfig) []api.ServiceConfig {
 // start starts a stopped or failed service again.
 func (d *Deployments) start(ctx context.Context, p *auth.Principal, id string) (*api.Service, error) {
 	const op errs.Op = "serving.Start"
+	cur, err := d.load(ctx, op, p, id, "Update")
+	if err != nil {
+		return nil, err
+	}
+	unlock := d.quotaLock(cur.raw.OwnerID)
+	defer unlock()
+	if !active(cur.st.Status) {
+		if err := d.checkQuota(ctx, op, cur.raw.OwnerID); err != nil {
+			return nil, err
+		}
+	}
 	started := false
 	r, err := d.update(ctx, id, func(u *record) (bool, error) {
 		switch u.st.Status {
@@ -515,4 +531,31 @@ func (d *Deployments) ServicesUsing(ctx context.Context, modelID string) ([]stri
 		}
 	})
 	return out, err
+}
+
+// quotaLock serialises, per owner, the count of running services and the
+// deploy or start that follows it (two at once must not both pass).
+func (d *Deployments) quotaLock(ownerID string) func() {
+	mu := d.locks.For("quota/" + ownerID)
+	mu.Lock()
+	return mu.Unlock
+}
+
+// checkQuota refuses one more running service of ownerID when the owner
+// runs quotas.services_per_user already.
+func (d *Deployments) checkQuota(ctx context.Context, op errs.Op, ownerID string) error {
+	max := d.o.ServicesPerUser
+	if max <= 0 {
+		return nil
+	}
+	_, running, err := d.store.ListServices(ctx, meta.ServiceFilter{OwnerID: ownerID,
+		Statuses: activeStatuses}, meta.ListOptions{Limit: 1})
+	if err != nil {
+		return errs.E(op, err)
+	}
+	if running >= max {
+		return errs.E(op, errs.Conflict, CodeQuota, fmt.Sprintf("you run %d of the %d services your quota allows", running, max),
+			errs.Hint("stop or delete a service first (`atelier service list` shows them), or ask an admin to raise quotas.services_per_user"))
+	}
+	return nil
 }

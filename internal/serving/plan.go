@@ -130,14 +130,12 @@ const newRef = "new:"
 // isNew reports whether id is a placeholder.
 func isNew(id string) bool { return strings.HasPrefix(id, newRef) }
 
+// activeStatuses are those of a service that wants instances: a running
+// service, as quotas count them.
+var activeStatuses = []string{api.ServiceDeploying, api.ServiceRunning, api.ServiceConcerning, api.ServicePending}
+
 // active reports whether a service in status wants instances.
-func active(status string) bool {
-	switch status {
-	case api.ServiceDeploying, api.ServiceRunning, api.ServiceConcerning, api.ServicePending:
-		return true
-	}
-	return false
-}
+func active(status string) bool { return slices.Contains(activeStatuses, status) }
 
 // backoff is the wait before the restart that follows failures
 // consecutive failed runs: 1 s, 2 s, 4 s, … capped at 30 s.

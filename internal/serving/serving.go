@@ -40,6 +40,7 @@ const (
 	CodeReport        errs.Code = "ATL.SVC.0022" // an instance report with an unknown phase or a bad port
 	CodeHealth        errs.Code = "ATL.SVC.0023" // health (liveness probe, load timeout) outside its bounds
 	CodeNeverFits     errs.Code = "ATL.SVC.0024" // an instance of the flavor can never be booked on this machine
+	CodeQuota         errs.Code = "ATL.SVC.0025" // the owner runs as many services as quotas.services_per_user allows
 )
 
 // Instance phases (api.Instance.Phase). The runner reports Downloading,
@@ -97,7 +98,11 @@ type Router interface {
 type Options struct {
 	Flavors []api.Flavor
 	Engines []api.Engine
-	Sandbox string
+	// ServicesPerUser is how many services a user may have running at
+	// once (deploying, running, concerning or pending); 0 = unlimited
+	// (config quotas.services_per_user).
+	ServicesPerUser int
+	Sandbox         string
 	// SandboxUser is the account a root runner runs model servers as.
 	SandboxUser string
 	// RemoveAll removes an instance's dirs (default os.RemoveAll; what
