@@ -10,12 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/apiserver"
@@ -154,74 +154,54 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	log.Info("atelier server started", "version", version, "api", admin.Endpoint, "s3", admin.S3Endpoint,
 		"data_dir", cfg.DataDir, "meta", redactDSN(cfg.MetaDSN), "admin_config", adminPath)
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errc := make(chan error, len(servers)+1)
-	var wg sync.WaitGroup
+	// One group runs every component; the first that fails ends them all,
+	// and the server returns its error.
+	g, gctx := errgroup.WithContext(ctx)
 	// The gateway's Front takes the API listener's connections: it answers
 	// inference requests with its own HTTP/1.1 loop and hands every other
 	// connection to the API server.
 	front := gw.NewFront(apiLn, gateway.FrontOptions{ReadHeaderTimeout: servers[0].ReadHeaderTimeout, IdleTimeout: servers[0].IdleTimeout})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	g.Go(func() error {
 		if err := front.Serve(); err != nil {
-			errc <- errs.E(op, errs.IO, "serving "+apiLn.Addr().String(), err)
-			cancel()
+			return errs.E(op, errs.IO, "serving "+apiLn.Addr().String(), err)
 		}
-	}()
-	for i, ln := range []net.Listener{front.Fallback(), s3Ln} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := servers[i].Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errc <- errs.E(op, errs.IO, "serving "+ln.Addr().String(), err)
-				cancel()
-			}
-		}()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		gcLoop(ctx, iam, jobs.Janitor, log)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		jobs.Controller.Run(ctx)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		services.controller.Run(ctx)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s3.Background(ctx, objects, time.Duration(cfg.LifecycleInterval), started, log)
-	}()
-
-	<-ctx.Done()
-	log.Info("shutting down")
-	sctx, scancel := context.WithTimeout(context.Background(), ShutdownTimeout)
-	defer scancel()
-	if err := front.Shutdown(sctx); err != nil {
-		log.Warn("graceful shutdown of inference connections cut short", "err", err)
-	}
-	for _, srv := range servers {
-		if err := srv.Shutdown(sctx); err != nil {
-			log.Warn("graceful shutdown cut short", "err", err)
-			srv.Close()
-		}
-	}
-	wg.Wait()
-	select {
-	case err := <-errc:
-		return err
-	default:
-		log.Info("stopped")
 		return nil
+	})
+	for i, ln := range []net.Listener{front.Fallback(), s3Ln} {
+		g.Go(func() error {
+			if err := servers[i].Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return errs.E(op, errs.IO, "serving "+ln.Addr().String(), err)
+			}
+			return nil
+		})
 	}
+	loop := func(run func(context.Context)) { g.Go(func() error { run(gctx); return nil }) }
+	loop(func(ctx context.Context) { gcLoop(ctx, iam, jobs.Janitor, log) })
+	loop(jobs.Controller.Run)
+	loop(services.controller.Run)
+	loop(func(ctx context.Context) { objects.Background(ctx, time.Duration(cfg.LifecycleInterval), started) })
+	// Shutdown, when the server is asked to stop or a component failed.
+	g.Go(func() error {
+		<-gctx.Done()
+		log.Info("shutting down")
+		sctx, scancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+		defer scancel()
+		if err := front.Shutdown(sctx); err != nil {
+			log.Warn("graceful shutdown of inference connections cut short", "err", err)
+		}
+		for _, srv := range servers {
+			if err := srv.Shutdown(sctx); err != nil {
+				log.Warn("graceful shutdown cut short", "err", err)
+				srv.Close()
+			}
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
 }
 
 // gcLoop removes expired tokens and temporary credentials, and what jobs

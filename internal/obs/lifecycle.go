@@ -266,3 +266,35 @@ func partBlobs(parts []*meta.UploadPart) []meta.Blob {
 	}
 	return out
 }
+
+// Background runs the store's upkeep until ctx ends: at once, the blobs a
+// crash left unreferenced (written before started, the server's start);
+// then the buckets' lifecycle rules every lifecycleInterval and the
+// unreferenced blobs every hour.
+func (s *Service) Background(ctx context.Context, lifecycleInterval time.Duration, started time.Time) {
+	if res, err := s.CollectGarbage(ctx, time.Since(started)); err != nil {
+		s.log.Warn("blob garbage collection failed", "err", err)
+	} else if res.Deleted > 0 {
+		s.log.Info("removed blobs left by an earlier crash", "blobs", res.Deleted, "bytes", res.DeletedBytes)
+	}
+	lc := time.NewTicker(lifecycleInterval)
+	gc := time.NewTicker(time.Hour)
+	defer lc.Stop()
+	defer gc.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-lc.C:
+			if res, err := s.ApplyLifecycle(ctx); err != nil {
+				s.log.Warn("applying lifecycle rules failed", "err", err)
+			} else if res.Expired+res.Aborted > 0 {
+				s.log.Info("lifecycle rules applied", "expired_objects", res.Expired, "aborted_uploads", res.Aborted)
+			}
+		case <-gc.C:
+			if _, err := s.CollectGarbage(ctx, time.Hour); err != nil {
+				s.log.Warn("blob garbage collection failed", "err", err)
+			}
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package s3
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -283,36 +282,3 @@ func (m *s3Metrics) observe(op, method string, status int, n int64, d time.Durat
 	}
 }
 
-// Background runs the obs service's periodic work until ctx ends. At once it
-// collects the blobs that no object or upload references and that were
-// written before started (a crash between writing bytes and indexing them
-// leaves such blobs; nothing in flight can be older than the process).
-// Then it applies lifecycle rules every interval and collects orphaned
-// blobs older than an hour every hour.
-func Background(ctx context.Context, svc *obs.Service, interval time.Duration, started time.Time, log *slog.Logger) {
-	if res, err := svc.CollectGarbage(ctx, time.Since(started)); err != nil {
-		log.Warn("blob garbage collection failed", "err", err)
-	} else if res.Deleted > 0 {
-		log.Info("removed blobs left by an earlier crash", "blobs", res.Deleted, "bytes", res.DeletedBytes)
-	}
-	lc := time.NewTicker(interval)
-	gc := time.NewTicker(time.Hour)
-	defer lc.Stop()
-	defer gc.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-lc.C:
-			if res, err := svc.ApplyLifecycle(ctx); err != nil {
-				log.Warn("applying lifecycle rules failed", "err", err)
-			} else if res.Expired+res.Aborted > 0 {
-				log.Info("lifecycle rules applied", "expired_objects", res.Expired, "aborted_uploads", res.Aborted)
-			}
-		case <-gc.C:
-			if _, err := svc.CollectGarbage(ctx, time.Hour); err != nil {
-				log.Warn("blob garbage collection failed", "err", err)
-			}
-		}
-	}
-}
