@@ -43,6 +43,6 @@
 // statuses. Conditional requests (CheckConditions), byte ranges
 // (ParseRange), bucket names (ValidateBucketName), keys (ValidateKey),
 // lifecycle and CORS rules are pure functions the S3 front end may use
-// directly. ApplyLifecycle and CollectGarbage are the background work the
-// server runs periodically.
+// directly. ApplyLifecycle and CollectGarbage are the store's upkeep,
+// which Background runs (the server starts it).
 package obs

@@ -40,7 +40,7 @@ type doc struct {
 	Items    []inner           `json:"items"`
 	Env      map[string]string `json:"env"`
 	Sub      *inner            `json:"sub"`
-	skipped  int
+	skipped  int    // unexported: not a field of the document
 	Ignored  string `json:"-"`
 }
 
@@ -70,7 +70,7 @@ func TestDecode(t *testing.T) {
 		var d doc
 		err := Decode([]byte(tt.in), &d)
 		if tt.err == nil {
-			if err != nil || d.ID != "x" || d.Items[0].Size != 1<<30 || d.Sub.URL != "s" {
+			if err != nil || d.ID != "x" || d.Items[0].Size != 1<<30 || d.Sub.URL != "s" || d.skipped != 0 {
 				t.Errorf("Decode(%s) = %v, %+v", tt.in, err, d)
 			}
 			continue
