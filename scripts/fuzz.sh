@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every Fuzz target in the module for $FUZZTIME each.
+# Runs every Fuzz target in the module for $FUZZTIME each (a duration such as
+# 30s, or a count of executions such as 300x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go="${GO:-go}"
