@@ -10,8 +10,8 @@
 // index entry that referenced it is gone and no reader uses it.
 //
 // Writes go bytes first, index second: PutObject streams the body into a new
-// blob while hashing it (MD5 for the ETag and any additional checksum) in the
-// same pass, verifies Content-MD5, checksum and size — a bad body makes the
+// blob while hashing it (MD5 for the ETag, from Options.MD5, and any
+// additional checksum) in the same pass, verifies Content-MD5, checksum and size — a bad body makes the
 // blob store discard the blob — then indexes the object in one transaction
 // and deletes the blobs of the object it replaced. A crash between the two
 // steps leaves an unreferenced blob, which CollectGarbage removes once it is

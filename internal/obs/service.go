@@ -2,7 +2,9 @@ package obs
 
 import (
 	"context"
+	"crypto/md5"
 	"fmt"
+	"hash"
 	"log/slog"
 	"sync"
 	"time"
@@ -20,6 +22,14 @@ type Store interface {
 	meta.Buckets
 	meta.Objects
 	meta.Uploads
+}
+
+// MD5Pool hands out the MD5 hashes that compute ETags (fastmd5.Pool is
+// one): Get one for a body of size bytes (-1: unknown), reset; Put it back
+// when the body is done, hashed to the end or not.
+type MD5Pool interface {
+	Get(size int64) hash.Hash
+	Put(hash.Hash)
 }
 
 // UserNamer gives the display name of a user id (auth.Service has it).
@@ -43,6 +53,7 @@ type Options struct {
 	Users       UserNamer // owner display names in listings; nil: the id is the name
 	MinPartSize int64     // default DefaultMinPartSize
 	MaxPutSize  int64     // default DefaultMaxPutSize
+	MD5         MD5Pool   // default: crypto/md5, pooled
 }
 
 // Service is object storage: buckets, objects and multipart uploads over a
@@ -60,6 +71,7 @@ type Service struct {
 	maxPut    int64
 	policies  policyCache
 	pins      *pins // blobs open readers still use
+	md5       MD5Pool
 }
 
 // New returns a Service over store and blobs.
@@ -82,12 +94,30 @@ func New(store Store, blobs blob.Store, o Options) *Service {
 	if o.MaxPutSize <= 0 {
 		o.MaxPutSize = DefaultMaxPutSize
 	}
+	if o.MD5 == nil {
+		o.MD5 = newStdMD5Pool()
+	}
 	return &Service{
 		store: store, blobs: blobs, region: o.Region, now: o.Now, log: o.Logger,
 		authorize: o.Authorizer, users: o.Users, minPart: o.MinPartSize, maxPut: o.MaxPutSize,
 		policies: policyCache{m: map[string]cachedPolicy{}},
 		pins:     newPins(),
+		md5:      o.MD5,
 	}
+}
+
+// stdMD5Pool is the default MD5Pool: crypto/md5 hashes, reused.
+type stdMD5Pool struct{ p sync.Pool }
+
+func newStdMD5Pool() *stdMD5Pool {
+	return &stdMD5Pool{p: sync.Pool{New: func() any { return md5.New() }}}
+}
+
+func (p *stdMD5Pool) Get(int64) hash.Hash { return p.p.Get().(hash.Hash) }
+
+func (p *stdMD5Pool) Put(h hash.Hash) {
+	h.Reset()
+	p.p.Put(h)
 }
 
 // Region is the region of this server.

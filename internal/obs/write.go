@@ -89,7 +89,8 @@ type verifier struct {
 	max      int64
 	n        int64
 	md5      hash.Hash
-	sum      hash.Hash // nil without a checksum
+	md5Sum   [md5.Size]byte // the MD5 of the body, once finish has succeeded
+	sum      hash.Hash      // nil without a checksum
 	ck       Checksum
 	md5Want  []byte
 	finished bool
@@ -182,10 +183,11 @@ func (v *verifier) finish() error {
 			return v.err
 		}
 	}
-	if v.md5Want != nil && !bytes.Equal(v.md5.Sum(nil), v.md5Want) {
+	v.md5.Sum(v.md5Sum[:0])
+	if v.md5Want != nil && !bytes.Equal(v.md5Sum[:], v.md5Want) {
 		v.err = fail(v.op, CodeBadDigest,
 			fmt.Sprintf("the Content-MD5 you sent (%s) does not match the MD5 of the %d bytes received (%s)",
-				base64.StdEncoding.EncodeToString(v.md5Want), v.n, base64.StdEncoding.EncodeToString(v.md5.Sum(nil))),
+				base64.StdEncoding.EncodeToString(v.md5Want), v.n, base64.StdEncoding.EncodeToString(v.md5Sum[:])),
 			"the data changed in transit or Content-MD5 was computed over other bytes; send it again")
 		return v.err
 	}
@@ -205,11 +207,11 @@ type written struct {
 	id       string
 	algo     string // the checksum's algorithm, lower case; "" for none
 	size     int64
-	md5      []byte
+	md5      [md5.Size]byte
 	checksum string // base64; "" without an algorithm
 }
 
-func (w written) etag() string { return hex.EncodeToString(w.md5) }
+func (w written) etag() string { return hex.EncodeToString(w.md5[:]) }
 
 // writeBlob stores body as a new blob, verifying it on the way. On any
 // failure nothing is left behind.
@@ -229,7 +231,8 @@ func (s *Service) writeBlob(ctx context.Context, op errs.Op, body io.Reader, siz
 	if size < -1 {
 		size = -1
 	}
-	v := &verifier{op: op, r: body, want: size, max: s.maxPut, md5: md5.New(), ck: ck, md5Want: contentMD5}
+	v := &verifier{op: op, r: body, want: size, max: s.maxPut, md5: s.md5.Get(size), ck: ck, md5Want: contentMD5}
+	defer s.md5.Put(v.md5)
 	if ck.Algo != "" {
 		v.sum, _ = newChecksum(ck.Algo)
 	}
@@ -250,7 +253,7 @@ func (s *Service) writeBlob(ctx context.Context, op errs.Op, body io.Reader, siz
 		}
 		return written{}, ferr
 	}
-	w := written{id: id, size: n, md5: v.md5.Sum(nil)}
+	w := written{id: id, size: n, md5: v.md5Sum}
 	if v.sum != nil {
 		w.algo = ck.Algo
 		w.checksum = base64.StdEncoding.EncodeToString(v.sum.Sum(nil))

@@ -19,6 +19,9 @@
 //     DTDs or entities, MalformedXML errors that say what is wrong),
 //     WriteXML, a Validate function per request document, and EncodeKey for
 //     encoding-type=url.
+//   - listxml.go: AppendXML of ListBucketResult and ListBucketResultV2, the
+//     listings written by hand (the bytes xml.Marshal writes, without its
+//     reflection) into a pooled buffer.
 //   - errors.go: the S3 error table (ErrorCode → HTTP status and default
 //     message), Error, constructors whose messages name the bucket, key,
 //     principal and action involved, ToError (mapping SigV4 failures and

@@ -323,7 +323,8 @@ func (s *Server) listObjects(q *request) error {
 		if encode {
 			out.EncodeURL()
 		}
-		return WriteXML(q.w, http.StatusOK, out)
+		s.writeList(q.w, &out)
+		return nil
 	}
 	out := ListBucketResult{Name: q.t.Bucket, Prefix: o.Prefix, Marker: o.Marker, MaxKeys: maxKeys, Delimiter: o.Delimiter,
 		EncodingType: encType, IsTruncated: res.IsTruncated, Contents: contents, CommonPrefixes: prefixes}
@@ -333,7 +334,8 @@ func (s *Server) listObjects(q *request) error {
 	if encode {
 		out.EncodeURL()
 	}
-	return WriteXML(q.w, http.StatusOK, out)
+	s.writeList(q.w, &out)
+	return nil
 }
 
 func storageClass(o *meta.Object) string {

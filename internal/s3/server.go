@@ -36,6 +36,7 @@ type Server struct {
 	d       Deps
 	metrics *s3Metrics
 	bufs    sync.Pool // *[]byte of copyBufferSize, for response bodies
+	xmlBufs sync.Pool // *[]byte, for listings (see writeList)
 }
 
 // copyBufferSize is the buffer a GET copies the object through.
@@ -51,6 +52,7 @@ func NewServer(d Deps) *Server {
 	}
 	s := &Server{d: d, metrics: newS3Metrics(d.Registry)}
 	s.bufs.New = func() any { b := make([]byte, copyBufferSize); return &b }
+	s.xmlBufs.New = func() any { b := make([]byte, 0, 64<<10); return &b }
 	return s
 }
 

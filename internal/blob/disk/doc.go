@@ -21,12 +21,19 @@
 // equivalents, and File.Sync for fdatasync):
 //
 //	open(tmp/<id>, O_WRONLY|O_CREAT|O_EXCL|O_CLOEXEC, 0600)
-//	write(2) per 1 MiB of input (a pooled buffer; the context is checked
-//	  between buffers), plus sync_file_range(SYNC_FILE_RANGE_WRITE) per
-//	  8 MiB to start write-out early
+//	write(2) per 1 MiB of input (a pooled buffer, 4 KiB-aligned; the
+//	  context is checked between buffers): the first through the page
+//	  cache; the next ones, when the body goes on, with O_DIRECT set
+//	  (fcntl F_SETFL; see WithDirectIO), except a last piece that is not
+//	  a multiple of 4 KiB; sync_file_range(SYNC_FILE_RANGE_WRITE) starts
+//	  the write-out of what went through the page cache (per 8 MiB of
+//	  it, and before the first direct write)
 //	fdatasync, close
 //	rename(tmp/<id>, data/xx/yy/<id>)
 //	open(data/xx/yy, O_RDONLY|O_DIRECTORY), fsync, close
+//
+// A file system that refuses O_DIRECT (tmpfs) gets every write through the
+// page cache: the Store remembers the first refusal.
 //
 // Put returns only after a directory fsync that started after its rename.
 // With group commit (the default; see WithGroupCommit) concurrent Puts into

@@ -68,3 +68,17 @@ func TestFullFileSystem(t *testing.T) {
 		t.Fatalf("the reserve is not there: %v", err)
 	}
 }
+
+// TestDirectOnTmpfs writes a blob larger than one buffer into a tmpfs,
+// whose O_DIRECT support depends on the kernel: the Put succeeds either
+// way and the blob reads back whole.
+func TestDirectOnTmpfs(t *testing.T) {
+	dir := mountTmpfs(t, "16m")
+	s := open(t, dir)
+	data := bytes.Repeat([]byte("tmpfs!"), (3*mib+100)/6)
+	id := put(t, s, data)
+	if got := read(t, s, id); !bytes.Equal(got, data) {
+		t.Fatalf("blob on tmpfs reads back as %d different bytes", len(got))
+	}
+	t.Logf("O_DIRECT on tmpfs: %v", s.DirectIO())
+}

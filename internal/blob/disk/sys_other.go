@@ -5,12 +5,15 @@ package disk
 import (
 	"os"
 	"runtime"
+	"sync/atomic"
 )
 
 // tmpFile is a Put's temp file.
 type tmpFile struct{ f *os.File }
 
-func createFile(path string) (*tmpFile, error) {
+// createFile creates the temp file at path. Writes always go through the
+// page cache here: directOK is for Linux.
+func createFile(path string, _ *atomic.Bool) (*tmpFile, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, err
@@ -18,7 +21,8 @@ func createFile(path string) (*tmpFile, error) {
 	return &tmpFile{f: f}, nil
 }
 
-func (f *tmpFile) write(p []byte) error {
+// write appends p; direct is ignored (only Linux bypasses the page cache).
+func (f *tmpFile) write(p []byte, _ bool) error {
 	_, err := f.f.Write(p)
 	return err
 }

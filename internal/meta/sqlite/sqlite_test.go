@@ -230,8 +230,9 @@ func TestCorruptJSON(t *testing.T) {
 	}
 	m := map[string]string{"k": "v"}
 	for _, col := range []string{"metadata", "headers", "checksums", "blobs"} {
-		o := &meta.Object{Bucket: "b1", Key: "c/" + col, Size: 1, Metadata: m, Headers: m, Checksums: m,
-			Blobs: []meta.Blob{{ID: col, Size: 1}}}
+		// Two blobs: a list of one is stored in the blob_id column.
+		o := &meta.Object{Bucket: "b1", Key: "c/" + col, Size: 2, Metadata: m, Headers: m, Checksums: m,
+			Blobs: []meta.Blob{{ID: col, Size: 1}, {ID: col + "2", Size: 1}}}
 		if _, err := s.PutObject(ctx, o); err != nil {
 			t.Fatal(err)
 		}
@@ -241,8 +242,18 @@ func TestCorruptJSON(t *testing.T) {
 		_, err := s.GetObject(ctx, "b1", o.Key)
 		wantInternal(t, "GetObject "+col, err, "corrupt "+col+" column")
 	}
-	_, err := s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1"})
-	wantInternal(t, "ListObjects", err, "corrupt blobs column") // c/blobs sorts first
+	// One blob in blob_id and a list as well.
+	one := &meta.Object{Bucket: "b1", Key: "c/blob_id", Size: 1, Blobs: []meta.Blob{{ID: "one", Size: 1}}}
+	if _, err := s.PutObject(ctx, one); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Writer().ExecContext(ctx, `UPDATE objects SET blobs = '[]' WHERE key = ?`, one.Key); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.GetObject(ctx, "b1", one.Key)
+	wantInternal(t, "GetObject blob_id and blobs", err, "corrupt blobs column")
+	_, err = s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1"})
+	wantInternal(t, "ListObjects", err, "corrupt blobs column") // c/blob_id sorts first
 	res, err := s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1", Delimiter: "/"})
 	if err != nil {
 		t.Fatal(err)

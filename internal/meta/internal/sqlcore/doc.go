@@ -22,7 +22,9 @@
 //
 // Times are stored as BIGINT epoch milliseconds, NULL for the zero time, and
 // read back in UTC. Object metadata, headers, checksums and blob lists are
-// JSON text, and come back nil when empty. Object keys are TEXT that sorts
+// JSON text, and come back nil when empty, except that an object that is
+// one blob without a part ETag (a PUT or a copy) keeps that blob's id in
+// the blob_id column and no list: reading it decodes no JSON. Object keys are TEXT that sorts
 // in byte order (PostgreSQL columns use the "C" collation); a key prefix is
 // the range [prefix, successor(prefix)), where the successor increments the
 // prefix's last code point, so that listings are range scans of the

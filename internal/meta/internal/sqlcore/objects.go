@@ -13,7 +13,7 @@ import (
 )
 
 const objectColumns = `bucket, key, size, etag, content_type, metadata, headers, checksums,
-	storage_class, owner_id, last_modified, blobs`
+	storage_class, owner_id, last_modified, blob_id, blobs`
 
 // batchSize bounds the values of one IN list or multi-row INSERT, well
 // under both databases' limits on bound parameters.
@@ -25,11 +25,12 @@ type objectRow struct {
 	o                                   meta.Object
 	lastModified                        sql.NullInt64
 	metadata, headers, checksums, blobs string
+	blobID                              string
 }
 
 func (r *objectRow) scan(sc scanner) error {
 	return sc.Scan(&r.o.Bucket, &r.o.Key, &r.o.Size, &r.o.ETag, &r.o.ContentType,
-		&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobs)
+		&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobID, &r.blobs)
 }
 
 // object decodes the row.
@@ -46,7 +47,7 @@ func (r *objectRow) object() (*meta.Object, error) {
 	if o.Checksums, err = decodeMap("checksums", r.checksums); err != nil {
 		return nil, err
 	}
-	if o.Blobs, err = decodeBlobs(r.blobs); err != nil {
+	if o.Blobs, err = decodeBlobList(o.Size, r.blobID, r.blobs); err != nil {
 		return nil, err
 	}
 	return &o, nil
@@ -146,8 +147,9 @@ func (s *Store) PutObject(ctx context.Context, o *meta.Object) (*meta.Object, er
 // the loser's INSERT waits for the winner, inserts nothing, and the loop
 // then finds and locks the winner's row, which it replaces and returns.
 func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.Object) (*meta.Object, error) {
+	blobID, blobs := encodeBlobList(o.Size, o.Blobs)
 	args := []any{o.Size, o.ETag, o.ContentType, encodeMap(o.Metadata), encodeMap(o.Headers), encodeMap(o.Checksums),
-		o.StorageClass, o.OwnerID, millis(o.LastModified), encodeBlobs(o.Blobs)}
+		o.StorageClass, o.OwnerID, millis(o.LastModified), blobID, blobs}
 	for {
 		old, err := scanObject(s.queryRow(ctx, tx,
 			`SELECT `+objectColumns+` FROM objects WHERE bucket = ? AND key = ?`+s.d.ForUpdate, o.Bucket, o.Key))
@@ -155,7 +157,7 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.O
 		case err == nil:
 			_, err = s.exec(ctx, tx,
 				`UPDATE objects SET size = ?, etag = ?, content_type = ?, metadata = ?, headers = ?, checksums = ?,
-				storage_class = ?, owner_id = ?, last_modified = ?, blobs = ?
+				storage_class = ?, owner_id = ?, last_modified = ?, blob_id = ?, blobs = ?
 				WHERE bucket = ? AND key = ?`, append(args, o.Bucket, o.Key)...)
 			if err == nil {
 				_, err = s.exec(ctx, tx, `DELETE FROM object_blobs WHERE bucket = ? AND key = ?`, o.Bucket, o.Key)
@@ -168,7 +170,7 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.O
 			return nil, err
 		}
 		res, err := s.exec(ctx, tx,
-			`INSERT INTO objects (`+objectColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			`INSERT INTO objects (`+objectColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (bucket, key) DO NOTHING`, append([]any{o.Bucket, o.Key}, args...)...)
 		if s.d.IsForeignKey(err) {
 			return nil, bucketNotFound(op, o.Bucket)

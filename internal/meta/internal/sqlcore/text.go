@@ -130,6 +130,28 @@ func decodeBlobs(s string) ([]meta.Blob, error) {
 	return bs, nil
 }
 
+// encodeBlobList is how an object of size bytes stores its blobs: one
+// blob without a part ETag whose size is the object's (a PUT or a copy) as
+// its id alone, in the blob_id column, with blobs ""; any other list as
+// blob_id "" and the JSON array of encodeBlobs.
+func encodeBlobList(size int64, bs []meta.Blob) (blobID, blobs string) {
+	if len(bs) == 1 && bs[0].ETag == "" && bs[0].Size == size && bs[0].ID != "" {
+		return bs[0].ID, ""
+	}
+	return "", encodeBlobs(bs)
+}
+
+// decodeBlobList is the inverse of encodeBlobList.
+func decodeBlobList(size int64, blobID, blobs string) ([]meta.Blob, error) {
+	if blobID != "" {
+		if blobs != "" {
+			return nil, &corruptError{"blobs", fmt.Errorf("both blob_id %q and a blob list are set", blobID)}
+		}
+		return []meta.Blob{{ID: blobID, Size: size}}, nil
+	}
+	return decodeBlobs(blobs)
+}
+
 // successor returns the least string that is greater, in byte order, than
 // every string with prefix p, and false when there is none (p is empty or
 // all U+10FFFF). p must be valid UTF-8. Since UTF-8 preserves code point
