@@ -269,8 +269,9 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, p *auth.Princip
 	if q.Get("follow") != "true" && q.Get("follow") != "1" {
 		limit := 0
 		if l := q.Get("limit"); l != "" {
-			if limit, err = strconv.Atoi(l); err != nil || limit < 1 || limit > 10000 {
-				return errs.E("apiserver.jobLogs", errs.Invalid, CodeBadQuery, "query parameter limit must be a whole number from 1 to 10000")
+			if limit, err = strconv.Atoi(l); err != nil || limit < 1 || limit > api.MaxLogLines {
+				return errs.E("apiserver.jobLogs", errs.Invalid, CodeBadQuery,
+					"query parameter limit must be a whole number from 1 to "+strconv.Itoa(api.MaxLogLines))
 			}
 		}
 		logs, err := js.Logs(r.Context(), p, id, after, limit)
@@ -357,13 +358,6 @@ func (s *Server) jobFlavors(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	return nil
 }
 
-// CodeUploadResponse is the answer of POST /api/v1/training-jobs/code.
-type CodeUploadResponse struct {
-	CodeDir string `json:"code_dir"`
-	Files   int    `json:"files"`
-	Bytes   int64  `json:"bytes"`
-}
-
 func (s *Server) uploadCode(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	js, err := enabled(s.deps.Jobs.Submit, "apiserver.jobs")
 	if err != nil {
@@ -373,7 +367,7 @@ func (s *Server) uploadCode(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, CodeUploadResponse{CodeDir: dir, Files: n, Bytes: size})
+	writeJSON(w, http.StatusCreated, api.CodeUploadResponse{CodeDir: dir, Files: n, Bytes: size})
 	return nil
 }
 

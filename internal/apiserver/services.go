@@ -26,7 +26,7 @@ type Services interface {
 type ServiceActivity interface {
 	Stats(ctx context.Context, p *auth.Principal, id string) (*api.ServiceStats, error)
 	Events(ctx context.Context, p *auth.Principal, id string, opts meta.ListOptions) ([]api.Event, int, error)
-	Logs(ctx context.Context, p *auth.Principal, id, instance string, tail int) ([]meta.ServiceLogLine, error)
+	Logs(ctx context.Context, p *auth.Principal, id, instance string, tail int) ([]api.ServiceLogLine, error)
 }
 
 // Usage meters instance time of services and jobs.
@@ -39,20 +39,6 @@ type InstanceRunners interface {
 	RunnerInstance(ctx context.Context, id, token string) (*api.RunnerInstance, error)
 	RunnerInstanceStatus(ctx context.Context, id, token string, rep *api.InstanceReport) (*api.RunnerHeartbeatReply, error)
 	RunnerInstanceLogs(ctx context.Context, id, token string, b *api.RunnerLogs) error
-}
-
-// ServiceLogLine is a line of GET /api/v1/services/{id}/logs.
-type ServiceLogLine struct {
-	InstanceID string `json:"instance_id"`
-	Seq        int64  `json:"seq"`
-	Time       int64  `json:"time"` // ms
-	Stream     string `json:"stream"`
-	Text       string `json:"text"`
-}
-
-// ServiceLogs is the body of GET /api/v1/services/{id}/logs.
-type ServiceLogs struct {
-	Lines []ServiceLogLine `json:"lines"`
 }
 
 func (s *Server) serviceRoutes() []route {
@@ -218,20 +204,19 @@ func (s *Server) serviceLogs(w http.ResponseWriter, r *http.Request, p *auth.Pri
 	q := r.URL.Query()
 	tail := 0
 	if t := q.Get("tail"); t != "" {
-		if tail, err = strconv.Atoi(t); err != nil || tail < 1 || tail > meta.MaxLogLimit {
+		if tail, err = strconv.Atoi(t); err != nil || tail < 1 || tail > api.MaxLogLines {
 			return errs.E("apiserver.serviceLogs", errs.Invalid, CodeBadQuery,
-				"query parameter tail must be a whole number from 1 to "+strconv.Itoa(meta.MaxLogLimit))
+				"query parameter tail must be a whole number from 1 to "+strconv.Itoa(api.MaxLogLines))
 		}
 	}
 	lines, err := ss.Logs(r.Context(), p, r.PathValue("id"), q.Get("instance"), tail)
 	if err != nil {
 		return err
 	}
-	out := ServiceLogs{Lines: make([]ServiceLogLine, len(lines))}
-	for i, l := range lines {
-		out.Lines[i] = ServiceLogLine{InstanceID: l.InstanceID, Seq: l.Seq, Time: l.Time.UnixMilli(), Stream: l.Stream, Text: l.Text}
+	if lines == nil {
+		lines = []api.ServiceLogLine{}
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, api.ServiceLogs{Lines: lines})
 	return nil
 }
 

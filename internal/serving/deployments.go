@@ -491,8 +491,8 @@ func (d *Deployments) Events(ctx context.Context, p *auth.Principal, id string, 
 }
 
 // Logs returns the last tail lines of one instance of a service, or of all
-// its instances merged by time when instance is "".
-func (d *Deployments) Logs(ctx context.Context, p *auth.Principal, id, instance string, tail int) ([]meta.ServiceLogLine, error) {
+// its instances merged by time when instance is "" (never nil).
+func (d *Deployments) Logs(ctx context.Context, p *auth.Principal, id, instance string, tail int) ([]api.ServiceLogLine, error) {
 	const op errs.Op = "serving.Logs"
 	if _, err := d.load(ctx, op, p, id, "Get"); err != nil {
 		return nil, err
@@ -501,7 +501,11 @@ func (d *Deployments) Logs(ctx context.Context, p *auth.Principal, id, instance 
 	if err != nil {
 		return nil, errs.E(op, err)
 	}
-	return lines, nil
+	out := make([]api.ServiceLogLine, len(lines))
+	for i, l := range lines {
+		out[i] = api.ServiceLogLine{InstanceID: l.InstanceID, Seq: l.Seq, Time: l.Time.UnixMilli(), Stream: l.Stream, Text: l.Text}
+	}
+	return out, nil
 }
 
 // ServicesUsing lists the ids of the services (of any owner, in any

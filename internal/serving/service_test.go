@@ -782,3 +782,10 @@ func TestRestartSendsPendingStopsAgain(t *testing.T) {
 	}
 	e.wantStatus(id, api.ServiceStopped)
 }
+
+// The REST API's largest tail is what the store can answer.
+func TestLogLimitsAgree(t *testing.T) {
+	if api.MaxLogLines != meta.MaxLogLimit {
+		t.Errorf("api.MaxLogLines = %d, meta.MaxLogLimit = %d", api.MaxLogLines, meta.MaxLogLimit)
+	}
+}
