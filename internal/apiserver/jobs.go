@@ -12,7 +12,6 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/errs"
-	"github.com/atelier-dev/atelier/internal/meta"
 )
 
 // JobSubmitter creates training jobs: the dry run, the upload of a local
@@ -27,11 +26,11 @@ type JobSubmitter interface {
 // metrics and events.
 type JobReader interface {
 	Get(ctx context.Context, p *auth.Principal, id string) (*api.Job, error)
-	ListJobs(ctx context.Context, p *auth.Principal, name string, phases []string, opts meta.ListOptions) ([]*api.Job, int, error)
+	ListJobs(ctx context.Context, p *auth.Principal, name string, phases []string, opts api.ListOptions) ([]*api.Job, int, error)
 	Logs(ctx context.Context, p *auth.Principal, id, after string, limit int) (*api.JobLogs, error)
 	FollowLogs(ctx context.Context, p *auth.Principal, id, after string, fn func(api.LogLine) error) error
 	Metrics(ctx context.Context, p *auth.Principal, id string) (*api.JobMetrics, error)
-	Events(ctx context.Context, p *auth.Principal, id string, opts meta.ListOptions) ([]api.Event, int, error)
+	Events(ctx context.Context, p *auth.Principal, id string, opts api.ListOptions) ([]api.Event, int, error)
 }
 
 // JobActions stop and delete training jobs.

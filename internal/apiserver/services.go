@@ -9,14 +9,13 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/errs"
-	"github.com/atelier-dev/atelier/internal/meta"
 )
 
 // Services are the online services a user deploys and changes.
 type Services interface {
 	Deploy(ctx context.Context, p *auth.Principal, req *api.DeployRequest) (*api.Service, error)
 	Get(ctx context.Context, p *auth.Principal, id string) (*api.Service, error)
-	ListServices(ctx context.Context, p *auth.Principal, name string, statuses []string, opts meta.ListOptions) ([]*api.Service, int, error)
+	ListServices(ctx context.Context, p *auth.Principal, name string, statuses []string, opts api.ListOptions) ([]*api.Service, int, error)
 	Update(ctx context.Context, p *auth.Principal, id string, req *api.UpdateServiceRequest) (*api.Service, error)
 	Delete(ctx context.Context, p *auth.Principal, id string) error
 }
@@ -25,7 +24,7 @@ type Services interface {
 // instance logs.
 type ServiceActivity interface {
 	Stats(ctx context.Context, p *auth.Principal, id string) (*api.ServiceStats, error)
-	Events(ctx context.Context, p *auth.Principal, id string, opts meta.ListOptions) ([]api.Event, int, error)
+	Events(ctx context.Context, p *auth.Principal, id string, opts api.ListOptions) ([]api.Event, int, error)
 	Logs(ctx context.Context, p *auth.Principal, id, instance string, tail int) ([]api.ServiceLogLine, error)
 }
 

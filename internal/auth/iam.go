@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth/policy"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
@@ -72,7 +73,7 @@ func (s *Service) lookupUser(ctx context.Context, op errs.Op, name string) (*met
 // ListUsers returns the users p may see: all of them for an admin allowed
 // atelier:user:List, else those p may get (itself, and users a policy
 // grants).
-func (s *Service) ListUsers(ctx context.Context, p *Principal, opts meta.ListOptions) ([]*meta.User, int, error) {
+func (s *Service) ListUsers(ctx context.Context, p *Principal, opts api.ListOptions) ([]*meta.User, int, error) {
 	us, total, err := List(ctx, s, p, "user", opts, func(ctx context.Context, _ string, opts meta.ListOptions) ([]*meta.User, int, error) {
 		return s.store.ListUsers(ctx, opts)
 	}, func(u *meta.User) (string, string) { return u.Name, u.ID })
@@ -192,7 +193,7 @@ func (s *Service) GetAccessKey(ctx context.Context, p *Principal, ak string) (*m
 
 // ListAccessKeys lists the permanent keys of the named user (the caller if
 // empty).
-func (s *Service) ListAccessKeys(ctx context.Context, p *Principal, userName string, opts meta.ListOptions) ([]*meta.AccessKey, int, error) {
+func (s *Service) ListAccessKeys(ctx context.Context, p *Principal, userName string, opts api.ListOptions) ([]*meta.AccessKey, int, error) {
 	const op errs.Op = "auth.ListAccessKeys"
 	u, err := s.targetUser(ctx, op, p, userName)
 	if err != nil {
@@ -247,7 +248,7 @@ func (s *Service) DeleteAccessKey(ctx context.Context, p *Principal, ak string) 
 // ---- tokens ----
 
 // ListTokens lists the caller's tokens.
-func (s *Service) ListTokens(ctx context.Context, p *Principal, opts meta.ListOptions) ([]*meta.Token, int, error) {
+func (s *Service) ListTokens(ctx context.Context, p *Principal, opts api.ListOptions) ([]*meta.Token, int, error) {
 	ts, total, err := List(ctx, s, p, "token", opts, func(ctx context.Context, _ string, opts meta.ListOptions) ([]*meta.Token, int, error) {
 		return s.store.ListTokens(ctx, p.User.ID, opts)
 	}, func(t *meta.Token) (string, string) { return t.ID, t.UserID })
@@ -360,7 +361,7 @@ func (s *Service) GetPolicy(ctx context.Context, p *Principal, name string) (*me
 
 // ListPolicies lists the policies p may see: all of them for an admin
 // allowed atelier:policy:List, else those p may get.
-func (s *Service) ListPolicies(ctx context.Context, p *Principal, opts meta.ListOptions) ([]*meta.Policy, int, error) {
+func (s *Service) ListPolicies(ctx context.Context, p *Principal, opts api.ListOptions) ([]*meta.Policy, int, error) {
 	ps, total, err := List(ctx, s, p, "policy", opts, func(ctx context.Context, _ string, opts meta.ListOptions) ([]*meta.Policy, int, error) {
 		return s.store.ListPolicies(ctx, opts)
 	}, func(mp *meta.Policy) (string, string) { return mp.Name, mp.OwnerID })

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth/sigv4"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
@@ -200,11 +201,11 @@ func TestUsersAndOwnership(t *testing.T) {
 	// Another user's record is not revealed: 404, same as a missing one.
 	_, _, err = f.svc.GetUser(ctx, alice, "bob")
 	wantErr(t, err, errs.NotFound, CodeUserNotFound, `user "bob" not found`)
-	users, total, err := f.svc.ListUsers(ctx, alice, meta.ListOptions{})
+	users, total, err := f.svc.ListUsers(ctx, alice, api.ListOptions{})
 	if err != nil || total != 1 || users[0].Name != "alice" {
 		t.Errorf("alice lists %v (%d, %v)", users, total, err)
 	}
-	users, total, _ = f.svc.ListUsers(ctx, f.admin, meta.ListOptions{})
+	users, total, _ = f.svc.ListUsers(ctx, f.admin, api.ListOptions{})
 	if total != 3 || len(users) != 3 {
 		t.Errorf("admin lists %d users", total)
 	}
@@ -217,7 +218,7 @@ func TestUsersAndOwnership(t *testing.T) {
 	wantErr(t, err, errs.NotFound, CodeKeyNotFound, "not found")
 	_, _, err = f.svc.CreateAccessKey(ctx, alice, "bob", "")
 	wantErr(t, err, errs.NotFound, CodeUserNotFound, `user "bob" not found`)
-	_, _, err = f.svc.ListAccessKeys(ctx, alice, "bob", meta.ListOptions{})
+	_, _, err = f.svc.ListAccessKeys(ctx, alice, "bob", api.ListOptions{})
 	wantErr(t, err, errs.NotFound, CodeUserNotFound, "not found")
 
 	// Own keys: create several, list, disable.
@@ -225,7 +226,7 @@ func TestUsersAndOwnership(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ks, total, err := f.svc.ListAccessKeys(ctx, bob, "", meta.ListOptions{})
+	ks, total, err := f.svc.ListAccessKeys(ctx, bob, "", api.ListOptions{})
 	if err != nil || total != 2 || len(ks) != 2 {
 		t.Fatalf("bob's keys: %d, %v", total, err)
 	}
@@ -348,7 +349,7 @@ func TestPolicies(t *testing.T) {
 		t.Fatalf("attach twice: %v", err)
 	}
 	erin = principalFor(t, f.svc, f.store, erin.AccessKey)
-	if _, total, _ := f.svc.ListUsers(ctx, erin, meta.ListOptions{}); total != 2 {
+	if _, total, _ := f.svc.ListUsers(ctx, erin, api.ListOptions{}); total != 2 {
 		t.Errorf("with the policy erin lists %d users, want 2", total)
 	}
 	if _, _, err := f.svc.GetUser(ctx, erin, "admin"); err != nil {
@@ -389,7 +390,7 @@ func TestTemporaryCredentials(t *testing.T) {
 		t.Fatalf("stored %+v %v", k, err)
 	}
 	// Temporary keys are not listed with permanent ones and cannot mint tokens.
-	if _, total, _ := f.svc.ListAccessKeys(ctx, frank, "", meta.ListOptions{}); total != 1 {
+	if _, total, _ := f.svc.ListAccessKeys(ctx, frank, "", api.ListOptions{}); total != 1 {
 		t.Errorf("frank lists %d keys, want 1", total)
 	}
 	_, _, err = f.svc.CreateToken(ctx, tc.AccessKey, tc.SecretKey, 0)

@@ -169,9 +169,9 @@ func (d *Deployments) present(r *record) *api.Service {
 // ListServices returns the caller's services (every service for an admin)
 // whose name contains name and whose status is one of statuses (all when
 // empty), newest first.
-func (d *Deployments) ListServices(ctx context.Context, p *auth.Principal, name string, statuses []string, opts meta.ListOptions) ([]*api.Service, int, error) {
+func (d *Deployments) ListServices(ctx context.Context, p *auth.Principal, name string, statuses []string, opts api.ListOptions) ([]*api.Service, int, error) {
 	const op errs.Op = "serving.List"
-	recs, total, err := auth.List(ctx, d.authz, p, "service", opts.Normalize(), func(ctx context.Context, owner string, opts meta.ListOptions) ([]*meta.ServiceRecord, int, error) {
+	recs, total, err := auth.List(ctx, d.authz, p, "service", opts, func(ctx context.Context, owner string, opts meta.ListOptions) ([]*meta.ServiceRecord, int, error) {
 		return d.store.ListServices(ctx, meta.ServiceFilter{OwnerID: owner, Statuses: statuses, NameLike: name}, opts)
 	}, func(r *meta.ServiceRecord) (string, string) { return r.ID, r.OwnerID })
 	if err != nil {
@@ -474,12 +474,12 @@ func (d *Deployments) Stats(ctx context.Context, p *auth.Principal, id string) (
 }
 
 // Events lists a service's events.
-func (d *Deployments) Events(ctx context.Context, p *auth.Principal, id string, opts meta.ListOptions) ([]api.Event, int, error) {
+func (d *Deployments) Events(ctx context.Context, p *auth.Principal, id string, opts api.ListOptions) ([]api.Event, int, error) {
 	const op errs.Op = "serving.Events"
 	if _, err := d.load(ctx, op, p, id, "Get"); err != nil {
 		return nil, 0, err
 	}
-	evs, total, err := d.store.ListServiceEvents(ctx, id, opts.Normalize())
+	evs, total, err := d.store.ListServiceEvents(ctx, id, meta.ListOptions(opts).Normalize())
 	if err != nil {
 		return nil, 0, errs.E(op, err)
 	}
