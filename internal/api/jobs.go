@@ -231,6 +231,20 @@ type JobLogs struct {
 	Next  string    `json:"next"`
 }
 
+// MaxLogLines is the most log lines one read answers: the largest limit
+// of GET /api/v1/training-jobs/{id}/logs and the largest tail of GET
+// /api/v1/services/{id}/logs.
+const MaxLogLines = 10000
+
+// CodeUploadResponse is the body of the answer to POST
+// /api/v1/training-jobs/code: the obs:// code_dir to put in a job, with the
+// number of files and bytes stored.
+type CodeUploadResponse struct {
+	CodeDir string `json:"code_dir"`
+	Files   int    `json:"files"`
+	Bytes   int64  `json:"bytes"`
+}
+
 // MetricSample is one sample of system or user metrics.
 type MetricSample struct {
 	Attempt int                `json:"attempt"`

@@ -250,6 +250,21 @@ type ServiceStats struct {
 	Extra     map[string]float64 `json:"extra,omitempty"`
 }
 
+// ServiceLogLine is a line of an instance's log in GET
+// /api/v1/services/{id}/logs.
+type ServiceLogLine struct {
+	InstanceID string `json:"instance_id"`
+	Seq        int64  `json:"seq"`
+	Time       int64  `json:"time"` // ms
+	Stream     string `json:"stream"`
+	Text       string `json:"text"`
+}
+
+// ServiceLogs is the body of GET /api/v1/services/{id}/logs.
+type ServiceLogs struct {
+	Lines []ServiceLogLine `json:"lines"`
+}
+
 // UsageItem is metered instance time of one flavor.
 type UsageItem struct {
 	Kind            string  `json:"kind"` // job | service

@@ -17,6 +17,19 @@ type List[T any] struct {
 	Items []T `json:"items"`
 }
 
+// ListOptions selects one page of a list: the offset and limit query
+// parameters of every list route. Limit 0 leaves it to the server (100).
+type ListOptions struct {
+	Offset int
+	Limit  int
+}
+
+// The bounds of the offset and limit query parameters.
+const (
+	MaxListOffset = 1 << 30
+	MaxListLimit  = 1000
+)
+
 // User is a platform user.
 type User struct {
 	UserID     string   `json:"user_id"`

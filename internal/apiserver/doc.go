@@ -13,5 +13,8 @@
 // The handlers' dependencies are small interfaces this package owns, one
 // per kind of use: training jobs as JobSubmitter, JobReader, JobActions
 // and JobCatalog (Deps.Jobs), their runner protocol as RunnerFeed and
-// RunnerReports (Deps.Runners).
+// RunnerReports (Deps.Runners); IAM is *auth.Service itself. Handlers
+// speak only the wire types of package api: a list's page is an
+// api.ListOptions, and every service answers api types, which it made from
+// its records; this package imports no metadata package.
 package apiserver

@@ -1,39 +1,13 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/errs"
-	"github.com/atelier-dev/atelier/internal/meta"
 )
-
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-func apiUser(u *meta.User) api.User {
-	return api.User{UserID: u.ID, Name: u.Name, Admin: u.Admin, CreateTime: ms(u.CreateTime)}
-}
-
-func apiKey(k *meta.AccessKey, user string) api.AccessKey {
-	return api.AccessKey{AccessKey: k.AccessKey, User: user, Status: string(k.Status), Description: k.Description, CreateTime: ms(k.CreateTime)}
-}
-
-func apiToken(t *meta.Token, user string) api.Token {
-	return api.Token{TokenID: t.ID, User: user, AccessKey: t.AccessKey, CreateTime: ms(t.CreateTime), ExpiresAt: ms(t.ExpiresAt), Revoked: t.Revoked}
-}
-
-func (s *Server) apiPolicy(r *http.Request, p *meta.Policy) api.Policy {
-	return api.Policy{PolicyID: p.ID, Name: p.Name, Description: p.Description, Document: json.RawMessage(p.Document),
-		Owner: s.deps.Auth.UserName(r.Context(), p.OwnerID), CreateTime: ms(p.CreateTime)}
-}
 
 // ---- tokens ----
 
@@ -45,14 +19,12 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, _ *auth.Pri
 	if req.DurationSeconds < 0 {
 		return errs.E("apiserver.createToken", errs.Invalid, auth.CodeBadDuration, "duration_seconds must not be negative")
 	}
-	t, tok, err := s.deps.Auth.CreateToken(r.Context(), req.AccessKey, req.SecretKey, time.Duration(req.DurationSeconds)*time.Second)
+	t, err := s.deps.Auth.CreateToken(r.Context(), req.AccessKey, req.SecretKey, time.Duration(req.DurationSeconds)*time.Second)
 	if err != nil {
 		return err
 	}
-	out := apiToken(t, s.deps.Auth.UserName(r.Context(), t.UserID))
-	out.Token = tok
-	w.Header().Set("X-Subject-Token", tok) // as ModelArts' IAM answers
-	writeJSON(w, http.StatusCreated, out)
+	w.Header().Set("X-Subject-Token", t.Token) // as ModelArts' IAM answers
+	writeJSON(w, http.StatusCreated, t)
 	return nil
 }
 
@@ -65,11 +37,7 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if err != nil {
 		return err
 	}
-	items := make([]api.Token, len(ts))
-	for i, t := range ts {
-		items[i] = apiToken(t, p.User.Name)
-	}
-	writeJSON(w, http.StatusOK, list(items, total))
+	writeJSON(w, http.StatusOK, list(ts, total))
 	return nil
 }
 
@@ -82,12 +50,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, p *auth.Pri
 }
 
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	names := p.PolicyNames
-	if names == nil {
-		names = []string{}
-	}
-	writeJSON(w, http.StatusOK, api.Whoami{UserID: p.User.ID, Name: p.User.Name, Admin: p.User.Admin, AuthMethod: p.Method,
-		AccessKey: p.AccessKey, Policies: names, Temporary: p.Temporary, ExpiresAt: ms(p.ExpiresAt)})
+	writeJSON(w, http.StatusOK, p.Whoami())
 	return nil
 }
 
@@ -102,7 +65,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, apiUser(u))
+	writeJSON(w, http.StatusCreated, u)
 	return nil
 }
 
@@ -115,25 +78,16 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, p *auth.Princ
 	if err != nil {
 		return err
 	}
-	items := make([]api.User, len(us))
-	for i, u := range us {
-		items[i] = apiUser(u)
-	}
-	writeJSON(w, http.StatusOK, list(items, total))
+	writeJSON(w, http.StatusOK, list(us, total))
 	return nil
 }
 
 func (s *Server) getUser(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	u, ps, err := s.deps.Auth.GetUser(r.Context(), p, r.PathValue("name"))
+	u, err := s.deps.Auth.GetUser(r.Context(), p, r.PathValue("name"))
 	if err != nil {
 		return err
 	}
-	out := apiUser(u)
-	out.Policies = []string{}
-	for _, mp := range ps {
-		out.Policies = append(out.Policies, mp.Name)
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, u)
 	return nil
 }
 
@@ -170,11 +124,7 @@ func (s *Server) listUserPolicies(w http.ResponseWriter, r *http.Request, p *aut
 	if err != nil {
 		return err
 	}
-	items := make([]api.Policy, len(ps))
-	for i, mp := range ps {
-		items[i] = s.apiPolicy(r, mp)
-	}
-	writeJSON(w, http.StatusOK, list(items, len(items)))
+	writeJSON(w, http.StatusOK, list(ps, len(ps)))
 	return nil
 }
 
@@ -185,13 +135,11 @@ func (s *Server) createAccessKey(w http.ResponseWriter, r *http.Request, p *auth
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	k, secret, err := s.deps.Auth.CreateAccessKey(r.Context(), p, req.User, req.Description)
+	k, err := s.deps.Auth.CreateAccessKey(r.Context(), p, req.User, req.Description)
 	if err != nil {
 		return err
 	}
-	out := apiKey(k, s.deps.Auth.UserName(r.Context(), k.UserID))
-	out.SecretKey = secret
-	writeJSON(w, http.StatusCreated, out)
+	writeJSON(w, http.StatusCreated, k)
 	return nil
 }
 
@@ -200,19 +148,11 @@ func (s *Server) listAccessKeys(w http.ResponseWriter, r *http.Request, p *auth.
 	if err != nil {
 		return err
 	}
-	user := r.URL.Query().Get("user")
-	ks, total, err := s.deps.Auth.ListAccessKeys(r.Context(), p, user, opts)
+	ks, total, err := s.deps.Auth.ListAccessKeys(r.Context(), p, r.URL.Query().Get("user"), opts)
 	if err != nil {
 		return err
 	}
-	if user == "" {
-		user = p.User.Name
-	}
-	items := make([]api.AccessKey, len(ks))
-	for i, k := range ks {
-		items[i] = apiKey(k, user)
-	}
-	writeJSON(w, http.StatusOK, list(items, total))
+	writeJSON(w, http.StatusOK, list(ks, total))
 	return nil
 }
 
@@ -221,7 +161,7 @@ func (s *Server) getAccessKey(w http.ResponseWriter, r *http.Request, p *auth.Pr
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, apiKey(k, s.deps.Auth.UserName(r.Context(), k.UserID)))
+	writeJSON(w, http.StatusOK, k)
 	return nil
 }
 
@@ -230,11 +170,11 @@ func (s *Server) updateAccessKey(w http.ResponseWriter, r *http.Request, p *auth
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	k, err := s.deps.Auth.SetAccessKeyStatus(r.Context(), p, r.PathValue("access_key"), meta.KeyStatus(req.Status))
+	k, err := s.deps.Auth.SetAccessKeyStatus(r.Context(), p, r.PathValue("access_key"), req.Status)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, apiKey(k, s.deps.Auth.UserName(r.Context(), k.UserID)))
+	writeJSON(w, http.StatusOK, k)
 	return nil
 }
 
@@ -257,11 +197,11 @@ func (s *Server) createPolicy(w http.ResponseWriter, r *http.Request, p *auth.Pr
 		return errs.E("apiserver.createPolicy", errs.Invalid, CodeEmptyBody, `field "document" is required: a policy document object`,
 			errs.Hint(`e.g. {"Version":"1.1","Statement":[{"Effect":"Allow","Action":["obs:GetObject"],"Resource":["obs:::bucket/*"]}]}`))
 	}
-	mp, err := s.deps.Auth.CreatePolicy(r.Context(), p, req.Name, req.Description, req.Document)
+	pol, err := s.deps.Auth.CreatePolicy(r.Context(), p, req.Name, req.Description, req.Document)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, s.apiPolicy(r, mp))
+	writeJSON(w, http.StatusCreated, pol)
 	return nil
 }
 
@@ -274,22 +214,16 @@ func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request, p *auth.Pr
 	if err != nil {
 		return err
 	}
-	items := make([]api.Policy, len(ps))
-	for i, mp := range ps {
-		items[i] = s.apiPolicy(r, mp)
-	}
-	writeJSON(w, http.StatusOK, list(items, total))
+	writeJSON(w, http.StatusOK, list(ps, total))
 	return nil
 }
 
 func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	mp, users, err := s.deps.Auth.GetPolicy(r.Context(), p, r.PathValue("name"))
+	pol, err := s.deps.Auth.GetPolicy(r.Context(), p, r.PathValue("name"))
 	if err != nil {
 		return err
 	}
-	out := s.apiPolicy(r, mp)
-	out.Users = users
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, pol)
 	return nil
 }
 

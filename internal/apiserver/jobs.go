@@ -12,7 +12,6 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/errs"
-	"github.com/atelier-dev/atelier/internal/meta"
 )
 
 // JobSubmitter creates training jobs: the dry run, the upload of a local
@@ -27,11 +26,11 @@ type JobSubmitter interface {
 // metrics and events.
 type JobReader interface {
 	Get(ctx context.Context, p *auth.Principal, id string) (*api.Job, error)
-	ListJobs(ctx context.Context, p *auth.Principal, name string, phases []string, opts meta.ListOptions) ([]*api.Job, int, error)
+	ListJobs(ctx context.Context, p *auth.Principal, name string, phases []string, opts api.ListOptions) ([]*api.Job, int, error)
 	Logs(ctx context.Context, p *auth.Principal, id, after string, limit int) (*api.JobLogs, error)
 	FollowLogs(ctx context.Context, p *auth.Principal, id, after string, fn func(api.LogLine) error) error
 	Metrics(ctx context.Context, p *auth.Principal, id string) (*api.JobMetrics, error)
-	Events(ctx context.Context, p *auth.Principal, id string, opts meta.ListOptions) ([]api.Event, int, error)
+	Events(ctx context.Context, p *auth.Principal, id string, opts api.ListOptions) ([]api.Event, int, error)
 }
 
 // JobActions stop and delete training jobs.
@@ -269,8 +268,9 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, p *auth.Princip
 	if q.Get("follow") != "true" && q.Get("follow") != "1" {
 		limit := 0
 		if l := q.Get("limit"); l != "" {
-			if limit, err = strconv.Atoi(l); err != nil || limit < 1 || limit > 10000 {
-				return errs.E("apiserver.jobLogs", errs.Invalid, CodeBadQuery, "query parameter limit must be a whole number from 1 to 10000")
+			if limit, err = strconv.Atoi(l); err != nil || limit < 1 || limit > api.MaxLogLines {
+				return errs.E("apiserver.jobLogs", errs.Invalid, CodeBadQuery,
+					"query parameter limit must be a whole number from 1 to "+strconv.Itoa(api.MaxLogLines))
 			}
 		}
 		logs, err := js.Logs(r.Context(), p, id, after, limit)
@@ -357,13 +357,6 @@ func (s *Server) jobFlavors(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	return nil
 }
 
-// CodeUploadResponse is the answer of POST /api/v1/training-jobs/code.
-type CodeUploadResponse struct {
-	CodeDir string `json:"code_dir"`
-	Files   int    `json:"files"`
-	Bytes   int64  `json:"bytes"`
-}
-
 func (s *Server) uploadCode(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	js, err := enabled(s.deps.Jobs.Submit, "apiserver.jobs")
 	if err != nil {
@@ -373,7 +366,7 @@ func (s *Server) uploadCode(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, CodeUploadResponse{CodeDir: dir, Files: n, Bytes: size})
+	writeJSON(w, http.StatusCreated, api.CodeUploadResponse{CodeDir: dir, Files: n, Bytes: size})
 	return nil
 }
 

@@ -7,14 +7,13 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/errs"
-	"github.com/atelier-dev/atelier/internal/meta"
 )
 
 // Models is the model registry as the API uses it.
 type Models interface {
 	Import(ctx context.Context, p *auth.Principal, req *api.ImportModelRequest) (*api.Model, error)
 	Get(ctx context.Context, p *auth.Principal, id string) (*api.Model, error)
-	ListModels(ctx context.Context, p *auth.Principal, name, version string, opts meta.ListOptions) ([]*api.Model, int, error)
+	ListModels(ctx context.Context, p *auth.Principal, name, version string, opts api.ListOptions) ([]*api.Model, int, error)
 	Delete(ctx context.Context, p *auth.Principal, id string) error
 	// AIEngineRuntimes is the ModelArts-shaped list of runtimes per model
 	// type ({"engine_runtimes": [...]}).

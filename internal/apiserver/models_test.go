@@ -10,14 +10,13 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/errs"
-	"github.com/atelier-dev/atelier/internal/meta"
 )
 
 // fakeModels records what the routes pass to the registry.
 type fakeModels struct {
 	imported      *api.ImportModelRequest
 	name, version string
-	opts          meta.ListOptions
+	opts          api.ListOptions
 	deleted       string
 	user          string
 }
@@ -34,7 +33,7 @@ func (f *fakeModels) Get(_ context.Context, _ *auth.Principal, id string) (*api.
 	return &api.Model{ModelID: id, ModelName: "mnist"}, nil
 }
 
-func (f *fakeModels) ListModels(_ context.Context, _ *auth.Principal, name, version string, opts meta.ListOptions) ([]*api.Model, int, error) {
+func (f *fakeModels) ListModels(_ context.Context, _ *auth.Principal, name, version string, opts api.ListOptions) ([]*api.Model, int, error) {
 	f.name, f.version, f.opts = name, version, opts
 	return []*api.Model{{ModelID: "m-1"}}, 3, nil
 }
@@ -71,7 +70,7 @@ func TestModelRoutes(t *testing.T) {
 	}
 	var l api.List[api.Model]
 	e.mustJSON(e.admin("GET", "/api/v1/models?name=mn&version=1.0.0&offset=2&limit=5", ""), 200, &l)
-	if l.Total != 3 || l.Count != 1 || f.name != "mn" || f.version != "1.0.0" || f.opts != (meta.ListOptions{Offset: 2, Limit: 5}) {
+	if l.Total != 3 || l.Count != 1 || f.name != "mn" || f.version != "1.0.0" || f.opts != (api.ListOptions{Offset: 2, Limit: 5}) {
 		t.Errorf("list: %+v, filters %q %q %+v", l, f.name, f.version, f.opts)
 	}
 	e.mustJSON(e.admin("GET", "/api/v1/models?model_name=res&model_version=2.0.0", ""), 200, &l)

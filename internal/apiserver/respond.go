@@ -12,7 +12,6 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/errs"
-	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/strictjson"
 )
 
@@ -108,13 +107,13 @@ func decodeJSON(r *http.Request, v any) error {
 }
 
 // listOptions reads offset and limit from the query.
-func listOptions(r *http.Request) (meta.ListOptions, error) {
-	var o meta.ListOptions
+func listOptions(r *http.Request) (api.ListOptions, error) {
+	var o api.ListOptions
 	for _, p := range []struct {
 		name string
 		dst  *int
 		max  int
-	}{{"offset", &o.Offset, 1 << 30}, {"limit", &o.Limit, meta.MaxLimit}} {
+	}{{"offset", &o.Offset, api.MaxListOffset}, {"limit", &o.Limit, api.MaxListLimit}} {
 		s := r.URL.Query().Get(p.name)
 		if s == "" {
 			continue

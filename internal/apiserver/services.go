@@ -9,14 +9,13 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/errs"
-	"github.com/atelier-dev/atelier/internal/meta"
 )
 
 // Services are the online services a user deploys and changes.
 type Services interface {
 	Deploy(ctx context.Context, p *auth.Principal, req *api.DeployRequest) (*api.Service, error)
 	Get(ctx context.Context, p *auth.Principal, id string) (*api.Service, error)
-	ListServices(ctx context.Context, p *auth.Principal, name string, statuses []string, opts meta.ListOptions) ([]*api.Service, int, error)
+	ListServices(ctx context.Context, p *auth.Principal, name string, statuses []string, opts api.ListOptions) ([]*api.Service, int, error)
 	Update(ctx context.Context, p *auth.Principal, id string, req *api.UpdateServiceRequest) (*api.Service, error)
 	Delete(ctx context.Context, p *auth.Principal, id string) error
 }
@@ -25,8 +24,8 @@ type Services interface {
 // instance logs.
 type ServiceActivity interface {
 	Stats(ctx context.Context, p *auth.Principal, id string) (*api.ServiceStats, error)
-	Events(ctx context.Context, p *auth.Principal, id string, opts meta.ListOptions) ([]api.Event, int, error)
-	Logs(ctx context.Context, p *auth.Principal, id, instance string, tail int) ([]meta.ServiceLogLine, error)
+	Events(ctx context.Context, p *auth.Principal, id string, opts api.ListOptions) ([]api.Event, int, error)
+	Logs(ctx context.Context, p *auth.Principal, id, instance string, tail int) ([]api.ServiceLogLine, error)
 }
 
 // Usage meters instance time of services and jobs.
@@ -39,20 +38,6 @@ type InstanceRunners interface {
 	RunnerInstance(ctx context.Context, id, token string) (*api.RunnerInstance, error)
 	RunnerInstanceStatus(ctx context.Context, id, token string, rep *api.InstanceReport) (*api.RunnerHeartbeatReply, error)
 	RunnerInstanceLogs(ctx context.Context, id, token string, b *api.RunnerLogs) error
-}
-
-// ServiceLogLine is a line of GET /api/v1/services/{id}/logs.
-type ServiceLogLine struct {
-	InstanceID string `json:"instance_id"`
-	Seq        int64  `json:"seq"`
-	Time       int64  `json:"time"` // ms
-	Stream     string `json:"stream"`
-	Text       string `json:"text"`
-}
-
-// ServiceLogs is the body of GET /api/v1/services/{id}/logs.
-type ServiceLogs struct {
-	Lines []ServiceLogLine `json:"lines"`
 }
 
 func (s *Server) serviceRoutes() []route {
@@ -218,20 +203,19 @@ func (s *Server) serviceLogs(w http.ResponseWriter, r *http.Request, p *auth.Pri
 	q := r.URL.Query()
 	tail := 0
 	if t := q.Get("tail"); t != "" {
-		if tail, err = strconv.Atoi(t); err != nil || tail < 1 || tail > meta.MaxLogLimit {
+		if tail, err = strconv.Atoi(t); err != nil || tail < 1 || tail > api.MaxLogLines {
 			return errs.E("apiserver.serviceLogs", errs.Invalid, CodeBadQuery,
-				"query parameter tail must be a whole number from 1 to "+strconv.Itoa(meta.MaxLogLimit))
+				"query parameter tail must be a whole number from 1 to "+strconv.Itoa(api.MaxLogLines))
 		}
 	}
 	lines, err := ss.Logs(r.Context(), p, r.PathValue("id"), q.Get("instance"), tail)
 	if err != nil {
 		return err
 	}
-	out := ServiceLogs{Lines: make([]ServiceLogLine, len(lines))}
-	for i, l := range lines {
-		out.Lines[i] = ServiceLogLine{InstanceID: l.InstanceID, Seq: l.Seq, Time: l.Time.UnixMilli(), Stream: l.Stream, Text: l.Text}
+	if lines == nil {
+		lines = []api.ServiceLogLine{}
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, api.ServiceLogs{Lines: lines})
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth/sigv4"
 	"github.com/atelier-dev/atelier/internal/bearer"
 	"github.com/atelier-dev/atelier/internal/errs"
@@ -17,52 +18,55 @@ func unauthenticated(op errs.Op, code errs.Code, msg string, hint string) error 
 	return errs.E(op, errs.Unauthenticated, code, msg, errs.Hint(hint))
 }
 
-// CreateToken exchanges an access key pair for an API token. ttl 0 means
+// CreateToken exchanges an access key pair for an API token, returned with
+// its secret (Token), which is never shown again. ttl 0 means
 // DefaultTokenTTL.
-func (s *Service) CreateToken(ctx context.Context, accessKey, secretKey string, ttl time.Duration) (*meta.Token, string, error) {
+func (s *Service) CreateToken(ctx context.Context, accessKey, secretKey string, ttl time.Duration) (*api.Token, error) {
 	const op errs.Op = "auth.CreateToken"
 	switch {
 	case ttl == 0:
 		ttl = DefaultTokenTTL
 	case ttl < MinTokenTTL || ttl > MaxTokenTTL:
-		return nil, "", errs.E(op, errs.Invalid, CodeBadDuration,
+		return nil, errs.E(op, errs.Invalid, CodeBadDuration,
 			fmt.Sprintf("token lifetime %s is outside %s…%s", ttl, MinTokenTTL, MaxTokenTTL),
 			errs.Hint("omit duration_seconds for the default of 24 h"))
 	}
 	if accessKey == "" || secretKey == "" {
-		return nil, "", errs.E(op, errs.Invalid, CodeBadCredentials, "access_key and secret_key are required",
+		return nil, errs.E(op, errs.Invalid, CodeBadCredentials, "access_key and secret_key are required",
 			errs.Hint("the values are in the config file `atelier configure` wrote, or <data-dir>/admin.yaml"))
 	}
 	bad := unauthenticated(op, CodeBadCredentials, "invalid access key or secret key",
 		"check the pair; `atelier access-key list` shows your keys (a lost secret cannot be recovered: create a new key)")
 	k, err := s.store.GetAccessKey(ctx, accessKey)
 	if errs.Is(err, errs.NotFound) {
-		return nil, "", bad
+		return nil, bad
 	}
 	if err != nil {
-		return nil, "", errs.E(op, err)
+		return nil, errs.E(op, err)
 	}
 	secret, err := s.seal.open(k.AccessKey, k.SecretEnc)
 	if err != nil {
-		return nil, "", errs.E(op, err)
+		return nil, errs.E(op, err)
 	}
 	if subtle.ConstantTimeCompare([]byte(secret), []byte(secretKey)) != 1 {
-		return nil, "", bad
+		return nil, bad
 	}
 	if err := s.checkKeyUsable(op, k); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if k.Temporary {
-		return nil, "", unauthenticated(op, CodeTempCannotTokens, "temporary credentials cannot create API tokens",
+		return nil, unauthenticated(op, CodeTempCannotTokens, "temporary credentials cannot create API tokens",
 			"sign requests with the temporary credentials directly")
 	}
 	tok := newToken()
 	now := s.nowMS()
 	t := &meta.Token{ID: newID(), UserID: k.UserID, Hash: bearer.Hash(tok), AccessKey: k.AccessKey, CreateTime: now, ExpiresAt: now.Add(ttl)}
 	if err := s.store.CreateToken(ctx, t); err != nil {
-		return nil, "", errs.E(op, err)
+		return nil, errs.E(op, err)
 	}
-	return t, tok, nil
+	out := apiToken(t, s.UserName(ctx, t.UserID))
+	out.Token = tok
+	return &out, nil
 }
 
 func (s *Service) checkKeyUsable(op errs.Op, k *meta.AccessKey) error {

@@ -13,6 +13,12 @@
 // otherwise an Allow from an attached policy is needed. List is the one
 // authorization of every list of platform resources: it refuses a list an
 // explicit Deny or a session policy refuses, and keeps only the records a
-// get would be allowed, so a new resource's list cannot forget it. Sub-packages:
-// policy (documents, parsing, evaluation) and sigv4 (AWS Signature V4).
+// get would be allowed, so a new resource's list cannot forget it; it takes
+// the page the API asked for (api.ListOptions) and pages the store with it.
+//
+// The IAM operations the REST API serves (users, access keys, tokens,
+// policies, whoami) take and answer the wire types of package api; the
+// records of the metadata store are turned into them in this package
+// (wire.go), so the REST layer never sees a record. Sub-packages: policy
+// (documents, parsing, evaluation) and sigv4 (AWS Signature V4).
 package auth

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth/policy"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
@@ -14,7 +15,7 @@ import (
 
 // CreateUser creates a user. Only callers allowed atelier:user:Create may;
 // making an admin needs atelier:user:CreateAdmin.
-func (s *Service) CreateUser(ctx context.Context, p *Principal, name string, admin bool) (*meta.User, error) {
+func (s *Service) CreateUser(ctx context.Context, p *Principal, name string, admin bool) (*api.User, error) {
 	const op errs.Op = "auth.CreateUser"
 	if err := ValidateName("user", name); err != nil {
 		return nil, err
@@ -35,12 +36,27 @@ func (s *Service) CreateUser(ctx context.Context, p *Principal, name string, adm
 		return nil, errs.E(op, err)
 	}
 	s.log.Info("user created", "user", name, "admin", admin, "by", p.User.Name)
-	return u, nil
+	out := apiUser(u)
+	return &out, nil
 }
 
-// GetUser returns the named user if p may see it.
-func (s *Service) GetUser(ctx context.Context, p *Principal, name string) (*meta.User, []*meta.Policy, error) {
-	const op errs.Op = "auth.GetUser"
+// GetUser returns the named user, with the names of its policies, if p
+// may see it.
+func (s *Service) GetUser(ctx context.Context, p *Principal, name string) (*api.User, error) {
+	u, ps, err := s.getUser(ctx, "auth.GetUser", p, name)
+	if err != nil {
+		return nil, err
+	}
+	out := apiUser(u)
+	out.Policies = []string{}
+	for _, mp := range ps {
+		out.Policies = append(out.Policies, mp.Name)
+	}
+	return &out, nil
+}
+
+// getUser returns the named user and its policies if p may see it.
+func (s *Service) getUser(ctx context.Context, op errs.Op, p *Principal, name string) (*meta.User, []*meta.Policy, error) {
 	u, err := s.lookupUser(ctx, op, name)
 	if err != nil {
 		return nil, nil, err
@@ -72,14 +88,18 @@ func (s *Service) lookupUser(ctx context.Context, op errs.Op, name string) (*met
 // ListUsers returns the users p may see: all of them for an admin allowed
 // atelier:user:List, else those p may get (itself, and users a policy
 // grants).
-func (s *Service) ListUsers(ctx context.Context, p *Principal, opts meta.ListOptions) ([]*meta.User, int, error) {
+func (s *Service) ListUsers(ctx context.Context, p *Principal, opts api.ListOptions) ([]api.User, int, error) {
 	us, total, err := List(ctx, s, p, "user", opts, func(ctx context.Context, _ string, opts meta.ListOptions) ([]*meta.User, int, error) {
 		return s.store.ListUsers(ctx, opts)
 	}, func(u *meta.User) (string, string) { return u.Name, u.ID })
 	if err != nil {
 		return nil, 0, errs.E("auth.ListUsers", err)
 	}
-	return us, total, nil
+	out := make([]api.User, len(us))
+	for i, u := range us {
+		out[i] = apiUser(u)
+	}
+	return out, total, nil
 }
 
 // DeleteUser deletes a user with its keys, tokens and policy attachments.
@@ -134,25 +154,28 @@ func (s *Service) targetUser(ctx context.Context, op errs.Op, p *Principal, name
 }
 
 // CreateAccessKey creates a permanent key for the named user (the caller if
-// empty) and returns it with its secret, which is never shown again.
-func (s *Service) CreateAccessKey(ctx context.Context, p *Principal, userName, description string) (*meta.AccessKey, string, error) {
+// empty) and returns it with its secret (SecretKey), which is never shown
+// again.
+func (s *Service) CreateAccessKey(ctx context.Context, p *Principal, userName, description string) (*api.AccessKey, error) {
 	const op errs.Op = "auth.CreateAccessKey"
 	if len(description) > 256 {
-		return nil, "", errs.E(op, errs.Invalid, CodeBadDescription, fmt.Sprintf("description is %d bytes; the limit is 256", len(description)))
+		return nil, errs.E(op, errs.Invalid, CodeBadDescription, fmt.Sprintf("description is %d bytes; the limit is 256", len(description)))
 	}
 	u, err := s.targetUser(ctx, op, p, userName)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if err := s.Authorize(p, "accesskey", "Create", Resource("user", u.Name), u.ID, userNotFound(op, userName)); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	k, secret, err := s.newKey(ctx, u.ID, description, false, time.Time{}, "", "")
 	if err != nil {
-		return nil, "", errs.E(op, err)
+		return nil, errs.E(op, err)
 	}
 	s.log.Info("access key created", "user", u.Name, "access_key", k.AccessKey, "by", p.User.Name)
-	return k, secret, nil
+	out := apiKey(k, s.UserName(ctx, k.UserID))
+	out.SecretKey = secret
+	return &out, nil
 }
 
 func (s *Service) newKey(ctx context.Context, userID, desc string, temp bool, exp time.Time, tokenHash, sessionPolicy string) (*meta.AccessKey, string, error) {
@@ -186,13 +209,18 @@ func (s *Service) getKey(ctx context.Context, op errs.Op, p *Principal, ak, verb
 }
 
 // GetAccessKey returns the key if p may see it.
-func (s *Service) GetAccessKey(ctx context.Context, p *Principal, ak string) (*meta.AccessKey, error) {
-	return s.getKey(ctx, "auth.GetAccessKey", p, ak, "Get")
+func (s *Service) GetAccessKey(ctx context.Context, p *Principal, ak string) (*api.AccessKey, error) {
+	k, err := s.getKey(ctx, "auth.GetAccessKey", p, ak, "Get")
+	if err != nil {
+		return nil, err
+	}
+	out := apiKey(k, s.UserName(ctx, k.UserID))
+	return &out, nil
 }
 
 // ListAccessKeys lists the permanent keys of the named user (the caller if
 // empty).
-func (s *Service) ListAccessKeys(ctx context.Context, p *Principal, userName string, opts meta.ListOptions) ([]*meta.AccessKey, int, error) {
+func (s *Service) ListAccessKeys(ctx context.Context, p *Principal, userName string, opts api.ListOptions) ([]api.AccessKey, int, error) {
 	const op errs.Op = "auth.ListAccessKeys"
 	u, err := s.targetUser(ctx, op, p, userName)
 	if err != nil {
@@ -208,12 +236,17 @@ func (s *Service) ListAccessKeys(ctx context.Context, p *Principal, userName str
 	if err != nil {
 		return nil, 0, errs.E(op, err)
 	}
-	return ks, total, nil
+	out := make([]api.AccessKey, len(ks))
+	for i, k := range ks {
+		out[i] = apiKey(k, u.Name)
+	}
+	return out, total, nil
 }
 
-// SetAccessKeyStatus enables or disables a key.
-func (s *Service) SetAccessKeyStatus(ctx context.Context, p *Principal, ak string, status meta.KeyStatus) (*meta.AccessKey, error) {
+// SetAccessKeyStatus enables ("active") or disables ("disabled") a key.
+func (s *Service) SetAccessKeyStatus(ctx context.Context, p *Principal, ak, state string) (*api.AccessKey, error) {
 	const op errs.Op = "auth.SetAccessKeyStatus"
+	status := meta.KeyStatus(state)
 	if status != meta.KeyActive && status != meta.KeyDisabled {
 		return nil, errs.E(op, errs.Invalid, CodeBadStatus, fmt.Sprintf("status %q is not active or disabled", status))
 	}
@@ -227,7 +260,8 @@ func (s *Service) SetAccessKeyStatus(ctx context.Context, p *Principal, ak strin
 	s.keys.invalidate()
 	k.Status = status
 	s.log.Info("access key status changed", "access_key", ak, "status", status, "by", p.User.Name)
-	return k, nil
+	out := apiKey(k, s.UserName(ctx, k.UserID))
+	return &out, nil
 }
 
 // DeleteAccessKey deletes a key; tokens it issued stop working.
@@ -247,14 +281,18 @@ func (s *Service) DeleteAccessKey(ctx context.Context, p *Principal, ak string) 
 // ---- tokens ----
 
 // ListTokens lists the caller's tokens.
-func (s *Service) ListTokens(ctx context.Context, p *Principal, opts meta.ListOptions) ([]*meta.Token, int, error) {
+func (s *Service) ListTokens(ctx context.Context, p *Principal, opts api.ListOptions) ([]api.Token, int, error) {
 	ts, total, err := List(ctx, s, p, "token", opts, func(ctx context.Context, _ string, opts meta.ListOptions) ([]*meta.Token, int, error) {
 		return s.store.ListTokens(ctx, p.User.ID, opts)
 	}, func(t *meta.Token) (string, string) { return t.ID, t.UserID })
 	if err != nil {
 		return nil, 0, errs.E("auth.ListTokens", err)
 	}
-	return ts, total, nil
+	out := make([]api.Token, len(ts))
+	for i, t := range ts {
+		out[i] = apiToken(t, p.User.Name)
+	}
+	return out, total, nil
 }
 
 // RevokeToken revokes a token by id; "current" is the token p authenticated
@@ -294,7 +332,7 @@ func policyNotFound(op errs.Op, name string) error {
 }
 
 // CreatePolicy validates and stores a policy document.
-func (s *Service) CreatePolicy(ctx context.Context, p *Principal, name, description string, document []byte) (*meta.Policy, error) {
+func (s *Service) CreatePolicy(ctx context.Context, p *Principal, name, description string, document []byte) (*api.Policy, error) {
 	const op errs.Op = "auth.CreatePolicy"
 	if err := ValidateName("policy", name); err != nil {
 		return nil, err
@@ -321,7 +359,8 @@ func (s *Service) CreatePolicy(ctx context.Context, p *Principal, name, descript
 		return nil, errs.E(op, err)
 	}
 	s.log.Info("policy created", "policy", name, "by", p.User.Name)
-	return mp, nil
+	out := s.apiPolicy(ctx, mp)
+	return &out, nil
 }
 
 func (s *Service) getPolicy(ctx context.Context, op errs.Op, p *Principal, name, verb string) (*meta.Policy, error) {
@@ -338,36 +377,37 @@ func (s *Service) getPolicy(ctx context.Context, op errs.Op, p *Principal, name,
 	return mp, nil
 }
 
-// GetPolicy returns a policy and the names of the users it is attached to.
-func (s *Service) GetPolicy(ctx context.Context, p *Principal, name string) (*meta.Policy, []string, error) {
+// GetPolicy returns a policy with the names of the users it is attached
+// to.
+func (s *Service) GetPolicy(ctx context.Context, p *Principal, name string) (*api.Policy, error) {
 	const op errs.Op = "auth.GetPolicy"
 	mp, err := s.getPolicy(ctx, op, p, name, "Get")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	ids, err := s.store.PolicyUsers(ctx, mp.ID)
 	if err != nil {
-		return nil, nil, errs.E(op, err)
+		return nil, errs.E(op, err)
 	}
-	var names []string
+	out := s.apiPolicy(ctx, mp)
 	for _, id := range ids {
 		if n := s.UserName(ctx, id); n != "" {
-			names = append(names, n)
+			out.Users = append(out.Users, n)
 		}
 	}
-	return mp, names, nil
+	return &out, nil
 }
 
 // ListPolicies lists the policies p may see: all of them for an admin
 // allowed atelier:policy:List, else those p may get.
-func (s *Service) ListPolicies(ctx context.Context, p *Principal, opts meta.ListOptions) ([]*meta.Policy, int, error) {
+func (s *Service) ListPolicies(ctx context.Context, p *Principal, opts api.ListOptions) ([]api.Policy, int, error) {
 	ps, total, err := List(ctx, s, p, "policy", opts, func(ctx context.Context, _ string, opts meta.ListOptions) ([]*meta.Policy, int, error) {
 		return s.store.ListPolicies(ctx, opts)
 	}, func(mp *meta.Policy) (string, string) { return mp.Name, mp.OwnerID })
 	if err != nil {
 		return nil, 0, errs.E("auth.ListPolicies", err)
 	}
-	return ps, total, nil
+	return s.apiPolicies(ctx, ps), total, nil
 }
 
 // DeletePolicy deletes a policy that is attached to nobody.
@@ -450,7 +490,10 @@ func (s *Service) userAndPolicy(ctx context.Context, op errs.Op, p *Principal, u
 }
 
 // UserPolicies lists the policies attached to a user p may see.
-func (s *Service) UserPolicies(ctx context.Context, p *Principal, userName string) ([]*meta.Policy, error) {
-	_, ps, err := s.GetUser(ctx, p, userName)
-	return ps, err
+func (s *Service) UserPolicies(ctx context.Context, p *Principal, userName string) ([]api.Policy, error) {
+	_, ps, err := s.getUser(ctx, "auth.GetUser", p, userName)
+	if err != nil {
+		return nil, err
+	}
+	return s.apiPolicies(ctx, ps), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth/policy"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
@@ -35,11 +36,13 @@ type Page[T any] func(ctx context.Context, ownerID string, opts meta.ListOptions
 //     granted).
 //
 // When no Deny and no session policy can hide a record of the scope, the
-// store pages; otherwise every record in scope is fetched and filtered, and
-// the page is cut from what remains (total counts what p may see).
-func List[T any](ctx context.Context, c Checker, p *Principal, area string, opts meta.ListOptions, page Page[T],
+// store pages (opts, the page the API asked for, as the store's); otherwise
+// every record in scope is fetched and filtered, and the page is cut from
+// what remains (total counts what p may see).
+func List[T any](ctx context.Context, c Checker, p *Principal, area string, opts api.ListOptions, page Page[T],
 	name func(T) (resource, ownerID string)) ([]T, int, error) {
 	const op errs.Op = "auth.List"
+	storeOpts := meta.ListOptions(opts).Normalize()
 	all := Resource(area, "*")
 	req := policy.Request{Principal: p.User.Name, Action: Action(area, "List"), Resource: all, Context: p.context()}
 	if !Decide(p.Subject, req, true) {
@@ -56,7 +59,7 @@ func List[T any](ctx context.Context, c Checker, p *Principal, area string, opts
 		owner, filter = p.User.ID, mayHide(p.Subject)
 	}
 	if !filter {
-		return page(ctx, owner, opts)
+		return page(ctx, owner, storeOpts)
 	}
 	var visible []T
 	for off := 0; ; {
@@ -75,7 +78,7 @@ func List[T any](ctx context.Context, c Checker, p *Principal, area string, opts
 			break
 		}
 	}
-	return pageOf(visible, opts), len(visible), nil
+	return pageOf(visible, storeOpts), len(visible), nil
 }
 
 // mayHide reports whether a policy of s may refuse what its owner or admin

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth/policy"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
@@ -49,14 +50,14 @@ func TestList(t *testing.T) {
 		user   *meta.User
 		sub    Subject
 		area   string
-		opts   meta.ListOptions
+		opts   api.ListOptions
 		want   []string
 		total  int
 		denied bool
 	}{
 		{name: "owner sees its own", user: alice, area: "job", want: ids("a", 5), total: 5},
-		{name: "owner pages its own", user: alice, area: "job", opts: meta.ListOptions{Offset: 3, Limit: 10}, want: []string{"a3", "a4"}, total: 5},
-		{name: "admin sees every owner's", user: admin, sub: Subject{Admin: true}, area: "job", opts: meta.ListOptions{Limit: 100}, want: append(ids("a", 5), ids("b", 5)...), total: 10},
+		{name: "owner pages its own", user: alice, area: "job", opts: api.ListOptions{Offset: 3, Limit: 10}, want: []string{"a3", "a4"}, total: 5},
+		{name: "admin sees every owner's", user: admin, sub: Subject{Admin: true}, area: "job", opts: api.ListOptions{Limit: 100}, want: append(ids("a", 5), ids("b", 5)...), total: 10},
 		{name: "temporary credentials list nothing", user: alice, sub: Subject{Session: session}, area: "job", denied: true},
 		{name: "temporary credentials of an admin list nothing", user: admin, sub: Subject{Admin: true, Session: session}, area: "service", denied: true},
 		{name: "explicit Deny of the list", user: alice, area: "job", denied: true,
@@ -65,9 +66,9 @@ func TestList(t *testing.T) {
 			sub: Subject{Admin: true, Policies: pol(`{"Version":"2012-10-17","Statement":[{"Effect":"Deny","Action":"atelier:*:List","Resource":"*"}]}`)}},
 		{name: "a Deny of one record hides it", user: alice, area: "job", want: []string{"a0", "a2", "a3", "a4"}, total: 4,
 			sub: Subject{Policies: pol(`{"Version":"2012-10-17","Statement":[{"Effect":"Deny","Action":"atelier:job:Get","Resource":"atelier:::job/a1"}]}`)}},
-		{name: "a Deny hides it across pages", user: alice, area: "job", opts: meta.ListOptions{Offset: 1, Limit: 2}, want: []string{"a2", "a3"}, total: 4,
+		{name: "a Deny hides it across pages", user: alice, area: "job", opts: api.ListOptions{Offset: 1, Limit: 2}, want: []string{"a2", "a3"}, total: 4,
 			sub: Subject{Policies: pol(`{"Version":"2012-10-17","Statement":[{"Effect":"Deny","Action":"atelier:job:Get","Resource":"atelier:::job/a1"}]}`)}},
-		{name: "an admin's Deny of one record hides it", user: admin, area: "job", opts: meta.ListOptions{Limit: 100}, total: 9,
+		{name: "an admin's Deny of one record hides it", user: admin, area: "job", opts: api.ListOptions{Limit: 100}, total: 9,
 			want: []string{"a0", "a1", "a2", "a3", "a4", "b0", "b2", "b3", "b4"},
 			sub:  Subject{Admin: true, Policies: pol(`{"Version":"2012-10-17","Statement":[{"Effect":"Deny","Action":"atelier:job:*","Resource":"atelier:::job/b1"}]}`)}},
 		{name: "a Deny of another area hides nothing", user: alice, area: "job", want: ids("a", 5), total: 5,
@@ -78,7 +79,7 @@ func TestList(t *testing.T) {
 		{name: "policies with a grant to get one of bob's", user: alice, area: "policy", want: append(ids("a", 5), "b3"), total: 6,
 			sub: Subject{Policies: pol(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"atelier:policy:Get","Resource":"atelier:::policy/b3"}]}`)}},
 		{name: "policies with temporary credentials", user: alice, sub: Subject{Session: session}, area: "policy", denied: true},
-		{name: "a list grant does not make another owner's jobs a user's", user: alice, area: "job", want: ids("a", 5), total: 5, opts: meta.ListOptions{Limit: 100},
+		{name: "a list grant does not make another owner's jobs a user's", user: alice, area: "job", want: ids("a", 5), total: 5, opts: api.ListOptions{Limit: 100},
 			sub: Subject{Policies: pol(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"atelier:job:List","Resource":"*"},{"Effect":"Allow","Action":"atelier:job:Get","Resource":"atelier:::job/b0"}]}`)}},
 	}
 	for _, tt := range tests {
@@ -115,4 +116,12 @@ func ids(prefix string, n int) []string {
 		out = append(out, fmt.Sprintf("%s%d", prefix, i))
 	}
 	return out
+}
+
+// The REST API's largest page is what the store pages at most, so that
+// List never asks the store for more than it answers.
+func TestListLimitsAgree(t *testing.T) {
+	if api.MaxListLimit != meta.MaxLimit {
+		t.Errorf("api.MaxListLimit = %d, meta.MaxLimit = %d", api.MaxListLimit, meta.MaxLimit)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth/sigv4"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
@@ -88,11 +89,11 @@ func (f *fixture) user(t *testing.T, name string) (*Principal, string, string) {
 	if _, err := f.svc.CreateUser(ctx, f.admin, name, false); err != nil {
 		t.Fatal(err)
 	}
-	k, secret, err := f.svc.CreateAccessKey(ctx, f.admin, name, "")
+	k, err := f.svc.CreateAccessKey(ctx, f.admin, name, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return principalFor(t, f.svc, f.store, k.AccessKey), k.AccessKey, secret
+	return principalFor(t, f.svc, f.store, k.AccessKey), k.AccessKey, k.SecretKey
 }
 
 func wantErr(t *testing.T, err error, kind errs.Kind, code errs.Code, msg string) {
@@ -194,17 +195,17 @@ func TestUsersAndOwnership(t *testing.T) {
 	// A user may not create users (403) but sees itself.
 	_, err = f.svc.CreateUser(ctx, alice, "mallory", false)
 	wantErr(t, err, errs.PermissionDenied, CodeDenied, "atelier:user:Create")
-	if _, _, err := f.svc.GetUser(ctx, alice, "alice"); err != nil {
+	if _, err := f.svc.GetUser(ctx, alice, "alice"); err != nil {
 		t.Errorf("alice cannot see herself: %v", err)
 	}
 	// Another user's record is not revealed: 404, same as a missing one.
-	_, _, err = f.svc.GetUser(ctx, alice, "bob")
+	_, err = f.svc.GetUser(ctx, alice, "bob")
 	wantErr(t, err, errs.NotFound, CodeUserNotFound, `user "bob" not found`)
-	users, total, err := f.svc.ListUsers(ctx, alice, meta.ListOptions{})
+	users, total, err := f.svc.ListUsers(ctx, alice, api.ListOptions{})
 	if err != nil || total != 1 || users[0].Name != "alice" {
 		t.Errorf("alice lists %v (%d, %v)", users, total, err)
 	}
-	users, total, _ = f.svc.ListUsers(ctx, f.admin, meta.ListOptions{})
+	users, total, _ = f.svc.ListUsers(ctx, f.admin, api.ListOptions{})
 	if total != 3 || len(users) != 3 {
 		t.Errorf("admin lists %d users", total)
 	}
@@ -213,23 +214,23 @@ func TestUsersAndOwnership(t *testing.T) {
 	_, err = f.svc.GetAccessKey(ctx, alice, bobKey)
 	wantErr(t, err, errs.NotFound, CodeKeyNotFound, bobKey)
 	wantErr(t, f.svc.DeleteAccessKey(ctx, alice, bobKey), errs.NotFound, CodeKeyNotFound, "not found")
-	_, err = f.svc.SetAccessKeyStatus(ctx, alice, bobKey, meta.KeyDisabled)
+	_, err = f.svc.SetAccessKeyStatus(ctx, alice, bobKey, "disabled")
 	wantErr(t, err, errs.NotFound, CodeKeyNotFound, "not found")
-	_, _, err = f.svc.CreateAccessKey(ctx, alice, "bob", "")
+	_, err = f.svc.CreateAccessKey(ctx, alice, "bob", "")
 	wantErr(t, err, errs.NotFound, CodeUserNotFound, `user "bob" not found`)
-	_, _, err = f.svc.ListAccessKeys(ctx, alice, "bob", meta.ListOptions{})
+	_, _, err = f.svc.ListAccessKeys(ctx, alice, "bob", api.ListOptions{})
 	wantErr(t, err, errs.NotFound, CodeUserNotFound, "not found")
 
 	// Own keys: create several, list, disable.
-	k2, _, err := f.svc.CreateAccessKey(ctx, bob, "", "second")
+	k2, err := f.svc.CreateAccessKey(ctx, bob, "", "second")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ks, total, err := f.svc.ListAccessKeys(ctx, bob, "", meta.ListOptions{})
+	ks, total, err := f.svc.ListAccessKeys(ctx, bob, "", api.ListOptions{})
 	if err != nil || total != 2 || len(ks) != 2 {
 		t.Fatalf("bob's keys: %d, %v", total, err)
 	}
-	if _, err := f.svc.SetAccessKeyStatus(ctx, bob, k2.AccessKey, meta.KeyDisabled); err != nil {
+	if _, err := f.svc.SetAccessKeyStatus(ctx, bob, k2.AccessKey, "disabled"); err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.svc.SetAccessKeyStatus(ctx, bob, k2.AccessKey, "paused")
@@ -252,24 +253,25 @@ func TestTokens(t *testing.T) {
 	ctx := context.Background()
 	_, ak, sk := f.user(t, "carol")
 
-	_, _, err := f.svc.CreateToken(ctx, ak, "wrong", 0)
+	_, err := f.svc.CreateToken(ctx, ak, "wrong", 0)
 	wantErr(t, err, errs.Unauthenticated, CodeBadCredentials, "invalid access key or secret key")
-	_, _, err = f.svc.CreateToken(ctx, "ATLNOSUCHKEY", sk, 0)
+	_, err = f.svc.CreateToken(ctx, "ATLNOSUCHKEY", sk, 0)
 	wantErr(t, err, errs.Unauthenticated, CodeBadCredentials, "invalid access key or secret key")
-	_, _, err = f.svc.CreateToken(ctx, ak, sk, time.Second)
+	_, err = f.svc.CreateToken(ctx, ak, sk, time.Second)
 	wantErr(t, err, errs.Invalid, CodeBadDuration, "outside")
-	_, _, err = f.svc.CreateToken(ctx, "", "", 0)
+	_, err = f.svc.CreateToken(ctx, "", "", 0)
 	wantErr(t, err, errs.Invalid, CodeBadCredentials, "required")
 
-	tok, secret, err := f.svc.CreateToken(ctx, ak, sk, 0)
+	tok, err := f.svc.CreateToken(ctx, ak, sk, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !tok.ExpiresAt.Equal(f.clock.now().Add(24 * time.Hour)) {
-		t.Errorf("expires %v", tok.ExpiresAt)
+	if tok.ExpiresAt != f.clock.now().Add(24*time.Hour).UnixMilli() || tok.User != "carol" {
+		t.Errorf("token %+v", tok)
 	}
+	secret := tok.Token
 	p, err := f.svc.AuthenticateToken(ctx, secret)
-	if err != nil || p.User.Name != "carol" || p.TokenID != tok.ID {
+	if err != nil || p.User.Name != "carol" || p.TokenID != tok.TokenID {
 		t.Fatalf("authenticate: %v %v", p, err)
 	}
 	_, err = f.svc.AuthenticateToken(ctx, secret+"x")
@@ -281,7 +283,8 @@ func TestTokens(t *testing.T) {
 	wantErr(t, err, errs.Unauthenticated, CodeTokenExpired, "expired at")
 
 	// Revocation: "current", by id; another user's token is 404.
-	_, secret2, _ := f.svc.CreateToken(ctx, ak, sk, time.Hour)
+	tok2, _ := f.svc.CreateToken(ctx, ak, sk, time.Hour)
+	secret2 := tok2.Token
 	p2, err := f.svc.AuthenticateToken(ctx, secret2)
 	if err != nil {
 		t.Fatal(err)
@@ -296,13 +299,14 @@ func TestTokens(t *testing.T) {
 	wantErr(t, err, errs.Unauthenticated, CodeTokenRevoked, "revoked")
 
 	// A disabled key cannot make tokens, and its tokens stop working.
-	_, secret3, _ := f.svc.CreateToken(ctx, ak, sk, time.Hour)
+	tok3, _ := f.svc.CreateToken(ctx, ak, sk, time.Hour)
+	secret3 := tok3.Token
 	if err := f.store.SetAccessKeyStatus(ctx, ak, meta.KeyDisabled); err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.svc.AuthenticateToken(ctx, secret3)
 	wantErr(t, err, errs.Unauthenticated, CodeKeyDisabled, "disabled")
-	_, _, err = f.svc.CreateToken(ctx, ak, sk, 0)
+	_, err = f.svc.CreateToken(ctx, ak, sk, 0)
 	wantErr(t, err, errs.Unauthenticated, CodeKeyDisabled, "disabled")
 
 	// Garbage collection removes long-expired tokens only.
@@ -337,7 +341,7 @@ func TestPolicies(t *testing.T) {
 	wantErr(t, err, errs.Exists, CodePolicyExists, "already exists")
 
 	// Not visible to erin before it is attached.
-	_, _, err = f.svc.GetPolicy(ctx, erin, "readers")
+	_, err = f.svc.GetPolicy(ctx, erin, "readers")
 	wantErr(t, err, errs.NotFound, CodePolicyNotFound, "not found")
 	wantErr(t, f.svc.AttachPolicy(ctx, erin, "erin", "readers"), errs.NotFound, CodePolicyNotFound, "not found")
 
@@ -348,19 +352,19 @@ func TestPolicies(t *testing.T) {
 		t.Fatalf("attach twice: %v", err)
 	}
 	erin = principalFor(t, f.svc, f.store, erin.AccessKey)
-	if _, total, _ := f.svc.ListUsers(ctx, erin, meta.ListOptions{}); total != 2 {
+	if _, total, _ := f.svc.ListUsers(ctx, erin, api.ListOptions{}); total != 2 {
 		t.Errorf("with the policy erin lists %d users, want 2", total)
 	}
-	if _, _, err := f.svc.GetUser(ctx, erin, "admin"); err != nil {
+	if _, err := f.svc.GetUser(ctx, erin, "admin"); err != nil {
 		t.Errorf("with the policy erin cannot get admin: %v", err)
 	}
 	// Seeing is not deleting: a visible resource answers 403, not 404.
 	wantErr(t, f.svc.DeleteUser(ctx, erin, "admin"), errs.PermissionDenied, CodeDenied, "atelier:user:Delete")
 
 	wantErr(t, f.svc.DeletePolicy(ctx, f.admin, "readers"), errs.Conflict, CodePolicyAttached, "attached")
-	_, users, err := f.svc.GetPolicy(ctx, f.admin, "readers")
-	if err != nil || len(users) != 1 || users[0] != "erin" {
-		t.Errorf("policy users %v %v", users, err)
+	pol, err := f.svc.GetPolicy(ctx, f.admin, "readers")
+	if err != nil || len(pol.Users) != 1 || pol.Users[0] != "erin" || pol.Owner != "admin" {
+		t.Errorf("policy %+v %v", pol, err)
 	}
 	if err := f.svc.DetachPolicy(ctx, f.admin, "erin", "readers"); err != nil {
 		t.Fatal(err)
@@ -389,10 +393,10 @@ func TestTemporaryCredentials(t *testing.T) {
 		t.Fatalf("stored %+v %v", k, err)
 	}
 	// Temporary keys are not listed with permanent ones and cannot mint tokens.
-	if _, total, _ := f.svc.ListAccessKeys(ctx, frank, "", meta.ListOptions{}); total != 1 {
+	if _, total, _ := f.svc.ListAccessKeys(ctx, frank, "", api.ListOptions{}); total != 1 {
 		t.Errorf("frank lists %d keys, want 1", total)
 	}
-	_, _, err = f.svc.CreateToken(ctx, tc.AccessKey, tc.SecretKey, 0)
+	_, err = f.svc.CreateToken(ctx, tc.AccessKey, tc.SecretKey, 0)
 	wantErr(t, err, errs.Unauthenticated, CodeTempCannotTokens, "temporary")
 	f.clock.add(2 * time.Hour)
 	wantErr(t, f.svc.checkKeyUsable("test", k), errs.Unauthenticated, CodeTempExpired, "expired")
@@ -423,11 +427,11 @@ func TestKeyCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A change through the service applies at once.
-	if _, err := f.svc.SetAccessKeyStatus(ctx, p, ak, meta.KeyDisabled); err != nil {
+	if _, err := f.svc.SetAccessKeyStatus(ctx, p, ak, "disabled"); err != nil {
 		t.Fatal(err)
 	}
 	wantErr(t, sign(), errs.Unauthenticated, CodeKeyDisabled, "disabled")
-	if _, err := f.svc.SetAccessKeyStatus(ctx, f.admin, ak, meta.KeyActive); err != nil {
+	if _, err := f.svc.SetAccessKeyStatus(ctx, f.admin, ak, "active"); err != nil {
 		t.Fatal(err)
 	}
 	if err := sign(); err != nil {

@@ -975,8 +975,8 @@ func (s *serviceCmds) logs() *cobra.Command {
 		Short: "Print the last log lines of a service's instances",
 		Args:  exactArgs("SERVICE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if tail < 0 || tail > 10000 {
-				return usagef("--tail must be from 1 to 10000")
+			if tail < 0 || tail > api.MaxLogLines {
+				return usagef("--tail must be from 1 to %d", api.MaxLogLines)
 			}
 			c, id, err := s.clientAndService(cmd.Context(), args[0])
 			if err != nil {

@@ -10,6 +10,6 @@
 // reached gives an errs.Unavailable error whose message names the endpoint
 // and whose hint names where the endpoint was configured.
 //
-// List methods take ListOptions (offset and limit) and return one page as an
-// api.List; All fetches every page of any of them.
+// List methods take ListOptions (api.ListOptions: offset and limit) and
+// return one page as an api.List; All fetches every page of any of them.
 package client

@@ -406,13 +406,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// codeUpload is the answer of POST /api/v1/training-jobs/code.
-type codeUpload struct {
-	CodeDir string `json:"code_dir"`
-	Files   int    `json:"files"`
-	Bytes   int64  `json:"bytes"`
-}
-
 // UploadCode streams a tar archive of a code dir named name (the dir's base
 // name) to the server, which stores it in the platform bucket, and returns
 // the obs:// code_dir to put in a job with the number of files and bytes
@@ -453,7 +446,7 @@ func (c *Client) UploadCode(ctx context.Context, name string, tarStream io.Reade
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return "", 0, 0, decodeAPIError(resp, data)
 	}
-	var out codeUpload
+	var out api.CodeUploadResponse
 	if err := json.Unmarshal(data, &out); err != nil || out.CodeDir == "" {
 		return "", 0, 0, errs.E(op, errs.IO, CodeBadResponse,
 			fmt.Sprintf("unexpected answer to the code upload from %s: %s", c.endpoint, strings.TrimSpace(string(data))),

@@ -12,16 +12,13 @@ import (
 // PageSize is the page size All asks for.
 const PageSize = 500
 
-// ListOptions selects one page of a list. Zero values leave the choice to
-// the server (offset 0, its default limit).
-type ListOptions struct {
-	Offset int
-	Limit  int
-}
+// ListOptions selects one page of a list (api.ListOptions). Zero values
+// leave the choice to the server (offset 0, its default limit).
+type ListOptions = api.ListOptions
 
-// values adds the offset and limit query parameters to q (a new Values when
-// q is nil) and returns it.
-func (o ListOptions) values(q url.Values) url.Values {
+// pageQuery adds the offset and limit query parameters of o to q (a new
+// Values when q is nil) and returns it.
+func pageQuery(q url.Values, o ListOptions) url.Values {
 	if q == nil {
 		q = url.Values{}
 	}
@@ -61,7 +58,7 @@ func All[T any](ctx context.Context, list ListFunc[T]) (*api.List[T], error) {
 // getList fetches one page of the list at path.
 func getList[T any](ctx context.Context, c *Client, op errs.Op, path string, q url.Values, opts ListOptions) (*api.List[T], error) {
 	out := &api.List[T]{}
-	if err := c.do(ctx, op, call{method: "GET", path: path, query: opts.values(q), out: out}); err != nil {
+	if err := c.do(ctx, op, call{method: "GET", path: path, query: pageQuery(q, opts), out: out}); err != nil {
 		return nil, err
 	}
 	if out.Items == nil {

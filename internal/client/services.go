@@ -25,19 +25,13 @@ type ServiceListOptions struct {
 	Limit    int
 }
 
-// ServiceLogLine is a line of an instance's log.
-type ServiceLogLine struct {
-	InstanceID string `json:"instance_id"`
-	Seq        int64  `json:"seq"`
-	Time       int64  `json:"time"` // ms
-	Stream     string `json:"stream"`
-	Text       string `json:"text"`
-}
-
-// ServiceLogs is the answer of GET /api/v1/services/{id}/logs.
-type ServiceLogs struct {
-	Lines []ServiceLogLine `json:"lines"`
-}
+// ServiceLogLine and ServiceLogs are the wire types of an instance's log
+// (GET /api/v1/services/{id}/logs), under the names callers of ServiceLogs
+// know them by.
+type (
+	ServiceLogLine = api.ServiceLogLine
+	ServiceLogs    = api.ServiceLogs
+)
 
 // DeployService deploys a service (POST /api/v1/services) and returns it
 // with service_id, access_address and status deploying.

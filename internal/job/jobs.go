@@ -142,9 +142,9 @@ func (js *Jobs) Get(ctx context.Context, p *auth.Principal, id string) (*api.Job
 // ListJobs returns the caller's jobs (every job for an admin) whose name
 // contains name and whose phase is one of phases (all when empty), newest
 // first.
-func (js *Jobs) ListJobs(ctx context.Context, p *auth.Principal, name string, phases []string, opts meta.ListOptions) ([]*api.Job, int, error) {
+func (js *Jobs) ListJobs(ctx context.Context, p *auth.Principal, name string, phases []string, opts api.ListOptions) ([]*api.Job, int, error) {
 	const op errs.Op = "job.List"
-	recs, total, err := auth.List(ctx, js.authz, p, "job", opts.Normalize(), func(ctx context.Context, owner string, opts meta.ListOptions) ([]*meta.JobRecord, int, error) {
+	recs, total, err := auth.List(ctx, js.authz, p, "job", opts, func(ctx context.Context, owner string, opts meta.ListOptions) ([]*meta.JobRecord, int, error) {
 		return js.store.ListJobs(ctx, meta.JobFilter{OwnerID: owner, Phases: phases, NameLike: name}, opts)
 	}, func(r *meta.JobRecord) (string, string) { return r.ID, r.OwnerID })
 	if err != nil {
@@ -215,12 +215,12 @@ func (js *Jobs) Delete(ctx context.Context, p *auth.Principal, id string) error 
 }
 
 // Events lists a job's events.
-func (js *Jobs) Events(ctx context.Context, p *auth.Principal, id string, opts meta.ListOptions) ([]api.Event, int, error) {
+func (js *Jobs) Events(ctx context.Context, p *auth.Principal, id string, opts api.ListOptions) ([]api.Event, int, error) {
 	const op errs.Op = "job.Events"
 	if _, err := js.load(ctx, op, p, id, "Get"); err != nil {
 		return nil, 0, err
 	}
-	evs, total, err := js.store.ListJobEvents(ctx, id, opts.Normalize())
+	evs, total, err := js.store.ListJobEvents(ctx, id, meta.ListOptions(opts).Normalize())
 	if err != nil {
 		return nil, 0, errs.E(op, err)
 	}

@@ -53,8 +53,8 @@ func (js *Jobs) Logs(ctx context.Context, p *auth.Principal, id, after string, l
 	if err != nil {
 		return nil, err
 	}
-	if limit <= 0 || limit > 10000 {
-		limit = 1000
+	if limit <= 0 || limit > api.MaxLogLines {
+		limit = meta.DefaultLogLimit
 	}
 	lines, err := js.store.ReadJobLogs(ctx, id, cur, limit)
 	if err != nil {

@@ -273,9 +273,9 @@ func (s *Service) Lookup(ctx context.Context, id string) (*api.Model, error) {
 // whose name contains name and whose version is version (any when empty),
 // newest first. Items leave out the file list, the configuration and the
 // input ETags of the lineage: Get has them.
-func (s *Service) ListModels(ctx context.Context, p *auth.Principal, name, version string, opts meta.ListOptions) ([]*api.Model, int, error) {
+func (s *Service) ListModels(ctx context.Context, p *auth.Principal, name, version string, opts api.ListOptions) ([]*api.Model, int, error) {
 	const op errs.Op = "model.List"
-	recs, total, err := auth.List(ctx, s.authz, p, "model", opts.Normalize(), func(ctx context.Context, owner string, opts meta.ListOptions) ([]*meta.ModelRecord, int, error) {
+	recs, total, err := auth.List(ctx, s.authz, p, "model", opts, func(ctx context.Context, owner string, opts meta.ListOptions) ([]*meta.ModelRecord, int, error) {
 		return s.store.ListModels(ctx, meta.ModelFilter{OwnerID: owner, NameLike: name, Version: version}, opts)
 	}, func(r *meta.ModelRecord) (string, string) { return r.ID, r.OwnerID })
 	if err != nil {

@@ -212,18 +212,18 @@ func TestImportFromOBS(t *testing.T) {
 	wantCode(t, err, errs.PermissionDenied, CodeSource, "cannot read obs://bkt/pkg/")
 	_, err = e.svc.Get(e.ctx, e.bob, m.ModelID)
 	wantCode(t, err, errs.NotFound, CodeNotFound)
-	list, n, err := e.svc.ListModels(e.ctx, e.bob, "", "", meta.ListOptions{})
+	list, n, err := e.svc.ListModels(e.ctx, e.bob, "", "", api.ListOptions{})
 	if err != nil || n != 0 || len(list) != 0 {
 		t.Errorf("bob's list: %d %v", n, err)
 	}
-	list, n, err = e.svc.ListModels(e.ctx, e.alice, "mni", "", meta.ListOptions{})
+	list, n, err = e.svc.ListModels(e.ctx, e.alice, "mni", "", api.ListOptions{})
 	if err != nil || n != 2 || list[0].ModelVersion != "1.0.1" || list[0].Files != nil || list[0].Config != nil {
 		t.Errorf("alice's list: %d %+v %v", n, list, err)
 	}
-	if _, n, _ := e.svc.ListModels(e.ctx, e.alice, "", "1.0.0", meta.ListOptions{}); n != 1 {
+	if _, n, _ := e.svc.ListModels(e.ctx, e.alice, "", "1.0.0", api.ListOptions{}); n != 1 {
 		t.Errorf("version filter: %d", n)
 	}
-	if _, n, _ := e.svc.ListModels(e.ctx, e.admin, "", "", meta.ListOptions{}); n != 2 {
+	if _, n, _ := e.svc.ListModels(e.ctx, e.admin, "", "", api.ListOptions{}); n != 2 {
 		t.Errorf("admin's list: %d", n)
 	}
 }

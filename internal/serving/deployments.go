@@ -174,9 +174,9 @@ func (d *Deployments) present(r *record) *api.Service {
 // ListServices returns the caller's services (every service for an admin)
 // whose name contains name and whose status is one of statuses (all when
 // empty), newest first.
-func (d *Deployments) ListServices(ctx context.Context, p *auth.Principal, name string, statuses []string, opts meta.ListOptions) ([]*api.Service, int, error) {
+func (d *Deployments) ListServices(ctx context.Context, p *auth.Principal, name string, statuses []string, opts api.ListOptions) ([]*api.Service, int, error) {
 	const op errs.Op = "serving.List"
-	recs, total, err := auth.List(ctx, d.authz, p, "service", opts.Normalize(), func(ctx context.Context, owner string, opts meta.ListOptions) ([]*meta.ServiceRecord, int, error) {
+	recs, total, err := auth.List(ctx, d.authz, p, "service", opts, func(ctx context.Context, owner string, opts meta.ListOptions) ([]*meta.ServiceRecord, int, error) {
 		return d.store.ListServices(ctx, meta.ServiceFilter{OwnerID: owner, Statuses: statuses, NameLike: name}, opts)
 	}, func(r *meta.ServiceRecord) (string, string) { return r.ID, r.OwnerID })
 	if err != nil {
@@ -490,12 +490,12 @@ func (d *Deployments) Stats(ctx context.Context, p *auth.Principal, id string) (
 }
 
 // Events lists a service's events.
-func (d *Deployments) Events(ctx context.Context, p *auth.Principal, id string, opts meta.ListOptions) ([]api.Event, int, error) {
+func (d *Deployments) Events(ctx context.Context, p *auth.Principal, id string, opts api.ListOptions) ([]api.Event, int, error) {
 	const op errs.Op = "serving.Events"
 	if _, err := d.load(ctx, op, p, id, "Get"); err != nil {
 		return nil, 0, err
 	}
-	evs, total, err := d.store.ListServiceEvents(ctx, id, opts.Normalize())
+	evs, total, err := d.store.ListServiceEvents(ctx, id, meta.ListOptions(opts).Normalize())
 	if err != nil {
 		return nil, 0, errs.E(op, err)
 	}
@@ -507,8 +507,8 @@ func (d *Deployments) Events(ctx context.Context, p *auth.Principal, id string, 
 }
 
 // Logs returns the last tail lines of one instance of a service, or of all
-// its instances merged by time when instance is "".
-func (d *Deployments) Logs(ctx context.Context, p *auth.Principal, id, instance string, tail int) ([]meta.ServiceLogLine, error) {
+// its instances merged by time when instance is "" (never nil).
+func (d *Deployments) Logs(ctx context.Context, p *auth.Principal, id, instance string, tail int) ([]api.ServiceLogLine, error) {
 	const op errs.Op = "serving.Logs"
 	if _, err := d.load(ctx, op, p, id, "Get"); err != nil {
 		return nil, err
@@ -517,7 +517,11 @@ func (d *Deployments) Logs(ctx context.Context, p *auth.Principal, id, instance 
 	if err != nil {
 		return nil, errs.E(op, err)
 	}
-	return lines, nil
+	out := make([]api.ServiceLogLine, len(lines))
+	for i, l := range lines {
+		out[i] = api.ServiceLogLine{InstanceID: l.InstanceID, Seq: l.Seq, Time: l.Time.UnixMilli(), Stream: l.Stream, Text: l.Text}
+	}
+	return out, nil
 }
 
 // ServicesUsing lists the ids of the services (of any owner, in any

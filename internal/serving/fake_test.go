@@ -321,7 +321,7 @@ func (e *env) readyAll(id string, base int) {
 
 func (e *env) events(id string) string {
 	e.t.Helper()
-	evs, _, err := e.d.Events(e.ctx, e.alice, id, meta.ListOptions{Limit: 1000})
+	evs, _, err := e.d.Events(e.ctx, e.alice, id, api.ListOptions{Limit: 1000})
 	if err != nil {
 		e.t.Fatal(err)
 	}

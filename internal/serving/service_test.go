@@ -109,10 +109,10 @@ func TestDeployStartsInstancesAndRoutesReadyOnes(t *testing.T) {
 	if _, err := e.d.Get(e.ctx, e.bob, id); errs.CodeOf(err) != CodeNotFound {
 		t.Errorf("bob's Get: %v", err)
 	}
-	if l, n, _ := e.d.ListServices(e.ctx, e.bob, "", nil, meta.ListOptions{}); n != 0 || len(l) != 0 {
+	if l, n, _ := e.d.ListServices(e.ctx, e.bob, "", nil, api.ListOptions{}); n != 0 || len(l) != 0 {
 		t.Errorf("bob lists %d", n)
 	}
-	if _, n, _ := e.d.ListServices(e.ctx, e.admin, "mni", []string{"running"}, meta.ListOptions{}); n != 1 {
+	if _, n, _ := e.d.ListServices(e.ctx, e.admin, "mni", []string{"running"}, api.ListOptions{}); n != 1 {
 		t.Errorf("admin lists %d", n)
 	}
 }
@@ -530,7 +530,7 @@ func TestHealthReachesTheRunner(t *testing.T) {
 	if _, err := e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Health: &api.InstanceHealth{LivenessFailureThreshold: 50}}); errs.CodeOf(err) != CodeHealth {
 		t.Errorf("a threshold of 50: %v", err)
 	}
-	evs, _, err := e.d.Events(e.ctx, e.alice, id, meta.ListOptions{Limit: 100})
+	evs, _, err := e.d.Events(e.ctx, e.alice, id, api.ListOptions{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -781,4 +781,11 @@ func TestRestartSendsPendingStopsAgain(t *testing.T) {
 		t.Fatalf("stops after the restart: %v", e.exec.stopped())
 	}
 	e.wantStatus(id, api.ServiceStopped)
+}
+
+// The REST API's largest tail is what the store can answer.
+func TestLogLimitsAgree(t *testing.T) {
+	if api.MaxLogLines != meta.MaxLogLimit {
+		t.Errorf("api.MaxLogLines = %d, meta.MaxLogLimit = %d", api.MaxLogLines, meta.MaxLogLimit)
+	}
 }
