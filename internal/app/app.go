@@ -143,7 +143,6 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	}
 	ledger.OnFree(jobs.Controller.Kick)
 	ledger.OnFree(wake.Kick)
-	models.SetDeployments(services.deployments)
 	api := apiserver.New(apiserver.Deps{Auth: iam, Store: store, Registry: reg, Logger: log, Region: cfg.Region, Version: version,
 		Jobs:    apiserver.JobDeps{Submit: jobs.Jobs, Read: jobs.Jobs, Act: jobs.Jobs, Catalog: jobs.Jobs},
 		Runners: apiserver.RunnerDeps{Feed: jobs.Runners, Reports: jobs.Runners}, Models: models, Gateway: gw,

@@ -15,6 +15,11 @@ import (
 // OwnerID is not a reference the store enforces: a service's events and
 // usage outlive the account of its owner.
 //
+// ModelIDs are the model versions the service deploys, kept in step with
+// Spec by the serving package: CreateService and UpdateService store them
+// with the record (UpdateService replaces them), and ServicesUsingModel
+// finds services by them. GetService and ListServices leave them nil.
+//
 // Version counts updates: UpdateService changes the record only when the
 // stored version is still r.Version, and then increments it.
 type ServiceRecord struct {
@@ -27,6 +32,7 @@ type ServiceRecord struct {
 	Spec       []byte
 	State      []byte
 	Runtime    []byte
+	ModelIDs   []string
 	Version    int64
 }
 
@@ -97,6 +103,10 @@ type Services interface {
 	// DeleteService removes the service and, in the same transaction, its
 	// logs and events (its usage stays); NotFound if none.
 	DeleteService(ctx context.Context, id string) error
+	// ServicesUsingModel returns the ids of the services, of every owner
+	// and in every status, that deploy the model version (ModelIDs),
+	// sorted.
+	ServicesUsingModel(ctx context.Context, modelID string) ([]string, error)
 
 	// AppendServiceLogs stores the lines in one transaction. A line whose
 	// (instance, seq) the service already has is skipped, so a batch may be

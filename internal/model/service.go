@@ -37,10 +37,12 @@ func Location(modelID string) string {
 	return "obs://" + SystemBucket + "/" + RegistryPrefix + modelID + "/"
 }
 
-// Store is what the registry needs from the metadata store.
+// Store is what the registry needs from the metadata store: the model
+// versions, the admin, and which services deploy a version.
 type Store interface {
 	meta.Models
 	GetUserByName(ctx context.Context, name string) (*meta.User, error)
+	ServicesUsingModel(ctx context.Context, modelID string) ([]string, error)
 }
 
 // Jobs are the training jobs a model is imported from, as the importer
@@ -59,13 +61,6 @@ type Jobs interface {
 type Authorizer interface {
 	Authorize(p *auth.Principal, area, verb, resource, ownerID string, notFound error) error
 	Allowed(p *auth.Principal, area, verb, resource, ownerID string) bool
-}
-
-// Deployments reports which services use a model version. The services
-// implement it; a registry without one treats every version as unused.
-type Deployments interface {
-	// ServicesUsing returns the ids of the services that use the version.
-	ServicesUsing(ctx context.Context, modelID string) ([]string, error)
 }
 
 // Options configure the registry.
@@ -90,7 +85,6 @@ type Options struct {
 	MaxFiles     int           // files of a package (default DefaultMaxFiles)
 	MaxBytes     int64         // bytes of a package (default DefaultMaxBytes)
 	CheckTimeout time.Duration // default DefaultCheckTimeout
-	Deployments  Deployments
 	Logger       *slog.Logger
 	Now          func() time.Time
 }
@@ -105,7 +99,6 @@ type Service struct {
 	log   *slog.Logger
 
 	mu     sync.Mutex
-	deps   Deployments
 	system *auth.Principal
 }
 
@@ -130,21 +123,7 @@ func New(store Store, jobs Jobs, o *obs.Service, authz Authorizer, opt Options) 
 	if opt.CheckTimeout <= 0 {
 		opt.CheckTimeout = DefaultCheckTimeout
 	}
-	return &Service{store: store, jobs: jobs, obs: o, authz: authz, o: opt, log: opt.Logger, deps: opt.Deployments}
-}
-
-// SetDeployments sets (or replaces) what tells which services use a
-// version; nil means none.
-func (s *Service) SetDeployments(d Deployments) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.deps = d
-}
-
-func (s *Service) deployments() Deployments {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.deps
+	return &Service{store: store, jobs: jobs, obs: o, authz: authz, o: opt, log: opt.Logger}
 }
 
 // systemCaller is the platform acting on its own bucket.
@@ -240,11 +219,7 @@ func (s *Service) load(ctx context.Context, op errs.Op, p *auth.Principal, id, v
 
 // usedBy fills in the services that use m.
 func (s *Service) usedBy(ctx context.Context, m *api.Model) {
-	d := s.deployments()
-	if d == nil {
-		return
-	}
-	ids, err := d.ServicesUsing(ctx, m.ModelID)
+	ids, err := s.store.ServicesUsingModel(ctx, m.ModelID)
 	if err != nil {
 		s.log.Warn("cannot tell which services use a model", "model", m.ModelID, "err", err)
 		return
@@ -315,16 +290,14 @@ func (s *Service) Delete(ctx context.Context, p *auth.Principal, id string) erro
 		return errs.E(op, errs.Conflict, CodePublishing, fmt.Sprintf("model %s %s is still being imported", m.ModelName, m.ModelVersion),
 			errs.Hint("try again when the import has ended"))
 	}
-	if d := s.deployments(); d != nil {
-		ids, err := d.ServicesUsing(ctx, id)
-		if err != nil {
-			return errs.E(op, err)
-		}
-		if len(ids) > 0 {
-			return errs.E(op, errs.Conflict, CodeInUse,
-				fmt.Sprintf("model %s %s is deployed in %d service(s): %s", m.ModelName, m.ModelVersion, len(ids), strings.Join(ids, ", ")),
-				errs.Hint("delete those services, or update them to another model version, first"))
-		}
+	ids, err := s.store.ServicesUsingModel(ctx, id)
+	if err != nil {
+		return errs.E(op, err)
+	}
+	if len(ids) > 0 {
+		return errs.E(op, errs.Conflict, CodeInUse,
+			fmt.Sprintf("model %s %s is deployed in %d service(s): %s", m.ModelName, m.ModelVersion, len(ids), strings.Join(ids, ", ")),
+			errs.Hint("delete those services, or update them to another model version, first"))
 	}
 	if err := s.store.DeleteModel(ctx, id); err != nil {
 		if errs.Is(err, errs.NotFound) {

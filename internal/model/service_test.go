@@ -36,13 +36,16 @@ type env struct {
 	svc        *Service
 	alice, bob *auth.Principal
 	admin      *auth.Principal
-	deps       *fakeDeployments
 }
 
-type fakeDeployments struct{ using map[string][]string }
-
-func (f *fakeDeployments) ServicesUsing(_ context.Context, id string) ([]string, error) {
-	return f.using[id], nil
+// deploy stores a service that deploys the model version, as the serving
+// package does.
+func (e *env) deploy(serviceID, modelID string) {
+	e.t.Helper()
+	if err := e.store.CreateService(e.ctx, &meta.ServiceRecord{ID: serviceID, Name: serviceID, OwnerID: e.alice.User.ID,
+		ModelIDs: []string{modelID}}); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 func newEnv(t *testing.T, mod ...func(*Options)) *env {
@@ -66,8 +69,7 @@ func newEnv(t *testing.T, mod ...func(*Options)) *env {
 	if _, _, err := iam.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: ctx, store: store, iam: iam, obs: obs.New(store, blobs, obs.Options{Users: iam}),
-		deps: &fakeDeployments{using: map[string][]string{}}}
+	e := &env{t: t, ctx: ctx, store: store, iam: iam, obs: obs.New(store, blobs, obs.Options{Users: iam})}
 	principal := func(name string, admin bool) *auth.Principal {
 		u, err := store.GetUserByName(ctx, name)
 		if errs.Is(err, errs.NotFound) {
@@ -87,7 +89,6 @@ func newEnv(t *testing.T, mod ...func(*Options)) *env {
 		Sandbox:      "none",
 		WorkDir:      filepath.Join(dir, "work"),
 		CheckTimeout: 30 * time.Second,
-		Deployments:  e.deps,
 	}
 	for _, m := range mod {
 		m(&o)
@@ -376,14 +377,16 @@ func TestDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.deps.using[m.ModelID] = []string{"svc-1"}
+	e.deploy("svc-1", m.ModelID)
 	got, _ := e.svc.Get(e.ctx, e.alice, m.ModelID)
 	if !slices.Equal(got.DeployedIn, []string{"svc-1"}) {
 		t.Errorf("deployed_in %v", got.DeployedIn)
 	}
 	wantCode(t, e.svc.Delete(e.ctx, e.alice, m.ModelID), errs.Conflict, CodeInUse, "deployed in 1 service(s): svc-1")
 	wantCode(t, e.svc.Delete(e.ctx, e.bob, m.ModelID), errs.NotFound, CodeNotFound)
-	delete(e.deps.using, m.ModelID)
+	if err := e.store.DeleteService(e.ctx, "svc-1"); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.svc.Delete(e.ctx, e.alice, m.ModelID); err != nil {
 		t.Fatal(err)
 	}
@@ -395,8 +398,6 @@ func TestDelete(t *testing.T) {
 	if _, err := e.svc.Import(e.ctx, e.alice, &api.ImportModelRequest{ModelName: "m", ModelVersion: "1.0.0", SourceLocation: "obs://bkt/pkg/"}); err != nil {
 		t.Fatal(err)
 	}
-	// Without Deployments, nothing is in use.
-	e.svc.SetDeployments(nil)
 	if got, err := e.svc.Lookup(e.ctx, m.ModelID); err == nil {
 		t.Errorf("Lookup of a deleted version: %+v", got)
 	}

@@ -283,4 +283,3 @@ func (m *s3Metrics) observe(op, method string, status int, n int64, d time.Durat
 		m.bytesOut.WithLabelValues(op).Add(float64(n))
 	}
 }
-

@@ -524,19 +524,6 @@ func (d *Deployments) Logs(ctx context.Context, p *auth.Principal, id, instance 
 	return out, nil
 }
 
-// ServicesUsing lists the ids of the services (of any owner, in any
-// status) that deploy a model version; the registry refuses to delete it
-// while there are any.
-func (d *Deployments) ServicesUsing(ctx context.Context, modelID string) ([]string, error) {
-	var out []string
-	err := d.eachService(ctx, nil, func(r *record) {
-		if r.config(modelID) != nil {
-			out = append(out, r.raw.ID)
-		}
-	})
-	return out, err
-}
-
 // quotaLock serialises, per owner, the count of running services and the
 // deploy or start that follows it (two at once must not both pass).
 func (d *Deployments) quotaLock(ownerID string) func() {

@@ -8,8 +8,9 @@
 //
 //   - Deployments: the operations users call (Deploy, Get, ListServices,
 //     Update — start, stop, instance counts, weights, autoscaling, health,
-//     app code —, Delete, Stats, Events, Logs, Usage) and ServicesUsing for
-//     the model registry. They change a service's record and wake the
+//     app code —, Delete, Stats, Events, Logs, Usage). The services that
+//     serve a model are the store's (meta.Services.ServicesUsingModel), kept
+//     from each record's ModelIDs. They change a service's record and wake the
 //     controller; they start and stop nothing themselves.
 //   - InstanceRunners: the protocol instance runners speak (RunnerInstance,
 //     RunnerInstanceStatus, RunnerInstanceLogs), authenticated by each

@@ -141,6 +141,10 @@ func (r *record) encode() error {
 	}
 	r.raw.Status = r.st.Status
 	r.raw.Name = r.spec.ServiceName
+	r.raw.ModelIDs = r.raw.ModelIDs[:0]
+	for _, c := range r.spec.Config {
+		r.raw.ModelIDs = append(r.raw.ModelIDs, c.ModelID)
+	}
 	return nil
 }
 

@@ -477,11 +477,11 @@ func TestUpdateCountsWeightsAndAppCode(t *testing.T) {
 	if _, err := e.d.Update(e.ctx, e.alice, id2, &api.UpdateServiceRequest{RotateAppCode: true}); errs.CodeOf(err) != CodeAppCode {
 		t.Errorf("rotate on token auth: %v", err)
 	}
-	if ids, _ := e.d.ServicesUsing(e.ctx, "m1"); len(ids) != 2 {
-		t.Errorf("ServicesUsing m1 = %v", ids)
+	if ids, _ := e.store.ServicesUsingModel(e.ctx, "m1"); len(ids) != 2 {
+		t.Errorf("services using m1: %v", ids)
 	}
-	if ids, _ := e.d.ServicesUsing(e.ctx, "m2"); len(ids) != 0 {
-		t.Errorf("ServicesUsing m2 = %v", ids)
+	if ids, _ := e.store.ServicesUsingModel(e.ctx, "m2"); len(ids) != 0 {
+		t.Errorf("services using m2: %v", ids)
 	}
 }
 

@@ -40,8 +40,8 @@ type doc struct {
 	Items    []inner           `json:"items"`
 	Env      map[string]string `json:"env"`
 	Sub      *inner            `json:"sub"`
-	skipped  int    // unexported: not a field of the document
-	Ignored  string `json:"-"`
+	skipped  int               // unexported: not a field of the document
+	Ignored  string            `json:"-"`
 }
 
 func TestDecode(t *testing.T) {

@@ -112,6 +112,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"ServiceLogs", testServiceLogs},
 		{"ServiceEvents", testServiceEvents},
 		{"ServiceUsage", testServiceUsage},
+		{"ServicesUsingModel", testServicesUsingModel},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

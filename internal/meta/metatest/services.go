@@ -23,12 +23,14 @@ func service(id, owner, name string) *meta.ServiceRecord {
 		Spec:       []byte(`{"service_name":"` + name + `","config":[{"model_id":"m1","weight":100,"instance_count":2}]}`),
 		State:      []byte(`{"status":"deploying","instances":[]}`),
 		Runtime:    []byte(`{"instances":{"i1":{"handle":"pid:1:2"}}}`),
+		ModelIDs:   []string{"m1"},
 	}
 }
 
 // normService is r as a store returns it.
 func normService(r *meta.ServiceRecord) meta.ServiceRecord {
 	n := norm(*r)
+	n.ModelIDs = nil // Get and List leave them out
 	for _, d := range []*[]byte{&n.Spec, &n.State, &n.Runtime} {
 		if len(*d) == 0 {
 			*d = nil
@@ -365,4 +367,48 @@ func testServiceUsage(t *testing.T, s meta.Store) {
 	none, err := s.ListServiceUsage(ctx, meta.UsageFilter{OwnerID: "u9"})
 	must(t, err)
 	same(t, "nobody's usage", none, []meta.ServiceUsage{})
+}
+
+// testServicesUsingModel: the model versions a service deploys are stored
+// with it, replaced by an update, removed with it, and found by model.
+func testServicesUsingModel(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	using := func(model string, want ...string) {
+		t.Helper()
+		got, err := s.ServicesUsingModel(ctx, model)
+		must(t, err)
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("ServicesUsingModel(%s) = %v, want %v", model, got, want)
+		}
+	}
+	a, b := service("svc-a", "u1", "a"), service("svc-b", "u2", "b")
+	a.ModelIDs = []string{"m1", "m2", "m1"}
+	b.ModelIDs = []string{"m2"}
+	must(t, s.CreateService(ctx, a))
+	must(t, s.CreateService(ctx, b))
+	using("m1", "svc-a")
+	using("m2", "svc-a", "svc-b")
+	using("m3")
+	a.ModelIDs = []string{"m3"}
+	must(t, s.UpdateService(ctx, a))
+	using("m1")
+	using("m2", "svc-b")
+	using("m3", "svc-a")
+	// A stale update changes nothing, its models neither.
+	stale := *b
+	must(t, s.UpdateService(ctx, b))
+	stale.ModelIDs = []string{"m9"}
+	if err := s.UpdateService(ctx, &stale); !errs.Is(err, errs.Conflict) {
+		t.Fatalf("stale update: %v", err)
+	}
+	using("m9")
+	using("m2", "svc-b")
+	must(t, s.DeleteService(ctx, "svc-b"))
+	using("m2")
+	bad := service("svc-c", "u1", "c")
+	bad.ModelIDs = []string{"m\x00"}
+	if err := s.CreateService(ctx, bad); !errs.Is(err, errs.Invalid) {
+		t.Errorf("a model id with NUL: %v", err)
+	}
+	using("m1")
 }

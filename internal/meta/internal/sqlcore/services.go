@@ -43,6 +43,11 @@ func validService(op errs.Op, r *meta.ServiceRecord) error {
 	if err := required(op, "service id", r.ID, "service name", r.Name); err != nil {
 		return err
 	}
+	for _, m := range r.ModelIDs {
+		if err := validText(op, "model id", m); err != nil {
+			return err
+		}
+	}
 	return validText(op, "service id", r.ID, "service name", r.Name, "owner id", r.OwnerID, "service status", r.Status,
 		"service spec", string(r.Spec), "service state", string(r.State), "service runtime", string(r.Runtime))
 }
@@ -55,10 +60,15 @@ func (s *Store) CreateService(ctx context.Context, r *meta.ServiceRecord) error 
 	if err := validService(op, r); err != nil {
 		return err
 	}
-	_, err := s.exec(ctx, s.w,
-		`INSERT INTO services (`+serviceColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.Name, r.OwnerID, r.Status, millis(r.CreateTime), millis(r.UpdateTime),
-		string(r.Spec), string(r.State), string(r.Runtime), r.Version)
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := s.exec(ctx, tx,
+			`INSERT INTO services (`+serviceColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.Name, r.OwnerID, r.Status, millis(r.CreateTime), millis(r.UpdateTime),
+			string(r.Spec), string(r.State), string(r.Runtime), r.Version); err != nil {
+			return err
+		}
+		return s.putServiceModels(ctx, tx, r)
+	})
 	if s.d.IsUnique(err) {
 		var n int
 		if cerr := s.queryRow(ctx, s.w, `SELECT COUNT(*) FROM services WHERE id = ?`, r.ID).Scan(&n); cerr != nil {
@@ -163,10 +173,16 @@ func (s *Store) UpdateService(ctx context.Context, r *meta.ServiceRecord) error 
 			return err
 		}
 		n, err := res.RowsAffected()
-		if err != nil || n > 0 {
+		if err != nil {
 			return err
 		}
-		return s.staleOrMissing(ctx, tx, op, "services", "service", r.ID, r.Version, serviceNotFound)
+		if n == 0 {
+			return s.staleOrMissing(ctx, tx, op, "services", "service", r.ID, r.Version, serviceNotFound)
+		}
+		if _, err := s.exec(ctx, tx, `DELETE FROM service_models WHERE service_id = ?`, r.ID); err != nil {
+			return err
+		}
+		return s.putServiceModels(ctx, tx, r)
 	})
 	if err != nil {
 		return s.wrap(op, err)
@@ -185,7 +201,46 @@ func (s *Store) DeleteService(ctx context.Context, id string) error {
 		return err
 	}
 	return s.deleteWithChildren(ctx, op, "services", id, serviceNotFound,
-		`DELETE FROM service_logs WHERE service_id = ?`, `DELETE FROM service_events WHERE service_id = ?`)
+		`DELETE FROM service_logs WHERE service_id = ?`, `DELETE FROM service_events WHERE service_id = ?`,
+		`DELETE FROM service_models WHERE service_id = ?`)
+}
+
+// putServiceModels stores the model versions r deploys (each once).
+func (s *Store) putServiceModels(ctx context.Context, tx *sql.Tx, r *meta.ServiceRecord) error {
+	seen := map[string]bool{}
+	for _, m := range r.ModelIDs {
+		if m == "" || seen[m] {
+			continue
+		}
+		seen[m] = true
+		if _, err := s.exec(ctx, tx, `INSERT INTO service_models (service_id, model_id) VALUES (?, ?)`, r.ID, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ServicesUsingModel returns the ids of the services that deploy the model
+// version, sorted.
+func (s *Store) ServicesUsingModel(ctx context.Context, modelID string) ([]string, error) {
+	const op errs.Op = "meta.ServicesUsingModel"
+	if err := validText(op, "model id", modelID); err != nil {
+		return nil, err
+	}
+	rows, err := s.query(ctx, s.r, `SELECT service_id FROM service_models WHERE model_id = ? ORDER BY service_id`, modelID)
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, s.wrap(op, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, s.wrap(op, rows.Err())
 }
 
 // validServiceID checks the service id of a log or event call.
