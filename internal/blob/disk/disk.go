@@ -342,35 +342,107 @@ func (s *Store) checkSpace(op errs.Op) error {
 }
 
 // copy writes everything r yields to f and says how many bytes that was.
+// The first buffer is written by the caller: most bodies end within it.
+// From the second on, a writer goroutine writes each full buffer while the
+// caller fills the next (two buffers in flight), so reading the body and
+// hashing it overlap the disk's work instead of waiting for it.
 func (s *Store) copy(ctx context.Context, op errs.Op, f *tmpFile, r io.Reader) (int64, error) {
 	bp := s.bufs.Get().(*[]byte)
-	defer s.bufs.Put(bp)
-	buf := *bp
-	var size int64
+	n, rerr := fill(r, *bp)
+	size, err := s.writeBuf(op, f, (*bp)[:n], false)
+	if err != nil || rerr != nil || n < len(*bp) {
+		s.bufs.Put(bp)
+		if err != nil {
+			return size, err
+		}
+		return size, s.readEnd(op, rerr)
+	}
+	if err := ctx.Err(); err != nil {
+		s.bufs.Put(bp)
+		return size, errs.E(op, err)
+	}
+
+	type chunk struct {
+		bp *[]byte
+		n  int
+	}
+	full := make(chan chunk, 1)
+	free := make(chan *[]byte, 2)
+	free <- bp
+	free <- s.bufs.Get().(*[]byte)
+	var (
+		werr    error
+		failed  atomic.Bool
+		written = make(chan struct{})
+	)
+	go func() {
+		defer close(written)
+		for c := range full {
+			if werr == nil {
+				// Every buffer but the last is full, so each write starts at
+				// a multiple of bufSize and may bypass the page cache.
+				_, werr = s.writeBuf(op, f, (*c.bp)[:c.n], c.n%directAlign == 0)
+				if werr != nil {
+					failed.Store(true)
+				}
+			}
+			free <- c.bp
+		}
+	}()
+	finish := func(err error) (int64, error) {
+		close(full)
+		<-written
+		for range 2 {
+			s.bufs.Put(<-free)
+		}
+		if werr != nil {
+			return size, werr
+		}
+		return size, err
+	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return size, errs.E(op, err)
+			return finish(errs.E(op, err))
 		}
-		n, rerr := fill(r, buf)
+		b := <-free
+		if failed.Load() {
+			free <- b
+			return finish(nil)
+		}
+		n, rerr := fill(r, *b)
 		if n > 0 {
-			// The first buffer goes through the page cache: most bodies
-			// end there. The next ones start at a multiple of bufSize.
-			direct := size > 0 && n%directAlign == 0
-			if err := f.write(buf[:n], direct); err != nil {
-				return size, writeErr(op, fmt.Sprintf("cannot write temp file in %s", s.tmp), err)
-			}
+			full <- chunk{b, n}
 			size += int64(n)
-			if err := s.checkSpace(op); err != nil {
-				return size, err
-			}
+		} else {
+			free <- b
 		}
-		if rerr == io.EOF {
-			return size, nil
-		}
-		if rerr != nil {
-			return size, errs.E(op, "reading the blob's bytes", rerr)
+		if rerr != nil || n < len(*b) {
+			return finish(s.readEnd(op, rerr))
 		}
 	}
+}
+
+// writeBuf writes p to f (bypassing the page cache when direct allows)
+// and checks the reserve after it; it returns len(p) once written.
+func (s *Store) writeBuf(op errs.Op, f *tmpFile, p []byte, direct bool) (int64, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if err := f.write(p, direct); err != nil {
+		return 0, writeErr(op, fmt.Sprintf("cannot write temp file in %s", s.tmp), err)
+	}
+	if err := s.checkSpace(op); err != nil {
+		return int64(len(p)), err
+	}
+	return int64(len(p)), nil
+}
+
+// readEnd is the error of a Put whose body ended with rerr: nil at io.EOF.
+func (s *Store) readEnd(op errs.Op, rerr error) error {
+	if rerr == nil || rerr == io.EOF {
+		return nil
+	}
+	return errs.E(op, "reading the blob's bytes", rerr)
 }
 
 // alignedBuffer returns n bytes whose address is a multiple of
