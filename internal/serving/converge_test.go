@@ -588,6 +588,17 @@ func randomSnapshot(rng *rand.Rand) snapshot {
 	return s
 }
 
+// waitReason reports whether msg says why an instance waits: for capacity,
+// or because it can never fit (then the service fails, while it is active).
+func waitReason(msg string) bool {
+	for _, prefix := range []string{waitingPrefix + ": ", neverPrefix} {
+		if strings.HasPrefix(msg, prefix) && len(msg) > len(prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // checkPlan checks the invariants of a plan p made from s: what it starts
 // fits, what waits says why, the status agrees with the instances, ids are
 // unique and minted only for new instances; converged says the plan is a
@@ -609,7 +620,7 @@ func checkPlan(t *testing.T, s snapshot, p plan, converged bool) {
 		if isNew(in.ID) == had[in.ID] {
 			t.Fatalf("instance %s: placeholder %v, in the snapshot %v", in.ID, isNew(in.ID), had[in.ID])
 		}
-		if in.Waiting && (!strings.HasPrefix(in.Message, waitingPrefix+": ") || len(in.Message) <= len(waitingPrefix)+2) {
+		if in.Waiting && !waitReason(in.Message) {
 			t.Fatalf("instance %s waits without a reason: %q", in.ID, in.Message)
 		}
 	}

@@ -527,7 +527,7 @@ func (d *Deployments) Logs(ctx context.Context, p *auth.Principal, id, instance 
 // quotaLock serialises, per owner, the count of running services and the
 // deploy or start that follows it (two at once must not both pass).
 func (d *Deployments) quotaLock(ownerID string) func() {
-	mu := d.locks.For("quota/" + ownerID)
+	mu := d.quota.For(ownerID)
 	mu.Lock()
 	return mu.Unlock
 }

@@ -311,6 +311,13 @@ func converge(s snapshot) plan {
 		}
 	}
 
+	// A service an instance of which can never be booked fails, and
+	// nothing of it is placed in that pass: instances started with it would
+	// only be stopped again.
+	if active(st.Status) {
+		pl.checkNever()
+	}
+
 	// Act on each instance.
 	kept := st.Instances[:0]
 	for _, in := range st.Instances {
@@ -320,13 +327,13 @@ func converge(s snapshot) plan {
 			continue // never started: nothing to stop
 		case in.Stop && in.Phase != PhaseStopping && (rt != nil && rt.Handle != "") && now >= in.StopAfter:
 			in.Phase = PhaseStopping
-		case !in.Stop && in.Phase == PhasePending && now >= in.NotBefore:
+		case !in.Stop && in.Phase == PhasePending && now >= in.NotBefore && pl.never == "":
 			pl.place(&in)
 		}
 		kept = append(kept, in)
 	}
 	st.Instances = kept
-	if pl.never != "" && active(st.Status) {
+	if pl.never != "" {
 		pl.failNever(pl.never, now)
 	}
 	pl.settle()
@@ -334,6 +341,27 @@ func converge(s snapshot) plan {
 		pl.p.remove = true
 	}
 	return pl.done()
+}
+
+// checkNever notes (in pl.never, with the waiting instance's message and
+// event) the first due instance that can never be booked, whatever else
+// holds the machine.
+func (pl *planner) checkNever() {
+	if pl.capacity == nil {
+		return
+	}
+	st, now := pl.p.st, ms(pl.s.now)
+	for i := range st.Instances {
+		in := &st.Instances[i]
+		if in.Stop || in.Phase != PhasePending || now < in.NotBefore {
+			continue
+		}
+		req := request(pl.s.r, *in, pl.s.flavors, pl.capacity.Capacity)
+		if p := capacity.Place(*pl.capacity, req); p.Never {
+			pl.wait(in, p)
+			return
+		}
+	}
 }
 
 // failNever fails a service an instance of which can never be booked

@@ -1,6 +1,7 @@
 package serving
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -787,5 +788,33 @@ func TestRestartSendsPendingStopsAgain(t *testing.T) {
 func TestLogLimitsAgree(t *testing.T) {
 	if api.MaxLogLines != meta.MaxLogLimit {
 		t.Errorf("api.MaxLogLines = %d, meta.MaxLogLimit = %d", api.MaxLogLines, meta.MaxLogLimit)
+	}
+}
+
+// TestStartHoldsTwoLocks: a start holds its owner's quota lock while it
+// takes the service's lock. Had the two come from one striped set, a
+// service whose id shares its stripe with the owner's (one in 64) would
+// deadlock its own start; 200 services make that all but certain. (A
+// start of a service that is deploying changes nothing, but takes both.)
+func TestStartHoldsTwoLocks(t *testing.T) {
+	e := newEnv(t)
+	done := make(chan error, 1)
+	go func() {
+		for i := range 200 {
+			id := e.deploy(api.DeployRequest{ServiceName: fmt.Sprintf("s%d", i), Config: one("m1", 1)}).ServiceID
+			if _, err := e.d.Update(e.ctx, e.alice, id, &api.UpdateServiceRequest{Status: "running"}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("deploy and start of 200 services did not end in 2 minutes: a start deadlocks on its own locks")
 	}
 }

@@ -30,7 +30,12 @@ type shared struct {
 	o      Options
 	log    *slog.Logger
 
-	locks optimistic.Locks
+	locks optimistic.Locks // per service id (update)
+	// quota serialises, per owner, counting running services and the
+	// deploy or start after it. A lock set of its own: quotaLock is held
+	// while a service's lock is taken, and one set could give both the same
+	// stripe.
+	quota optimistic.Locks
 	index sync.Map // instance id → service id
 	seen  sync.Map // instance id → time.Time of the last runner contact
 
