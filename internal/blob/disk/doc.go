@@ -27,7 +27,10 @@
 //	  (fcntl F_SETFL; see WithDirectIO), except a last piece that is not
 //	  a multiple of 4 KiB; sync_file_range(SYNC_FILE_RANGE_WRITE) starts
 //	  the write-out of what went through the page cache (per 8 MiB of
-//	  it, and before the first direct write)
+//	  it, and before the first direct write). From the second buffer on,
+//	  a writer goroutine writes each full buffer while the Put reads (and
+//	  its caller hashes) the next: two buffers in flight, so the body and
+//	  the disk work at the same time; a failure on either side stops both
 //	fdatasync, close
 //	rename(tmp/<id>, data/xx/yy/<id>)
 //	open(data/xx/yy, O_RDONLY|O_DIRECTORY), fsync, close
