@@ -45,6 +45,7 @@ type Pool struct {
 
 	mu     sync.Mutex
 	free   []*laneHash // lane hashes ready for a body
+	all    []*laneHash // every lane hash created (their handers stop at the end)
 	made   int         // lane hashes created, at most lanes
 	out    int         // lane hashes handed out
 	closed bool
@@ -110,7 +111,21 @@ func (p *Pool) lane() *laneHash {
 	}
 	p.made++
 	p.out++
-	return &laneHash{Hasher: p.srv.NewHash()}
+	h := newLaneHash(p.srv.NewHash())
+	p.all = append(p.all, h)
+	return h
+}
+
+// stop ends the handers of the lane hashes and then the SIMD server; the
+// caller holds mu, and no lane hash is handed out.
+func (p *Pool) stop() {
+	for _, h := range p.all {
+		h.stop()
+	}
+	p.all = nil
+	// md5-simd's server goroutine ends once it is idle with its input
+	// closed. The hashes it knows need no closing: they go with it.
+	p.srv.Close()
 }
 
 // Put takes back a hash Get returned, whether or not its body was hashed
@@ -134,7 +149,7 @@ func (p *Pool) Put(h hash.Hash) {
 		if !p.closed {
 			p.free = append(p.free, h)
 		} else if p.out == 0 {
-			p.srv.Close()
+			p.stop()
 		}
 		p.mu.Unlock()
 	}
@@ -152,9 +167,7 @@ func (p *Pool) Close() {
 	p.closed = true
 	p.free = nil
 	if p.srv != nil && p.out == 0 {
-		// md5-simd's server goroutine ends once it is idle with its input
-		// closed. The hashes it knows need no closing: they go with it.
-		p.srv.Close()
+		p.stop()
 	}
 }
 
@@ -172,22 +185,83 @@ type stdHash struct {
 // writes 1 MiB keeps it full for 32 rounds.
 const stageSize = 1 << 20
 
-// laneHash is a hash in the SIMD lanes. It hands md5-simd whole multiples
-// of 64 bytes only, and the last bytes of a body (fewer than 64) just
-// before Sum. md5-simd v1.1.2 tells its server about a queued block only
-// when the block ends a write or fills the queue: a write that is not a
-// multiple of 64 bytes leaves a block behind that the server is not told
-// about, and so does Reset; three such in a queue of three block the next
-// write for good (a server with nothing else to do never looks). With only
-// whole blocks, and Reset only after bytes were handed over (so at most
-// one untold Reset waits, ahead of told blocks), every queued block is
-// one the server will take.
+// laneHash is a hash in the SIMD lanes. Write copies into a stage buffer;
+// a full one goes to the hash's hander goroutine, which hands it to
+// md5-simd's server while Write fills the other of the two buffers. So the
+// caller (an upload reading its body) does not wait for the server, and
+// the server, which runs a round whenever any lane has data, finds the
+// blocks of many streams queued at once: hands made in line with the
+// reads came one stream at a time, and most rounds hashed one or two
+// lanes of sixteen at the cost of all of them.
+//
+// The hander hands md5-simd whole multiples of 64 bytes only, and the last
+// bytes of a body (fewer than 64) just before Sum. md5-simd v1.1.2 tells
+// its server about a queued block only when the block ends a write or
+// fills the queue: a write that is not a multiple of 64 bytes leaves a
+// block behind that the server is not told about, and so does Reset; three
+// such in a queue of three block the next write for good (a server with
+// nothing else to do never looks). With only whole blocks, and Reset only
+// after bytes were handed over (so at most one untold Reset waits, ahead
+// of told blocks), every queued block is one the server will take. Every
+// call on the md5-simd hash is the hander's, in the order the lane hash
+// asked for them.
 type laneHash struct {
-	md5simd.Hasher
-	stage  []byte // bytes not yet handed to the server; cap stageSize
-	handed bool   // bytes went to the server since the last Reset
-	summed bool   // the last bytes went to the server for Sum
+	simd   md5simd.Hasher
+	stage  []byte      // bytes not yet sent to the hander; nil: none; cap stageSize
+	spare  chan []byte // stage buffers free for Write (two in all)
+	work   chan hand   // what the hander does next
+	sums   chan []byte // Sum's answers, from the hander
+	done   chan struct{}
+	tail   [md5simd.BlockSize]byte // Sum's last bytes, read by the hander before Sum returns
+	handed bool                    // bytes went to the hander since the last Reset
+	summed bool                    // the last bytes went to the hander for Sum
 }
+
+// hand is one thing a hander does, in order.
+type hand struct {
+	b       []byte // bytes to hash (whole 64-byte blocks, or Sum's tail)
+	recycle bool   // b is a stage buffer: give it back to spare after
+	sum     bool   // then answer the digest on sums
+	reset   bool   // reset the md5-simd hash
+}
+
+func newLaneHash(simd md5simd.Hasher) *laneHash {
+	h := &laneHash{simd: simd, spare: make(chan []byte, 2), work: make(chan hand, 2),
+		sums: make(chan []byte), done: make(chan struct{})}
+	for range 2 {
+		h.spare <- make([]byte, 0, stageSize)
+	}
+	go h.run()
+	return h
+}
+
+// run is the hander: it does what work says, in order, until work closes.
+func (h *laneHash) run() {
+	defer close(h.done)
+	for w := range h.work {
+		if len(w.b) > 0 {
+			h.simd.Write(w.b)
+		}
+		if w.recycle {
+			h.spare <- w.b[:0]
+		}
+		if w.sum {
+			h.sums <- h.simd.Sum(nil)
+		}
+		if w.reset {
+			h.simd.Reset()
+		}
+	}
+}
+
+// stop ends the hander once it has done what it was given.
+func (h *laneHash) stop() {
+	close(h.work)
+	<-h.done
+}
+
+func (h *laneHash) Size() int      { return md5.Size }
+func (h *laneHash) BlockSize() int { return md5simd.BlockSize }
 
 func (h *laneHash) Write(p []byte) (int, error) {
 	if h.summed {
@@ -197,56 +271,56 @@ func (h *laneHash) Write(p []byte) (int, error) {
 	}
 	n := len(p)
 	for len(p) > 0 {
-		if len(h.stage) == 0 && len(p) >= stageSize {
-			k := len(p) - len(p)%stageSize
-			h.hand(p[:k])
-			p = p[k:]
-			continue
-		}
 		if h.stage == nil {
-			h.stage = make([]byte, 0, stageSize)
+			h.stage = <-h.spare
 		}
 		k := copy(h.stage[len(h.stage):stageSize], p)
 		h.stage = h.stage[:len(h.stage)+k]
 		p = p[k:]
 		if len(h.stage) == stageSize {
-			h.hand(h.stage)
-			h.stage = h.stage[:0]
+			h.send(hand{b: h.stage, recycle: true})
+			h.stage = nil
 		}
 	}
 	return n, nil
 }
 
-// hand gives p, a multiple of 64 bytes or the tail before Sum, to the
-// server.
-func (h *laneHash) hand(p []byte) {
-	h.Hasher.Write(p)
-	h.handed = true
+// send gives the hander w.
+func (h *laneHash) send(w hand) {
+	if len(w.b) > 0 {
+		h.handed = true
+	}
+	h.work <- w
 }
 
 // Sum returns the digest. Write may not follow (Reset may).
 func (h *laneHash) Sum(b []byte) []byte {
 	if !h.summed {
 		h.summed = true
-		whole := len(h.stage) &^ (md5simd.BlockSize - 1)
-		if whole > 0 {
-			h.hand(h.stage[:whole])
+		var tail []byte
+		if h.stage != nil {
+			whole := len(h.stage) &^ (md5simd.BlockSize - 1)
+			// Fewer than 64 bytes stay: md5-simd keeps them and sends them
+			// with Sum's padding, a block it tells the server about.
+			tail = append(h.tail[:0], h.stage[whole:]...)
+			h.send(hand{b: h.stage[:whole], recycle: true})
+			h.stage = nil
 		}
-		if whole < len(h.stage) {
-			// Fewer than 64 bytes: md5-simd keeps them and sends them with
-			// Sum's padding, a block it tells the server about.
-			h.hand(h.stage[whole:])
-		}
-		h.stage = h.stage[:0]
+		h.send(hand{b: tail, sum: true})
+		return append(b, <-h.sums...)
 	}
-	return h.Hasher.Sum(b)
+	h.send(hand{sum: true})
+	return append(b, <-h.sums...)
 }
 
 func (h *laneHash) Reset() {
-	h.stage = h.stage[:0]
+	if h.stage != nil {
+		h.spare <- h.stage[:0]
+		h.stage = nil
+	}
 	h.summed = false
 	if h.handed {
-		h.Hasher.Reset()
+		h.send(hand{reset: true})
 		h.handed = false
 	}
 }
