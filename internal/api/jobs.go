@@ -4,6 +4,8 @@ package api
 // status) and the runner protocol the in-instance agent speaks with the
 // server.
 
+import "strings"
+
 // Job phases (status.phase).
 const (
 	PhaseCreating    = "Creating"
@@ -292,6 +294,27 @@ type Flavor struct {
 	PricePerHour float64 `json:"price_per_hour,omitempty"`
 	// Network overrides the engine's network mode ("none" or "full").
 	Network string `json:"network,omitempty"`
+}
+
+// FlavorByID is the flavor of fs whose ID is id.
+func FlavorByID(fs []Flavor, id string) (Flavor, bool) {
+	for _, f := range fs {
+		if f.ID == id {
+			return f, true
+		}
+	}
+	return Flavor{}, false
+}
+
+// EngineByName is the engine of es called name: engine names match
+// whatever their case.
+func EngineByName(es []Engine, name string) (Engine, bool) {
+	for _, e := range es {
+		if strings.EqualFold(e.Name, name) {
+			return e, true
+		}
+	}
+	return Engine{}, false
 }
 
 // ---- runner protocol ----

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -322,23 +321,9 @@ func (b *base) event(ctx context.Context, id, level, source, msg string) {
 	}
 }
 
-func (b *base) flavor(id string) (api.Flavor, bool) {
-	for _, f := range b.o.Flavors {
-		if f.ID == id {
-			return f, true
-		}
-	}
-	return api.Flavor{}, false
-}
+func (b *base) flavor(id string) (api.Flavor, bool) { return api.FlavorByID(b.o.Flavors, id) }
 
-func (b *base) engine(name string) (api.Engine, bool) {
-	for _, e := range b.o.Engines {
-		if strings.EqualFold(e.Name, name) {
-			return e, true
-		}
-	}
-	return api.Engine{}, false
-}
+func (b *base) engine(name string) (api.Engine, bool) { return api.EngineByName(b.o.Engines, name) }
 
 // jobDir is the work dir of job id.
 func (b *base) jobDir(id string) string { return filepath.Join(b.o.WorkDir, "jobs", id) }

@@ -50,7 +50,7 @@ func ResolveRuntime(flag, configRuntime, modelType string, engines []api.Engine)
 		names[i] = e.Name
 	}
 	if flag = strings.TrimSpace(flag); flag != "" {
-		if e, ok := findEngine(engines, flag); ok {
+		if e, ok := api.EngineByName(engines, flag); ok {
 			return RuntimeChoice{Engine: e}, nil
 		}
 		return RuntimeChoice{}, errs.E(op, errs.Invalid, CodeUnknownRuntime,
@@ -59,7 +59,7 @@ func ResolveRuntime(flag, configRuntime, modelType string, engines []api.Engine)
 	}
 	fallback := func() api.Engine {
 		if want, ok := typeEngines[modelType]; ok {
-			if e, ok := findEngine(engines, want); ok {
+			if e, ok := api.EngineByName(engines, want); ok {
 				return e
 			}
 		}
@@ -68,12 +68,12 @@ func ResolveRuntime(flag, configRuntime, modelType string, engines []api.Engine)
 	if configRuntime == "" {
 		return RuntimeChoice{Engine: fallback()}, nil
 	}
-	if e, ok := findEngine(engines, configRuntime); ok {
+	if e, ok := api.EngineByName(engines, configRuntime); ok {
 		return RuntimeChoice{Engine: e}, nil
 	}
 	e, known := fallback(), false
 	if want := closestEngine(configRuntime); want != "" {
-		if m, ok := findEngine(engines, want); ok {
+		if m, ok := api.EngineByName(engines, want); ok {
 			e, known = m, true
 		}
 	}
@@ -91,15 +91,6 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
-}
-
-func findEngine(engines []api.Engine, name string) (api.Engine, bool) {
-	for _, e := range engines {
-		if strings.EqualFold(e.Name, name) {
-			return e, true
-		}
-	}
-	return api.Engine{}, false
 }
 
 // closestEngine is the engine name a ModelArts runtime string calls for:

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -103,23 +102,9 @@ func failure(source, msg string) meta.ServiceEvent {
 // kick wakes the controller.
 func (s *shared) kick() { s.wake.Kick() }
 
-func (s *shared) flavor(id string) (api.Flavor, bool) {
-	for _, f := range s.o.Flavors {
-		if f.ID == id {
-			return f, true
-		}
-	}
-	return api.Flavor{}, false
-}
+func (s *shared) flavor(id string) (api.Flavor, bool) { return api.FlavorByID(s.o.Flavors, id) }
 
-func (s *shared) engine(name string) (api.Engine, bool) {
-	for _, e := range s.o.Engines {
-		if strings.EqualFold(e.Name, name) {
-			return e, true
-		}
-	}
-	return api.Engine{}, false
-}
+func (s *shared) engine(name string) (api.Engine, bool) { return api.EngineByName(s.o.Engines, name) }
 
 // eachService calls fn for every service in one of statuses (all when
 // nil).

@@ -254,21 +254,14 @@ func normalizeConfig(op errs.Op, in []api.ServiceConfig, as *api.Autoscale, env 
 }
 
 func hasFlavor(fs []api.Flavor, id string) bool {
-	for _, f := range fs {
-		if f.ID == id {
-			return true
-		}
-	}
-	return false
+	_, ok := api.FlavorByID(fs, id)
+	return ok
 }
 
+// flavorByID is the flavor id of fs; the zero flavor when fs lacks it.
 func flavorByID(fs []api.Flavor, id string) api.Flavor {
-	for _, f := range fs {
-		if f.ID == id {
-			return f
-		}
-	}
-	return api.Flavor{}
+	f, _ := api.FlavorByID(fs, id)
+	return f
 }
 
 func flavorList(fs []api.Flavor) string {
