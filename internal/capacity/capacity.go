@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // Kind is what holds or waits for capacity.
@@ -148,11 +149,11 @@ func (c Capacity) Refusal(kind Kind, limit Resources) string {
 	}
 	if need.Memory > total.Memory {
 		parts = append(parts, fmt.Sprintf("requests %s of memory, but the machine can book at most %s × %s = %s",
-			Bytes(need.Memory), Bytes(c.Memory), Ratio(rm), Bytes(total.Memory)))
+			text.Bytes(need.Memory), text.Bytes(c.Memory), Ratio(rm), text.Bytes(total.Memory)))
 	}
 	if need.GPU > total.GPU {
-		parts = append(parts, fmt.Sprintf("requests %d %s, but the machine has %d (GPUs are never overcommitted)",
-			need.GPU, plural(need.GPU, "GPU"), total.GPU))
+		parts = append(parts, fmt.Sprintf("requests %s, but the machine has %d (GPUs are never overcommitted)",
+			text.Count(need.GPU, "GPU"), total.GPU))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -178,7 +179,7 @@ func (c Capacity) RequestRule(kind Kind) string {
 		cpu = CPUs(share.CPU)
 	}
 	if share.Memory > 0 {
-		mem = Bytes(share.Memory)
+		mem = text.Bytes(share.Memory)
 	}
 	return fmt.Sprintf("%s requests %s CPU and %s of memory (at most its flavor's limits) and its flavor's GPUs", what, cpu, mem)
 }
@@ -425,7 +426,7 @@ func Short(need, free, total, held Resources, waiting []Request, holders []Holde
 	}
 	lack := lacking(need, free)
 	add("cpu", CPUs(need.CPU), CPUs(max(free.CPU, 0)), CPUs(total.CPU), CPUs(held.CPU), lack.CPU > 0, held.CPU > cpuEpsilon)
-	add("memory", Bytes(need.Memory), Bytes(max(free.Memory, 0)), Bytes(total.Memory), Bytes(held.Memory), lack.Memory > 0, held.Memory > 0)
+	add("memory", text.Bytes(need.Memory), text.Bytes(max(free.Memory, 0)), text.Bytes(total.Memory), text.Bytes(held.Memory), lack.Memory > 0, held.Memory > 0)
 	add("gpu", strconv.Itoa(need.GPU), strconv.Itoa(max(free.GPU, 0)), strconv.Itoa(total.GPU), strconv.Itoa(held.GPU), lack.GPU > 0, held.GPU > 0)
 	s := strings.Join(parts, "; ")
 	if who := Holders(holders, lack); who != "" {
@@ -504,7 +505,7 @@ func Holders(hs []Holder, which Resources) string {
 		case h.Hidden:
 			g.label = fmt.Sprintf("%d other users' %ss", g.n, h.Kind)
 		case h.Kind == Instance:
-			g.label = fmt.Sprintf("service %s (%d %s)", name, g.n, plural(g.n, "instance"))
+			g.label = fmt.Sprintf("service %s (%s)", name, text.Count(g.n, "instance"))
 		default:
 			g.label = "job " + name
 		}
@@ -588,7 +589,7 @@ func TooBig(need, total Resources) string {
 		parts = append(parts, fmt.Sprintf("cpu: needs %s, the capacity is %s", CPUs(need.CPU), CPUs(total.CPU)))
 	}
 	if need.Memory > total.Memory {
-		parts = append(parts, fmt.Sprintf("memory: needs %s, the capacity is %s", Bytes(need.Memory), Bytes(total.Memory)))
+		parts = append(parts, fmt.Sprintf("memory: needs %s, the capacity is %s", text.Bytes(need.Memory), text.Bytes(total.Memory)))
 	}
 	if need.GPU > total.GPU {
 		parts = append(parts, fmt.Sprintf("gpu: needs %d, the capacity is %d", need.GPU, total.GPU))
@@ -612,27 +613,4 @@ func decimal(v float64) string {
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	}
 	return strconv.FormatFloat(v, 'f', -1, 64)
-}
-
-// Bytes formats a size in binary units: "4.0 GiB".
-func Bytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v := float64(n)
-	for _, u := range []string{"KiB", "MiB", "GiB", "TiB", "PiB"} {
-		v /= unit
-		if v < unit || u == "PiB" {
-			return fmt.Sprintf("%.1f %s", v, u)
-		}
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
 }

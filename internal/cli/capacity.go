@@ -89,7 +89,7 @@ func capacityTable(w io.Writer, c *api.Capacity) {
 	}
 	if o := c.Others; o != nil && (o.Holders > 0 || o.Waiting > 0) {
 		fmt.Fprintln(w)
-		fmt.Fprintf(w, "Other users: %d %s requesting %s (limits %s); %d waiting for %s\n", o.Holders, pluralWord(o.Holders, "holder"),
+		fmt.Fprintf(w, "Other users: %s requesting %s (limits %s); %d waiting for %s\n", text.Count(o.Holders, "holder"),
 			amountCell(o.Request), amountCell(o.Limit), o.Waiting, amountCell(o.WaitingRequest))
 	}
 	fmt.Fprintln(w)
@@ -117,7 +117,7 @@ func resAmount(resource string, v float64) string {
 func amountCell(a api.CapacityAmount) string {
 	s := cpuCell(a.CPU) + " CPU, " + text.Bytes(a.Memory)
 	if a.GPU > 0 {
-		s += fmt.Sprintf(", %d %s", a.GPU, pluralWord(a.GPU, "GPU"))
+		s += ", " + text.Count(a.GPU, "GPU")
 	}
 	return s
 }
@@ -144,11 +144,4 @@ func gpuList(ds []int) string {
 		parts = append(parts, strconv.Itoa(d))
 	}
 	return strings.Join(parts, ",")
-}
-
-func pluralWord(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/client"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // Error code of a wait given up because the workload can never fit.
@@ -179,7 +180,7 @@ func (q *queueWatch) serviceState(v *api.Service) queueState {
 			}
 		}
 		if n > 0 {
-			s.extra = fmt.Sprintf("%d of %d %s", n, len(v.Instances), pluralWord(len(v.Instances), "instance"))
+			s.extra = fmt.Sprintf("%d of %s", n, text.Count(len(v.Instances), "instance"))
 			return s
 		}
 	}

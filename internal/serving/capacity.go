@@ -7,6 +7,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/capacity"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // Ledger is the machine's capacity ledger, shared with training jobs;
@@ -133,14 +134,7 @@ func waitingMsg(st *state, desired int) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s (%d of %d %s): %s", waitingPrefix, n, max(desired, n), plural(max(desired, n), "instance"), why)
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
+	return fmt.Sprintf("%s (%d of %s): %s", waitingPrefix, n, text.Count(max(desired, n), "instance"), why)
 }
 
 // neverPrefix starts the message of an instance that can never fit.
