@@ -5,12 +5,32 @@ import (
 	"database/sql"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
+
+	"github.com/pressly/goose/v3"
 
 	"github.com/atelier-dev/atelier/internal/meta"
 )
 
-// Migrator is what RunBlobIDMigration needs from an implementation: its
+// GooseTo is a Migrator's To over a goose provider: up or down to version.
+func GooseTo(p *goose.Provider) func(ctx context.Context, version int64) error {
+	return func(ctx context.Context, v int64) error {
+		cur, err := p.GetDBVersion(ctx)
+		if err != nil {
+			return err
+		}
+		if v >= cur {
+			_, err = p.UpTo(ctx, v)
+		} else {
+			_, err = p.DownTo(ctx, v)
+		}
+		return err
+	}
+}
+
+// Migrator is what the migration tests (RunBlobIDMigration,
+// RunServiceModelsMigration) need from an implementation: its
 // database, a way to move its schema to a goose version (up or down), and a
 // way to open the store over that database.
 type Migrator struct {
@@ -193,6 +213,36 @@ func RunBlobIDMigration(t *testing.T, m Migrator) {
 		t.Fatalf("migrating up again: %v", err)
 	}
 	readBack("after down and up again")
+}
+
+// RunServiceModelsMigration checks migration 7: the model versions of the
+// services that exist before it are filled in from the config of their
+// spec (a service without a spec serves none).
+func RunServiceModelsMigration(t *testing.T, m Migrator) {
+	ctx := t.Context()
+	if err := m.To(ctx, 6); err != nil {
+		t.Fatalf("migrating to version 6: %v", err)
+	}
+	for _, row := range [][2]string{
+		{"svc-a", `{"service_name":"a","config":[{"model_id":"m1"},{"model_id":"m2"}]}`},
+		{"svc-b", `{"service_name":"b","config":[{"model_id":"m2"}]}`},
+		{"svc-c", ``},
+	} {
+		// Literal SQL, as in RunBlobIDMigration: the values hold no single
+		// quotes.
+		q := `INSERT INTO services (id, name, spec) VALUES ('` + row[0] + `', '` + row[0] + `', '` + row[1] + `')`
+		if _, err := m.DB.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s, closeStore := m.Open(t)
+	defer closeStore()
+	for model, want := range map[string][]string{"m1": {"svc-a"}, "m2": {"svc-a", "svc-b"}, "m3": nil} {
+		got, err := s.ServicesUsingModel(ctx, model)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("ServicesUsingModel(%s) = %v %v, want %v", model, got, err, want)
+		}
+	}
 }
 
 // sameJSON reports whether a and b are the same JSON value.

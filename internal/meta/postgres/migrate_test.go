@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"context"
 	"database/sql"
 	"io/fs"
 	"testing"
@@ -13,7 +12,10 @@ import (
 	"github.com/atelier-dev/atelier/internal/meta/postgres"
 )
 
-func TestBlobIDMigration(t *testing.T) {
+// migrator moves the schema of a new database up or down with goose, over
+// the embedded migrations.
+func migrator(t *testing.T) metatest.Migrator {
+	t.Helper()
 	dsn := newServer(t).createDB(t)
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
@@ -28,20 +30,9 @@ func TestBlobIDMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	metatest.RunBlobIDMigration(t, metatest.Migrator{
+	return metatest.Migrator{
 		DB: db,
-		To: func(ctx context.Context, v int64) error {
-			cur, err := p.GetDBVersion(ctx)
-			if err != nil {
-				return err
-			}
-			if v >= cur {
-				_, err = p.UpTo(ctx, v)
-			} else {
-				_, err = p.DownTo(ctx, v)
-			}
-			return err
-		},
+		To: metatest.GooseTo(p),
 		Open: func(t *testing.T) (meta.Store, func()) {
 			s, err := postgres.Open(t.Context(), dsn)
 			if err != nil {
@@ -49,5 +40,9 @@ func TestBlobIDMigration(t *testing.T) {
 			}
 			return s, func() { s.Close() }
 		},
-	})
+	}
 }
+
+func TestBlobIDMigration(t *testing.T) { metatest.RunBlobIDMigration(t, migrator(t)) }
+
+func TestServiceModelsMigration(t *testing.T) { metatest.RunServiceModelsMigration(t, migrator(t)) }

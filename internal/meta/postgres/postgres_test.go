@@ -6,11 +6,9 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +20,6 @@ import (
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/meta/metatest"
 	"github.com/atelier-dev/atelier/internal/meta/postgres"
-	"github.com/pressly/goose/v3"
 )
 
 // server is a PostgreSQL server the tests may create databases on.
@@ -376,45 +373,5 @@ func TestInsertRace(t *testing.T) {
 	parts, _, err := s.ListParts(ctx, "up1", 0, 0)
 	if err != nil || len(parts) != 1 || parts[0].Blob.ID != "new" {
 		t.Fatalf("stored parts: %+v, %v", parts, err)
-	}
-}
-
-// TestServiceModelsMigration: migration 7 fills in the model versions of
-// the services that exist before it, from the config of their spec.
-func TestServiceModelsMigration(t *testing.T) {
-	srv := newServer(t)
-	dsn := srv.createDB(t)
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	sub, _ := fs.Sub(postgres.Migrations, "migrations")
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sub, goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(t.Context(), 6); err != nil {
-		t.Fatal(err)
-	}
-	for _, row := range [][2]string{
-		{"svc-a", `{"service_name":"a","config":[{"model_id":"m1"},{"model_id":"m2"}]}`},
-		{"svc-b", `{"service_name":"b","config":[{"model_id":"m2"}]}`},
-		{"svc-c", ``},
-	} {
-		if _, err := db.Exec(`INSERT INTO services (id, name, spec) VALUES ($1, $2, $3)`, row[0], row[0], row[1]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, err := postgres.Open(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for model, want := range map[string][]string{"m1": {"svc-a"}, "m2": {"svc-a", "svc-b"}, "m3": nil} {
-		got, err := s.ServicesUsingModel(t.Context(), model)
-		if err != nil || !slices.Equal(got, want) {
-			t.Errorf("ServicesUsingModel(%s) = %v %v, want %v", model, got, err, want)
-		}
 	}
 }

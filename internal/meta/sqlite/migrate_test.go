@@ -1,7 +1,6 @@
 package sqlite_test
 
 import (
-	"context"
 	"database/sql"
 	"io/fs"
 	"path/filepath"
@@ -33,18 +32,7 @@ func migrator(t *testing.T, path string) metatest.Migrator {
 	}
 	return metatest.Migrator{
 		DB: db,
-		To: func(ctx context.Context, v int64) error {
-			cur, err := p.GetDBVersion(ctx)
-			if err != nil {
-				return err
-			}
-			if v >= cur {
-				_, err = p.UpTo(ctx, v)
-			} else {
-				_, err = p.DownTo(ctx, v)
-			}
-			return err
-		},
+		To: metatest.GooseTo(p),
 		Open: func(t *testing.T) (meta.Store, func()) {
 			s, err := sqlite.Open(t.Context(), path)
 			if err != nil {
@@ -57,4 +45,8 @@ func migrator(t *testing.T, path string) metatest.Migrator {
 
 func TestBlobIDMigration(t *testing.T) {
 	metatest.RunBlobIDMigration(t, migrator(t, filepath.Join(t.TempDir(), "meta.db")))
+}
+
+func TestServiceModelsMigration(t *testing.T) {
+	metatest.RunServiceModelsMigration(t, migrator(t, filepath.Join(t.TempDir(), "meta.db")))
 }
