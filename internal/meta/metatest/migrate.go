@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"io/fs"
 	"reflect"
 	"slices"
 	"testing"
@@ -13,9 +14,20 @@ import (
 	"github.com/atelier-dev/atelier/internal/meta"
 )
 
-// GooseTo is a Migrator's To over a goose provider: up or down to version.
-func GooseTo(p *goose.Provider) func(ctx context.Context, version int64) error {
-	return func(ctx context.Context, v int64) error {
+// GooseMigrator is the Migrator of db, whose schema goose moves up or down
+// over migrations (the "migrations" directory of an embedded tree) in
+// dialect; open opens the store over db.
+func GooseMigrator(t *testing.T, db *sql.DB, dialect goose.Dialect, migrations fs.FS, open func(t *testing.T) (meta.Store, func())) Migrator {
+	t.Helper()
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(dialect, db, sub, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Migrator{DB: db, Open: open, To: func(ctx context.Context, v int64) error {
 		cur, err := p.GetDBVersion(ctx)
 		if err != nil {
 			return err
@@ -26,7 +38,7 @@ func GooseTo(p *goose.Provider) func(ctx context.Context, version int64) error {
 			_, err = p.DownTo(ctx, v)
 		}
 		return err
-	}
+	}}
 }
 
 // Migrator is what the migration tests (RunBlobIDMigration,

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"database/sql"
-	"io/fs"
 	"testing"
 
 	"github.com/pressly/goose/v3"
@@ -22,25 +21,13 @@ func migrator(t *testing.T) metatest.Migrator {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	sub, err := fs.Sub(postgres.Migrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sub, goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return metatest.Migrator{
-		DB: db,
-		To: metatest.GooseTo(p),
-		Open: func(t *testing.T) (meta.Store, func()) {
-			s, err := postgres.Open(t.Context(), dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s, func() { s.Close() }
-		},
-	}
+	return metatest.GooseMigrator(t, db, goose.DialectPostgres, postgres.Migrations, func(t *testing.T) (meta.Store, func()) {
+		s, err := postgres.Open(t.Context(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, func() { s.Close() }
+	})
 }
 
 func TestBlobIDMigration(t *testing.T) { metatest.RunBlobIDMigration(t, migrator(t)) }
