@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -250,7 +250,7 @@ func (c *configChecker) metrics(m map[string]any) map[string]float64 {
 		return nil
 	}
 	out := map[string]float64{}
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		field := "metrics." + k
 		n, ok := obj[k].(json.Number)
 		if !ok {
@@ -265,15 +265,6 @@ func (c *configChecker) metrics(m map[string]any) map[string]float64 {
 		out[k] = f
 	}
 	return out
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // array reads an optional array field; nil when absent or wrong.
@@ -443,7 +434,7 @@ func (c *configChecker) schema(v any, field string, depth int) {
 		if !ok {
 			c.add(field+".properties", "must be an object of property name to schema, not %s", kindOf(p))
 		} else {
-			for _, k := range sortedKeys(props) {
+			for _, k := range slices.Sorted(maps.Keys(props)) {
 				c.schema(props[k], field+".properties."+k, depth+1)
 			}
 		}
@@ -568,7 +559,7 @@ func (c *configChecker) warmup(m map[string]any) *Warmup {
 		return nil
 	}
 	before := len(c.ps)
-	for _, k := range sortedKeys(w) {
+	for _, k := range slices.Sorted(maps.Keys(w)) {
 		if k != "json" && k != "file" && k != "field" {
 			c.add("warmup."+k, "is not a warmup key: use json, or file and field")
 		}

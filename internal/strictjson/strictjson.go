@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -137,7 +138,7 @@ func unknown(v any, t reflect.Type, at string) []Unknown {
 			return nil
 		}
 		fields, order := Fields(t)
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			p := join(at, k)
 			ft, ok := fields[k]
 			if !ok {
@@ -159,20 +160,11 @@ func unknown(v any, t reflect.Type, at string) []Unknown {
 		if !ok {
 			return nil
 		}
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			out = append(out, unknown(m[k], t.Elem(), join(at, k))...)
 		}
 	}
 	return out
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func join(at, k string) string {
