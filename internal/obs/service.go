@@ -2,7 +2,6 @@ package obs
 
 import (
 	"context"
-	"crypto/md5"
 	"fmt"
 	"hash"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/auth/policy"
 	"github.com/atelier-dev/atelier/internal/blob"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/fastmd5"
 	"github.com/atelier-dev/atelier/internal/meta"
 )
 
@@ -95,7 +95,7 @@ func New(store Store, blobs blob.Store, o Options) *Service {
 		o.MaxPutSize = DefaultMaxPutSize
 	}
 	if o.MD5 == nil {
-		o.MD5 = newStdMD5Pool()
+		o.MD5 = fastmd5.New(fastmd5.Options{NoSIMD: true})
 	}
 	return &Service{
 		store: store, blobs: blobs, region: o.Region, now: o.Now, log: o.Logger,
@@ -104,20 +104,6 @@ func New(store Store, blobs blob.Store, o Options) *Service {
 		pins:     newPins(),
 		md5:      o.MD5,
 	}
-}
-
-// stdMD5Pool is the default MD5Pool: crypto/md5 hashes, reused.
-type stdMD5Pool struct{ p sync.Pool }
-
-func newStdMD5Pool() *stdMD5Pool {
-	return &stdMD5Pool{p: sync.Pool{New: func() any { return md5.New() }}}
-}
-
-func (p *stdMD5Pool) Get(int64) hash.Hash { return p.p.Get().(hash.Hash) }
-
-func (p *stdMD5Pool) Put(h hash.Hash) {
-	h.Reset()
-	p.p.Put(h)
 }
 
 // Region is the region of this server.
