@@ -175,12 +175,15 @@ func (s *Service) get(ctx context.Context, op errs.Op, c *Caller, bucket, key st
 	if err := s.check(op, c, b, ActionGetObject, key, nil); err != nil {
 		return nil, err
 	}
+	if method == http.MethodHead {
+		return s.lookup(ctx, op, bucket, key, o, method) // reads no blob: nothing to pin
+	}
 	// The ticket is taken before the index is read: the blobs found stay
 	// until the body is closed, whatever overwrites or deletes the object
 	// meanwhile.
 	t := s.pins.begin()
 	res, err := s.lookup(ctx, op, bucket, key, o, method)
-	if err != nil || method == http.MethodHead {
+	if err != nil {
 		s.abandon(ctx, t)
 		return res, err
 	}
