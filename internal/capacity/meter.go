@@ -48,7 +48,11 @@ func (m *CgroupMeter) Measure(ctx context.Context, holders []Holder) Measured {
 			continue
 		}
 		groups[k] = append(groups[k], n)
-		all = append(all, n)
+	}
+	// Only the holders' groups are read: others (being swept, of ended
+	// instances) would cost a read, and a second one a window later.
+	for _, h := range holders {
+		all = append(all, groups[HolderKey{Kind: h.Kind, ID: h.ID}]...)
 	}
 	use, err := m.meter.Measure(ctx, all)
 	out := Measured{Available: true, ByHolder: map[HolderKey]Usage{}}

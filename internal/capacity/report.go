@@ -121,12 +121,12 @@ func Report(s Snapshot, version uint64, m Measured, v Viewer, owners map[string]
 				cw.Position = w.Position
 			}
 		}
-		cw.Reason, cw.NeverFits = waitReason(named, w, total, v.All)
 		if !v.All && w.Owner != v.UserID {
 			others.Waiting++
 			others.WaitingRequest = plus(others.WaitingRequest, w.Need)
 			continue
 		}
+		cw.Reason, cw.NeverFits = waitReason(named, w, total, v.All)
 		out.Waiting = append(out.Waiting, cw)
 	}
 	if !v.All {

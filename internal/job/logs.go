@@ -156,7 +156,7 @@ func (js *Jobs) UploadCode(ctx context.Context, p *auth.Principal, name string, 
 		if err != nil {
 			return "", 0, 0, errs.E(op, errs.Invalid, CodeCodeUpload, "the code archive is not a valid tar stream: "+err.Error())
 		}
-		if h.Typeflag != tar.TypeReg && h.Typeflag != '\x00' { // '\x00': a regular file of archives before POSIX.1-1988
+		if h.Typeflag != tar.TypeReg { // the reader turns the old '\x00' into TypeReg
 			continue // directories are implied; links are not uploaded
 		}
 		rel := path.Clean(strings.TrimPrefix(h.Name, "./"))

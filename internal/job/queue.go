@@ -148,11 +148,8 @@ func (c Candidate) label() string {
 }
 
 // neverFits says why a job's flavor can never be booked, with the
-// arithmetic.
+// arithmetic. Admit calls it only for a need that does not fit the total,
+// which Refusal always explains.
 func neverFits(c capacity.Capacity, cand Candidate, n capacity.Resources) string {
-	why := c.Refusal(capacity.Job, n)
-	if why == "" {
-		why = "is larger than what the machine can book (" + capacity.TooBig(n, c.Total()) + ")"
-	}
-	return fmt.Sprintf("never: flavor %s %s, so the job can never start", cand.Flavor.ID, why)
+	return fmt.Sprintf("never: flavor %s %s, so the job can never start", cand.Flavor.ID, c.Refusal(capacity.Job, n))
 }

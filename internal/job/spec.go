@@ -870,7 +870,3 @@ func normDirURL(field, s string, needKey bool, ps *problems) (string, bool) {
 	}
 	return "obs://" + bucket + "/" + key, true
 }
-
-// clip shortens s for a message.
-
-// byteSize formats n bytes as "1.0 GiB", "512.0 MiB" or "12 B".

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/errs"
 )
@@ -138,12 +140,9 @@ func trimCache(ctx context.Context, cacheDir string, used []string, now func() t
 func touchUsed(path string, t time.Time) {
 	var ts [2]syscall.Timespec
 	ts[0] = syscall.NsecToTimespec(t.UnixNano())
-	ts[1] = syscall.Timespec{Sec: 0, Nsec: utimeOmit}
+	ts[1] = syscall.Timespec{Nsec: unix.UTIME_OMIT} // the modification time stays
 	syscall.UtimesNano(path, ts[:])
 }
-
-// utimeOmit leaves a time unchanged in utimensat(2).
-const utimeOmit = (1 << 30) - 2
 
 // isCacheName reports whether name is a cache entry's name (cacheName: 64
 // hex digits), not a download in progress or another file.

@@ -63,7 +63,7 @@ func extractTarLimit(r io.Reader, root string, limit int64) (tarStats, error) {
 		switch h.Typeflag {
 		case tar.TypeDir:
 			err = x.dir(name)
-		case tar.TypeReg, '\x00': // '\x00': a regular file in archives of before POSIX.1-1988
+		case tar.TypeReg: // the reader turns the old '\x00' of before POSIX.1-1988 into TypeReg
 			if h.Size > limit-st.Bytes {
 				return st, errs.E(op, errs.TooLarge, CodeBadArchive,
 					fmt.Sprintf("the code archive expands to more than %d bytes", limit))
