@@ -44,8 +44,10 @@ type fakeServer struct {
 	exits      []api.RunnerExit
 
 	// fail, when set, answers a request with that status instead (0:
-	// serve it).
-	fail atomic.Pointer[func(r *http.Request) int]
+	// serve it). Calls are serialised by failMu, so a test's hook may keep
+	// state in plain variables.
+	fail   atomic.Pointer[func(r *http.Request) int]
+	failMu sync.Mutex
 	// stopAfter makes heartbeats answer "stop" once a line with this
 	// text arrived.
 	stopAfter string
@@ -103,7 +105,10 @@ func (fs *fakeServer) setFail(f func(r *http.Request) int) { fs.fail.Store(&f) }
 
 func (fs *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 	if f := fs.fail.Load(); f != nil && *f != nil {
-		if code := (*f)(r); code != 0 {
+		fs.failMu.Lock()
+		code := (*f)(r)
+		fs.failMu.Unlock()
+		if code != 0 {
 			http.Error(w, `{"error_code":"ATL.TEST.0001","error_msg":"unavailable"}`, code)
 			return
 		}

@@ -37,8 +37,10 @@ type fakeInstanceServer struct {
 	// stop makes status reports answer "stop".
 	stop atomic.Bool
 	// fail, when set, answers a request with that status instead (0:
-	// serve it).
-	fail atomic.Pointer[func(r *http.Request) int]
+	// serve it). Calls are serialised by failMu, so a test's hook may keep
+	// state in plain variables.
+	fail   atomic.Pointer[func(r *http.Request) int]
+	failMu sync.Mutex
 
 	ts *httptest.Server
 }
@@ -53,7 +55,10 @@ func newFakeInstanceServer(t *testing.T, ri api.RunnerInstance) *fakeInstanceSer
 
 func (fs *fakeInstanceServer) serve(w http.ResponseWriter, r *http.Request) {
 	if f := fs.fail.Load(); f != nil && *f != nil {
-		if code := (*f)(r); code != 0 {
+		fs.failMu.Lock()
+		code := (*f)(r)
+		fs.failMu.Unlock()
+		if code != 0 {
 			http.Error(w, `{"error_code":"ATL.TEST.0001","error_msg":"unavailable"}`, code)
 			return
 		}
