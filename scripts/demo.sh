@@ -118,10 +118,15 @@ objects=$("$bin" obs ls -r obs://demo/data/ -o json | grep -c '"key"' || true)
 step "7. make a real dataset: scikit-learn's handwritten digits as PNGs (ImageFolder layout), upload it"
 run /usr/bin/python3 examples/digits/make_dataset.py "$data/digits"
 run "$bin" obs cp -r "$data/digits" obs://demo/digits/
+echo "register it as a dataset: the layout is detected, the version validates every image header and"
+echo "publishes a manifest that references each object with its ETag (nothing is copied)"
+run "$bin" dataset create --name digits --type image_classification --source obs://demo/digits/
+run "$bin" dataset version digits --follow
+run "$bin" dataset get digits --version v1
 
-step "8. train a PyTorch CNN as a training job (ModelArts-style --data_url/--train_url), following its log"
+step "8. train a PyTorch CNN from the dataset version (ModelArts-style --data_url/--train_url), following its log"
 run "$bin" job create --name digits-cnn --code-dir examples/digits --boot-file train.py --engine pytorch \
-  --input data_url=obs://demo/digits/ --output train_url=obs://demo/output/ --param epochs=6 --retries 1 --max-runtime 10m --follow
+  --input data_url=dataset:digits@v1 --output train_url=obs://demo/output/ --param epochs=6 --retries 1 --max-runtime 10m --follow
 run "$bin" job metrics digits-cnn
 run "$bin" obs ls -r obs://demo/output/model/
 

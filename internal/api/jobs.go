@@ -112,10 +112,13 @@ type OBSLocation struct {
 	OBSURL string `json:"obs_url"`
 }
 
-// DatasetLocation names a dataset version (a later issue).
+// DatasetLocation names a dataset version. A request may give the names
+// instead (Name, Version); the server answers with both, ids resolved.
 type DatasetLocation struct {
-	ID        string `json:"id"`
+	ID        string `json:"id,omitempty"`
 	VersionID string `json:"version_id,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Version   string `json:"version,omitempty"`
 }
 
 // JobSpec is how a job runs.
@@ -368,6 +371,11 @@ type RunnerObject struct {
 type RunnerObjectList struct {
 	Items     []RunnerObject `json:"items"`
 	Truncated bool           `json:"truncated"`
+	// Manifest is, for a dataset input, the version's manifest (JSON
+	// Lines) to stage beside the objects as ManifestName; the items are
+	// exactly its objects, with the ETags the version recorded.
+	Manifest     string `json:"manifest,omitempty"`
+	ManifestName string `json:"manifest_name,omitempty"`
 }
 
 // RunnerObjectsRequest is the body of POST

@@ -63,6 +63,8 @@ type LineageInput struct {
 	OBSURL  string            `json:"obs_url"`
 	Objects int               `json:"objects"`
 	ETags   map[string]string `json:"etags,omitempty"` // key → ETag (at most 1000 recorded)
+	// Dataset is the dataset version the input read, if it was one.
+	Dataset *DatasetLocation `json:"dataset,omitempty"`
 }
 
 // ImportModelRequest is the body of POST /api/v1/models.

@@ -39,6 +39,7 @@ type Deps struct {
 	Usage           Usage           // metering of services and jobs
 	InstanceRunners InstanceRunners // the runner protocol of service instances
 	Models          Models          // nil: the model registry disabled
+	Datasets        Datasets        // nil: datasets disabled
 	Gateway         http.Handler    // serves /v1/infers/ and /v2/; nil: none
 	Capacity        Capacity        // GET /api/v1/capacity; nil: not enabled
 	MaxBody         int64           // 0 = DefaultMaxBody
@@ -115,6 +116,7 @@ func (s *Server) routeTable() []route {
 	}
 	rt = append(rt, s.jobRoutes()...)
 	rt = append(rt, s.modelRoutes()...)
+	rt = append(rt, s.datasetRoutes()...)
 	rt = append(rt, s.capacityRoutes()...)
 	return append(rt, s.serviceRoutes()...)
 }

@@ -127,7 +127,9 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	ledger, sources := newLedger(cfg)
 	log.Info("capacity", "cpu", ledger.Capacity().CPU, "memory", ledger.Capacity().Memory, "gpu", ledger.Capacity().GPU,
 		"sources", fmt.Sprintf("%+v", sources), "bookable", fmt.Sprintf("%+v", ledger.Capacity().Total()))
-	jobs, err := newJobService(ctx, cfg, iso, store, iam, objects, ledger, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
+	datasets := newDatasetService(ctx, store, iam, objects, log)
+	defer datasets.Close()
+	jobs, err := newJobService(ctx, cfg, iso, store, iam, objects, ledger, datasets, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
 	if err != nil {
 		return err
 	}
@@ -145,7 +147,7 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	ledger.OnFree(wake.Kick)
 	api := apiserver.New(apiserver.Deps{Auth: iam, Store: store, Registry: reg, Logger: log, Region: cfg.Region, Version: version,
 		Jobs:    apiserver.JobDeps{Submit: jobs.Jobs, Read: jobs.Jobs, Act: jobs.Jobs, Catalog: jobs.Jobs},
-		Runners: apiserver.RunnerDeps{Feed: jobs.Runners, Reports: jobs.Runners}, Models: models, Gateway: gw,
+		Runners: apiserver.RunnerDeps{Feed: jobs.Runners, Reports: jobs.Runners}, Models: models, Datasets: datasets, Gateway: gw,
 		Services: services.deployments, ServiceActivity: services.deployments, Usage: services.deployments, InstanceRunners: services.runners,
 		Capacity: capacity.NewView(ledger, iam, store, capacity.NewCgroupMeter(cgroup.Options{}), sources)})
 

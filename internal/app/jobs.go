@@ -24,7 +24,7 @@ import (
 // executor, the sandbox check, the capacity ledger shared with service
 // instances, and the platform bucket.
 func newJobService(ctx context.Context, cfg *config.Server, iso *isolation, store meta.Store, iam *auth.Service, objects *obs.Service,
-	ledger *capacity.Ledger, apiAddr, s3URL string, log *slog.Logger) (*job.Roles, error) {
+	ledger *capacity.Ledger, datasets job.Datasets, apiAddr, s3URL string, log *slog.Logger) (*job.Roles, error) {
 	const op errs.Op = "app.newJobService"
 	admin, err := store.GetUserByName(ctx, auth.AdminName)
 	if err != nil {
@@ -61,7 +61,7 @@ func newJobService(ctx context.Context, cfg *config.Server, iso *isolation, stor
 		log.Warn("no Python interpreter found: jobs cannot run until `engines` is configured")
 	}
 	roles := job.New(store, objects, iam, iam, local.New(local.Options{Logger: log}), system, job.Options{
-		Flavors: flavors, Engines: engines, RefusedEngines: iso.refused, Capacity: ledger.Capacity(), Ledger: ledger, Quota: cfg.Quotas.JobsPerUser,
+		Datasets: datasets, Flavors: flavors, Engines: engines, RefusedEngines: iso.refused, Capacity: ledger.Capacity(), Ledger: ledger, Quota: cfg.Quotas.JobsPerUser,
 		Sandbox: cfg.Sandbox, SandboxUser: cfg.SandboxUser, SandboxError: iso.err, DataDir: cfg.DataDir, WorkDir: cfg.WorkDir,
 		ServerURL: advertise, S3Endpoint: s3URL, Region: cfg.Region, RunnerArgv0: self, Logger: log,
 		RemoveGroup: cgroup.Remove, RemoveAll: iso.sb.Identity().RemoveAll,

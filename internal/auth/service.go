@@ -196,6 +196,18 @@ func userNotFound(op errs.Op, name string) error {
 		errs.Hint("`atelier user list` shows the users you can see"))
 }
 
+// PrincipalOf is the user with the id as a principal with its attached
+// policies, for work the platform does on the user's behalf after the
+// request that asked for it (making a dataset version): method names that
+// work in logs and audit.
+func (s *Service) PrincipalOf(ctx context.Context, userID, method string) (*Principal, error) {
+	u, err := s.store.GetUser(ctx, userID)
+	if err != nil {
+		return nil, errs.E("auth.PrincipalOf", err)
+	}
+	return s.principal(ctx, u, method)
+}
+
 // principal builds the Principal of user u, loading its policies.
 func (s *Service) principal(ctx context.Context, u *meta.User, method string) (*Principal, error) {
 	ps, err := s.store.UserPolicies(ctx, u.ID)

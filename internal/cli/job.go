@@ -502,14 +502,14 @@ func jobDetail(w io.Writer, job *api.Job) {
 
 func channelText(ch api.JobChannel) string {
 	src := "-"
-	switch {
+	switch d := ch.Remote.Dataset; {
+	case d != nil:
+		src = "dataset:" + firstNonEmpty(d.Name, d.ID) + "@" + firstNonEmpty(d.Version, d.VersionID)
+		if ch.Remote.OBS != nil {
+			src += " (" + ch.Remote.OBS.OBSURL + ", version " + d.VersionID + ")"
+		}
 	case ch.Remote.OBS != nil:
 		src = ch.Remote.OBS.OBSURL
-	case ch.Remote.Dataset != nil:
-		src = "dataset " + ch.Remote.Dataset.ID
-		if ch.Remote.Dataset.VersionID != "" {
-			src += "/" + ch.Remote.Dataset.VersionID
-		}
 	}
 	s := ch.Name + " = " + src
 	if ch.LocalDir != "" {

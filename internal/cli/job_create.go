@@ -117,7 +117,7 @@ func (j *jobCmds) create() *cobra.Command {
 	fl.StringVar(&f.bootFile, "boot-file", "", "script to run, relative to the code dir")
 	fl.StringVar(&f.command, "command", "", "shell command to run instead of a boot file")
 	fl.StringVar(&f.engine, "engine", "", "engine name (atelier job engines)")
-	fl.StringArrayVar(&f.inputs, "input", nil, "input channel NAME=obs://BUCKET/PREFIX/ (repeatable)")
+	fl.StringArrayVar(&f.inputs, "input", nil, "input channel NAME=obs://BUCKET/PREFIX/ or NAME=dataset:DATASET@VERSION (repeatable)")
 	// --output names output channels here, and keeps -o/--output FORMAT
 	// working: channels have a "=", formats do not.
 	fl.VarP(&outputOrFormat{format: &j.a.output, channels: &f.outputs}, "output", "o",
@@ -378,6 +378,14 @@ func applyCreateFlags(job *api.Job, f createFlags, changed func(string) bool) er
 		if err != nil {
 			return err
 		}
+		if ref, ok := strings.CutPrefix(v, "dataset:"); ok {
+			name, version, found := strings.Cut(ref, "@")
+			if !found || name == "" || version == "" {
+				return usagef("--input %s=%s: write dataset:NAME@VERSION (e.g. dataset:flowers@v1)", k, v)
+			}
+			alg.Inputs = setDatasetChannel(alg.Inputs, k, name, version)
+			continue
+		}
 		alg.Inputs = setChannel(alg.Inputs, k, v)
 	}
 	for _, out := range f.outputs {
@@ -475,6 +483,18 @@ func setChannel(chs []api.JobChannel, name, url string) []api.JobChannel {
 		}
 	}
 	return append(chs, api.JobChannel{Name: name, Remote: api.JobRemote{OBS: &api.OBSLocation{OBSURL: url}}})
+}
+
+// setDatasetChannel makes the input named name read a dataset version.
+func setDatasetChannel(chs []api.JobChannel, name, dataset, version string) []api.JobChannel {
+	remote := api.JobRemote{Dataset: &api.DatasetLocation{Name: dataset, Version: version}}
+	for i := range chs {
+		if chs[i].Name == name {
+			chs[i].Remote = remote
+			return chs
+		}
+	}
+	return append(chs, api.JobChannel{Name: name, Remote: remote})
 }
 
 // setParam replaces the value of the parameter named name, or adds it.

@@ -320,7 +320,11 @@ func modelDetail(w io.Writer, md *api.Model) {
 			field(w, "Parameter", fmt.Sprintf("--%s=%s", p.Name, p.Value))
 		}
 		for _, in := range l.Inputs {
-			field(w, "Input", fmt.Sprintf("%s = %s (%d objects, %d ETags recorded)", in.Name, in.OBSURL, in.Objects, len(in.ETags)))
+			src := in.OBSURL
+			if d := in.Dataset; d != nil {
+				src = fmt.Sprintf("dataset:%s@%s (%s, version %s)", firstNonEmpty(d.Name, d.ID), firstNonEmpty(d.Version, d.VersionID), in.OBSURL, d.VersionID)
+			}
+			field(w, "Input", fmt.Sprintf("%s = %s (%d objects, %d ETags recorded)", in.Name, src, in.Objects, len(in.ETags)))
 		}
 		if len(l.Metrics) > 0 {
 			keys := make([]string, 0, len(l.Metrics))

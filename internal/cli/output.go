@@ -146,3 +146,11 @@ func names(ns []string) string {
 	}
 	return strings.Join(ns, ", ")
 }
+
+// firstNonEmpty is a, or b when a is empty.
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

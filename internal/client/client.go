@@ -101,6 +101,7 @@ type call struct {
 	out    any        // the 2xx answer is decoded into it; nil discards it
 	noAuth bool       // send no credentials (token creation, health)
 	also   int        // a non-2xx status whose answer is decoded into out as well
+	raw    *[]byte    // the 2xx answer's bytes as they came (out is ignored)
 }
 
 // apiPath builds /api/v1/<segs...> with every segment path-escaped.
@@ -136,6 +137,10 @@ func (c *Client) do(ctx context.Context, op errs.Op, k call) error {
 	}
 	if (resp.StatusCode < 200 || resp.StatusCode > 299) && resp.StatusCode != k.also {
 		return decodeAPIError(resp, data)
+	}
+	if k.raw != nil {
+		*k.raw = data
+		return nil
 	}
 	if k.out == nil || len(bytes.TrimSpace(data)) == 0 {
 		return nil

@@ -41,7 +41,7 @@ const (
 )
 
 // SystemBucket is the platform-owned bucket for uploaded code and logs.
-const SystemBucket = "atelier-system"
+const SystemBucket = obs.SystemBucket
 
 // Store is what the job roles need from the metadata store.
 type Store interface {
@@ -80,8 +80,10 @@ type Ledger interface {
 
 // Options configure the job roles.
 type Options struct {
-	Flavors []api.Flavor
-	Engines []api.Engine
+	// Datasets resolves dataset inputs (nil: a dataset input is refused).
+	Datasets Datasets
+	Flavors  []api.Flavor
+	Engines  []api.Engine
 	// RefusedEngines are configured engines the sandbox cannot run.
 	RefusedEngines map[string]error
 	// Capacity is the whole machine and its booking rules: a flavor that

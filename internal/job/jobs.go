@@ -68,6 +68,9 @@ func (js *Jobs) check(ctx context.Context, p *auth.Principal, j *api.Job, codeUp
 		j.Algorithm.CodeDir = "obs://" + SystemBucket + "/" + codeRoot + p.User.ID + "/upload/code/"
 		defer func() { j.Algorithm.CodeDir = "" }()
 	}
+	if err := js.resolveDatasets(ctx, p, j); err != nil {
+		return err
+	}
 	if err := Normalize(j, js.env()); err != nil {
 		return err
 	}

@@ -375,6 +375,20 @@ func (rs *Runners) RunnerInputList(ctx context.Context, id, token, name string) 
 	if err != nil {
 		return nil, err
 	}
+	if d := datasetInput(r, name); d != nil {
+		// Exactly the version's objects, as it recorded them; a change
+		// since the version was made fails the input, naming the objects.
+		if rs.o.Datasets == nil {
+			return nil, errs.E(op, errs.Unavailable, CodeRunnerInput, "input "+name+" is a dataset version, and datasets are not enabled on this server")
+		}
+		// The dataset is read as its owner with the owner's policies: the
+		// job's session policy narrows object access, which names no
+		// dataset action; the objects themselves are still read through
+		// it.
+		owner := *c.Principal
+		owner.Subject.Session = nil
+		return rs.o.Datasets.InputObjects(ctx, &owner, *d)
+	}
 	objs, truncated, err := rs.obs.ListAll(ctx, c, b, dir, RunnerListLimit)
 	if err != nil {
 		return nil, err

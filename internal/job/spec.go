@@ -550,9 +550,17 @@ func normChannel(field string, ch *api.JobChannel, defaultParent string, environ
 		claim(field+".name", ch.Name)
 	}
 	switch {
-	case ch.Remote.Dataset != nil:
-		ps.unsupported(field+".remote.dataset", "datasets as inputs come with the dataset issue",
+	case ch.Remote.Dataset != nil && defaultParent != InputsDir:
+		ps.add(field+".remote.dataset", "an output cannot be a dataset: give an OBS dir in remote.obs.obs_url")
+	case ch.Remote.Dataset != nil && (ch.Remote.OBS == nil || ch.Remote.OBS.OBSURL == ""):
+		// Jobs.check resolves a dataset input to its data's OBS dir before
+		// normalising; without a resolver there is none.
+		ps.unsupported(field+".remote.dataset", "this server does not resolve datasets",
 			"give the data's OBS dir in remote.obs.obs_url")
+	case ch.Remote.Dataset != nil:
+		if u, ok := normDirURL(field+".remote.obs.obs_url", ch.Remote.OBS.OBSURL, false, ps); ok {
+			ch.Remote.OBS.OBSURL = u
+		}
 	case ch.Remote.OBS == nil || strings.TrimSpace(ch.Remote.OBS.OBSURL) == "":
 		ps.add(field+".remote.obs.obs_url", "required: the OBS dir (obs://bucket/path/)")
 	default:

@@ -220,7 +220,10 @@ func TestNormalizeProblems(t *testing.T) {
 			want: []string{"algorithm.inputs[0].remote.obs.obs_url: required"}},
 		{name: "input dataset", edit: func(j *api.Job) {
 			j.Algorithm.Inputs = []api.JobChannel{{Name: "d", Remote: api.JobRemote{Dataset: &api.DatasetLocation{ID: "x"}}}}
-		}, code: CodeUnsupportedSpec, want: []string{"unsupported job spec: algorithm.inputs[0].remote.dataset: datasets as inputs come with the dataset issue"}},
+		}, code: CodeUnsupportedSpec, want: []string{"unsupported job spec: algorithm.inputs[0].remote.dataset: this server does not resolve datasets"}},
+		{name: "output dataset", edit: func(j *api.Job) {
+			j.Algorithm.Outputs = []api.JobChannel{{Name: "o", Remote: api.JobRemote{Dataset: &api.DatasetLocation{ID: "x"}}}}
+		}, want: []string{"algorithm.outputs[0].remote.dataset: an output cannot be a dataset"}},
 		{name: "access method", edit: func(j *api.Job) {
 			j.Algorithm.Outputs = []api.JobChannel{{Name: "o", AccessMethod: "file", Remote: obsRemote("obs://b00/o/")}}
 		}, want: []string{`algorithm.outputs[0].access_method: "file" is not accepted: use "parameter"`}},
@@ -332,6 +335,20 @@ func TestNormalizeProblems(t *testing.T) {
 }
 
 func obsRemote(u string) api.JobRemote { return api.JobRemote{OBS: &api.OBSLocation{OBSURL: u}} }
+
+// TestNormalizeResolvedDataset: a dataset input the job service resolved
+// to its data's dir is checked like any OBS input, keeping the dataset.
+func TestNormalizeResolvedDataset(t *testing.T) {
+	j := minimal()
+	j.Algorithm.Inputs = []api.JobChannel{{Name: "d", Remote: api.JobRemote{Dataset: &api.DatasetLocation{ID: "x", VersionID: "y"},
+		OBS: &api.OBSLocation{OBSURL: "obs://b00/d"}}}}
+	if err := Normalize(j, testEnv); err != nil {
+		t.Fatal(err)
+	}
+	if in := j.Algorithm.Inputs[0]; in.Remote.OBS.OBSURL != "obs://b00/d/" || in.Remote.Dataset == nil || in.Remote.Dataset.VersionID != "y" {
+		t.Errorf("resolved dataset input %+v", in.Remote)
+	}
+}
 
 func TestNormalizeBootFile(t *testing.T) {
 	tests := []struct{ codeDir, boot, want string }{

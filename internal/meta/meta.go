@@ -197,6 +197,7 @@ type Store interface {
 	Jobs
 	Services
 	Models
+	Datasets
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 	// Close releases the store's connections.

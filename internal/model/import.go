@@ -569,6 +569,10 @@ func (s *Service) lineage(ctx context.Context, user *obs.Caller, js *jobSource, 
 			if err != nil {
 				warnings = append(warnings, fmt.Sprintf("lineage of input %s (%s) not recorded: %s", in.Name, in.Remote.OBS.OBSURL, errs.UserMessage(err)))
 			}
+			if d := in.Remote.Dataset; d != nil {
+				v := *d
+				li.Dataset = &v
+			}
 			l.Inputs = append(l.Inputs, li)
 		}
 		var samples []api.MetricSample

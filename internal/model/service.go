@@ -21,7 +21,7 @@ import (
 // SystemBucket is the platform bucket; the registry keeps version
 // directories under RegistryPrefix in it.
 const (
-	SystemBucket   = "atelier-system"
+	SystemBucket   = obs.SystemBucket
 	RegistryPrefix = "models/"
 )
 

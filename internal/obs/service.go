@@ -37,6 +37,11 @@ type UserNamer interface {
 	UserName(ctx context.Context, id string) string
 }
 
+// SystemBucket is the platform's own bucket: uploaded code, job logs, the
+// model registry's copies and dataset manifests. Only the platform user
+// reads or writes it.
+const SystemBucket = "atelier-system"
+
 // Defaults of Options.
 const (
 	DefaultRegion      = "us-east-1"

@@ -65,6 +65,9 @@ func (s *server) inputObjects(ctx context.Context, name string, keys []string) (
 // older server, a listing too long for one answer, any failure) over S3,
 // whose errors are the ones users see.
 func (s *stager) listInput(ctx context.Context, c Channel) (listing, error) {
+	if c.Dataset != nil {
+		return s.listDataset(ctx, c)
+	}
 	if s.inputs == nil {
 		return s.list(ctx, c.Remote)
 	}

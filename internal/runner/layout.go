@@ -60,6 +60,12 @@ type Channel struct {
 	// File is the file name inside Dir when the input is one object: the
 	// argument then names the file, not the directory.
 	File string
+	// Dataset is the dataset version of an input that is one: exactly the
+	// version's objects are staged, with its manifest beside them, and
+	// any failure to list them through the server fails the staging.
+	Dataset *api.DatasetLocation
+	// View is Dir as user code sees it (the manifest's local paths).
+	View string
 }
 
 // ObjectCacheDir is the content cache of downloaded objects under work_dir.
@@ -118,7 +124,7 @@ func NewLayout(workDir string, rj *api.RunnerJob, warn func(string)) (*Layout, e
 			if c.Remote.OBS == nil {
 				return nil, errs.E(op, errs.Unsupported, CodeBadLocation,
 					errs.Hint("give the channel as remote.obs.obs_url"),
-					fmt.Sprintf("channel %q has no OBS location (datasets are not supported yet)", c.Name))
+					fmt.Sprintf("channel %q has no OBS location", c.Name))
 			}
 			loc, err := obsclient.ParseLocation(c.Remote.OBS.OBSURL)
 			if err != nil || !loc.Remote() {
@@ -138,7 +144,12 @@ func NewLayout(workDir string, rj *api.RunnerJob, warn func(string)) (*Layout, e
 			if am == "" {
 				am = "parameter"
 			}
-			*group.out = append(*group.out, Channel{Name: c.Name, Dir: dir, AccessMethod: am, Remote: loc})
+			ch := Channel{Name: c.Name, Dir: dir, AccessMethod: am, Remote: loc, View: l.View(dir)}
+			if d := c.Remote.Dataset; d != nil && group.out == &l.Inputs {
+				v := *d
+				ch.Dataset = &v
+			}
+			*group.out = append(*group.out, ch)
 		}
 	}
 	return l, nil

@@ -87,6 +87,9 @@ type listing struct {
 	Dirs  []string // relative directories to create (empty prefixes, "dir/" markers)
 	// Single is set when the location is one object; Files holds it.
 	Single bool
+	// Manifest and ManifestName are a dataset version's manifest, staged
+	// beside its objects.
+	Manifest, ManifestName string
 }
 
 // list lists loc once: every object under it as a directory or, when there
@@ -439,6 +442,11 @@ func (s *stager) stageInputs(ctx context.Context, inputs []Channel) (stageResult
 		}
 		if err := s.place(lists[i].Files, lists[i].Dirs, inputs[i].Dir, true); err != nil {
 			return stageResult{}, err
+		}
+		if lists[i].ManifestName != "" {
+			if err := writeManifests(inputs[i], lists[i]); err != nil {
+				return stageResult{}, err
+			}
 		}
 	}
 	end := time.Now()

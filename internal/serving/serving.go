@@ -11,6 +11,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/executor"
 	"github.com/atelier-dev/atelier/internal/meta"
+	"github.com/atelier-dev/atelier/internal/obs"
 	"github.com/atelier-dev/atelier/internal/serving/gateway"
 )
 
@@ -59,7 +60,7 @@ const (
 )
 
 // SystemBucket holds the model registry's copies.
-const SystemBucket = "atelier-system"
+const SystemBucket = obs.SystemBucket
 
 // Store is what online services need from the metadata store.
 type Store interface {

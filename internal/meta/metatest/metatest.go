@@ -113,6 +113,13 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"ServiceEvents", testServiceEvents},
 		{"ServiceUsage", testServiceUsage},
 		{"ServicesUsingModel", testServicesUsingModel},
+
+		{"DatasetRoundTrip", testDatasetRoundTrip},
+		{"DatasetExists", testDatasetExists},
+		{"DatasetInvalid", testDatasetInvalid},
+		{"DatasetList", testDatasetList},
+		{"DatasetUpdateDelete", testDatasetUpdateDelete},
+		{"ConcurrentDatasetVersions", testConcurrentDatasetVersions},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -374,6 +381,9 @@ func testClose(t *testing.T, s meta.Store) {
 		"ListModels":              func() error { _, _, err := s.ListModels(ctx, meta.ModelFilter{}, opts); return err },
 		"UpdateModel":             func() error { return s.UpdateModel(ctx, modelVersion("m1", "u1", "n", "1.0.0")) },
 		"DeleteModel":             func() error { return s.DeleteModel(ctx, "m1") },
+		"CreateDataset":           func() error { return s.CreateDataset(ctx, dataset("d2", "u1", "n")) },
+		"GetDataset":              func() error { _, err := s.GetDataset(ctx, "d1"); return err },
+		"ListDatasetVersions":     func() error { _, _, err := s.ListDatasetVersions(ctx, "d1", opts); return err },
 	} {
 		err := call()
 		if err == nil || errs.Is(err, errs.NotFound) || errs.Is(err, errs.Exists) || errs.Is(err, errs.Conflict) {

@@ -1,0 +1,229 @@
+package api
+
+import "encoding/json"
+
+// Dataset states of a version.
+const (
+	DatasetVersionCreating  = "creating"
+	DatasetVersionPublished = "published"
+	DatasetVersionDegraded  = "degraded"
+	DatasetVersionFailed    = "failed"
+)
+
+// NumberOrString is a string field that ModelArts clients send as a
+// number (dataset_type 0, data_type 0): a JSON number is taken as its
+// decimal text.
+type NumberOrString string
+
+// UnmarshalJSON accepts a JSON string or number.
+func (n *NumberOrString) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] != '"' {
+		var num json.Number
+		if err := json.Unmarshal(b, &num); err != nil {
+			return err
+		}
+		*n = NumberOrString(num.String())
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*n = NumberOrString(s)
+	return nil
+}
+
+// DatasetSource is where a dataset's files live (ModelArts data_sources:
+// data_type "OBS" or 0, data_path the prefix).
+type DatasetSource struct {
+	DataType NumberOrString `json:"data_type,omitempty"`
+	DataPath string         `json:"data_path"`
+}
+
+// Dataset is a dataset: an OBS prefix of files in a layout, with versions.
+type Dataset struct {
+	DatasetID   string          `json:"dataset_id"`
+	DatasetName string          `json:"dataset_name"`
+	DatasetType string          `json:"dataset_type"`
+	Description string          `json:"description,omitempty"`
+	DataSources []DatasetSource `json:"data_sources"`
+	// DataFormat is the layout (imagefolder, voc, …); Detection says how
+	// it was found when the request asked for "auto".
+	DataFormat string            `json:"data_format"`
+	Detection  *DatasetDetection `json:"detection,omitempty"`
+	// WorkPath is where versions also write Name-Version.manifest for
+	// ModelArts tools ("" for none).
+	WorkPath string `json:"work_path,omitempty"`
+	// PreviewsDisabled turns previews off (sensitive data).
+	PreviewsDisabled bool   `json:"previews_disabled,omitempty"`
+	Owner            string `json:"owner,omitempty"`
+	CreateTime       int64  `json:"create_time"`
+	// VersionCount and LatestVersion summarise the versions.
+	VersionCount  int              `json:"version_count"`
+	LatestVersion *DatasetVersion  `json:"latest_version,omitempty"`
+	Versions      []DatasetVersion `json:"versions,omitempty"`
+}
+
+// DatasetDetection is how sure --format auto is, and why.
+type DatasetDetection struct {
+	Format     string   `json:"format"`
+	Confidence float64  `json:"confidence"`
+	Reasons    []string `json:"reasons"`
+}
+
+// CreateDatasetRequest is the body of POST /api/v1/datasets.
+type CreateDatasetRequest struct {
+	DatasetName      string          `json:"dataset_name"`
+	DatasetType      NumberOrString  `json:"dataset_type"`
+	Description      string          `json:"description,omitempty"`
+	DataSources      []DatasetSource `json:"data_sources"`
+	DataFormat       string          `json:"data_format,omitempty"`
+	WorkPath         string          `json:"work_path,omitempty"`
+	PreviewsDisabled bool            `json:"previews_disabled,omitempty"`
+}
+
+// CreateDatasetVersionRequest is the body of POST
+// /api/v1/datasets/{id}/versions.
+type CreateDatasetVersionRequest struct {
+	VersionName     string `json:"version_name,omitempty"`
+	Description     string `json:"description,omitempty"`
+	ParentVersionID string `json:"parent_version_id,omitempty"`
+	// Split is "train=0.8,seed=1"; SplitPattern "train/**=TRAIN,…".
+	Split        string `json:"split,omitempty"`
+	SplitPattern string `json:"split_pattern,omitempty"`
+	// Strict turns warnings into errors.
+	Strict bool `json:"strict,omitempty"`
+	// Output is an OBS dir that also receives Name-Version.manifest
+	// (default the dataset's work path).
+	Output string `json:"output,omitempty"`
+}
+
+// DatasetFinding is one thing validation found.
+type DatasetFinding struct {
+	Severity string `json:"severity"`
+	Rule     string `json:"rule"`
+	Object   string `json:"object,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	Path     string `json:"path,omitempty"`
+	Message  string `json:"message"`
+	Hint     string `json:"hint,omitempty"`
+	Layout   string `json:"layout,omitempty"`
+}
+
+// DatasetProgress is how far a version's creation is.
+type DatasetProgress struct {
+	Phase string `json:"phase"`
+	Done  int    `json:"done"`
+	Total int    `json:"total"`
+}
+
+// DatasetHistogramBucket is one bar of a histogram.
+type DatasetHistogramBucket struct {
+	Label string `json:"label"`
+	Count int    `json:"count"`
+}
+
+// DatasetObjectChange is an object a version references that changed or
+// disappeared since the version was made.
+type DatasetObjectChange struct {
+	Object    string `json:"object"`
+	Change    string `json:"change"` // changed | deleted
+	ETag      string `json:"etag"`
+	ETagNow   string `json:"etag_now,omitempty"`
+	SizeNow   int64  `json:"size_now,omitempty"`
+	CheckTime int64  `json:"check_time,omitempty"`
+}
+
+// DatasetVersion is a version of a dataset: a manifest over objects
+// referenced in place.
+type DatasetVersion struct {
+	VersionID       string `json:"version_id"`
+	VersionName     string `json:"version_name"`
+	DatasetID       string `json:"dataset_id"`
+	Description     string `json:"description,omitempty"`
+	Status          string `json:"status"`
+	ParentVersionID string `json:"parent_version_id,omitempty"`
+	Split           string `json:"split,omitempty"`
+	SplitPattern    string `json:"split_pattern,omitempty"`
+	Strict          bool   `json:"strict,omitempty"`
+	DataFormat      string `json:"data_format,omitempty"`
+	// ManifestPath is the authoritative manifest (in atelier-system);
+	// OutputManifestPath the copy under the dataset's work path.
+	ManifestPath       string `json:"manifest_path,omitempty"`
+	ManifestSHA256     string `json:"manifest_sha256,omitempty"`
+	OutputManifestPath string `json:"output_manifest_path,omitempty"`
+
+	TotalSampleCount     int                      `json:"total_sample_count"`
+	AnnotatedSampleCount int                      `json:"annotated_sample_count"`
+	ObjectCount          int                      `json:"object_count"`
+	Bytes                int64                    `json:"bytes"`
+	Classes              []string                 `json:"classes,omitempty"`
+	PerClass             map[string]int           `json:"per_class,omitempty"`
+	PerUsage             map[string]int           `json:"per_usage,omitempty"`
+	SizeHistogram        []DatasetHistogramBucket `json:"size_histogram,omitempty"`
+	BoxHistogram         []DatasetHistogramBucket `json:"box_histogram,omitempty"`
+	Errors               int                      `json:"errors"`
+	Warnings             int                      `json:"warnings"`
+	Findings             []DatasetFinding         `json:"findings,omitempty"`
+	Progress             *DatasetProgress         `json:"progress,omitempty"`
+	// Changes are the referenced objects that changed (status degraded).
+	Changes        []DatasetObjectChange `json:"changes,omitempty"`
+	CheckTime      int64                 `json:"check_time,omitempty"`
+	FailureMessage string                `json:"failure_message,omitempty"`
+	CreateTime     int64                 `json:"create_time"`
+	PublishTime    int64                 `json:"publish_time,omitempty"`
+	// Attempts counts how often creation started (a restart resumes it).
+	Attempts int `json:"attempts,omitempty"`
+}
+
+// ValidateDatasetRequest is the body of POST /api/v1/datasets/validate and
+// /api/v1/datasets/{id}/validate (Source and Format come from the dataset
+// then).
+type ValidateDatasetRequest struct {
+	DatasetType string `json:"dataset_type,omitempty"`
+	DataPath    string `json:"data_path,omitempty"`
+	DataFormat  string `json:"data_format,omitempty"`
+	Strict      bool   `json:"strict,omitempty"`
+}
+
+// DatasetValidation is what validation found.
+type DatasetValidation struct {
+	DataPath    string            `json:"data_path"`
+	DataFormat  string            `json:"data_format"`
+	Detection   *DatasetDetection `json:"detection,omitempty"`
+	Samples     int               `json:"samples"`
+	Classes     []string          `json:"classes,omitempty"`
+	Errors      int               `json:"errors"`
+	Warnings    int               `json:"warnings"`
+	Findings    []DatasetFinding  `json:"findings"`
+	ElapsedMsec int64             `json:"elapsed_msec"`
+}
+
+// DatasetDiff compares two versions.
+type DatasetDiff struct {
+	From      string                      `json:"from"`
+	To        string                      `json:"to"`
+	Added     int                         `json:"added"`
+	Removed   int                         `json:"removed"`
+	Changed   int                         `json:"changed"`
+	Relabeled int                         `json:"relabeled"`
+	PerClass  map[string]DatasetClassDiff `json:"per_class,omitempty"`
+	Changes   []DatasetSampleChange       `json:"changes,omitempty"`
+	Truncated bool                        `json:"truncated,omitempty"`
+}
+
+// DatasetClassDiff is one class's counts in a diff.
+type DatasetClassDiff struct {
+	Before  int `json:"before"`
+	After   int `json:"after"`
+	Added   int `json:"added"`
+	Removed int `json:"removed"`
+}
+
+// DatasetSampleChange is one sample that differs between two versions.
+type DatasetSampleChange struct {
+	Object string   `json:"object"`
+	Change string   `json:"change"` // added | removed | changed | relabeled
+	Before []string `json:"before,omitempty"`
+	After  []string `json:"after,omitempty"`
+}

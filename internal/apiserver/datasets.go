@@ -1,0 +1,217 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/auth"
+	"github.com/atelier-dev/atelier/internal/errs"
+)
+
+// Datasets are datasets and their versions as the API uses them. A dataset
+// reference is its id or the caller's name for it; a version's, its id or
+// name.
+type Datasets interface {
+	Create(ctx context.Context, p *auth.Principal, req *api.CreateDatasetRequest) (*api.Dataset, error)
+	Get(ctx context.Context, p *auth.Principal, ref string) (*api.Dataset, error)
+	List(ctx context.Context, p *auth.Principal, name string, opts api.ListOptions) ([]*api.Dataset, int, error)
+	Delete(ctx context.Context, p *auth.Principal, ref string) error
+	CreateVersion(ctx context.Context, p *auth.Principal, ref string, req *api.CreateDatasetVersionRequest) (*api.DatasetVersion, error)
+	GetVersion(ctx context.Context, p *auth.Principal, ref, version string, check bool) (*api.DatasetVersion, error)
+	DeleteVersion(ctx context.Context, p *auth.Principal, ref, version string) error
+	Manifest(ctx context.Context, p *auth.Principal, ref, version string) ([]byte, *api.DatasetVersion, error)
+	Diff(ctx context.Context, p *auth.Principal, ref, from, to string) (*api.DatasetDiff, error)
+	Validate(ctx context.Context, p *auth.Principal, ref string, req *api.ValidateDatasetRequest) (*api.DatasetValidation, error)
+}
+
+func (s *Server) datasetRoutes() []route {
+	return []route{
+		{method: "POST", path: "/api/v1/datasets", h: s.createDataset},
+		{method: "GET", path: "/api/v1/datasets", h: s.listDatasets},
+		{method: "POST", path: "/api/v1/datasets/validate", h: s.validateDataset},
+		{method: "GET", path: "/api/v1/datasets/{id}", h: s.getDataset},
+		{method: "DELETE", path: "/api/v1/datasets/{id}", h: s.deleteDataset},
+		{method: "POST", path: "/api/v1/datasets/{id}/validate", h: s.validateDataset},
+		{method: "POST", path: "/api/v1/datasets/{id}/versions", h: s.createDatasetVersion},
+		{method: "GET", path: "/api/v1/datasets/{id}/versions/{version}", h: s.getDatasetVersion},
+		{method: "DELETE", path: "/api/v1/datasets/{id}/versions/{version}", h: s.deleteDatasetVersion},
+		{method: "GET", path: "/api/v1/datasets/{id}/versions/{version}/manifest", h: s.datasetManifest},
+		{method: "GET", path: "/api/v1/datasets/{id}/diff", h: s.diffDataset},
+	}
+}
+
+func (s *Server) datasets() (Datasets, error) {
+	if s.deps.Datasets == nil {
+		return nil, errs.E("apiserver.datasets", errs.Unavailable, "datasets are not enabled on this server")
+	}
+	return s.deps.Datasets, nil
+}
+
+func (s *Server) createDataset(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	var req api.CreateDatasetRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	d, err := ds.Create(r.Context(), p, &req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, d)
+	return nil
+}
+
+func (s *Server) listDatasets(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	opts, err := listOptions(r)
+	if err != nil {
+		return err
+	}
+	name := r.URL.Query().Get("name")
+	if name == "" {
+		name = r.URL.Query().Get("dataset_name") // ModelArts' name
+	}
+	items, total, err := ds.List(r.Context(), p, name, opts)
+	if err != nil {
+		return err
+	}
+	out := make([]api.Dataset, len(items))
+	for i, d := range items {
+		out[i] = *d
+	}
+	writeJSON(w, http.StatusOK, list(out, total))
+	return nil
+}
+
+func (s *Server) getDataset(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	d, err := ds.Get(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+func (s *Server) deleteDataset(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	if err := ds.Delete(r.Context(), p, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) createDatasetVersion(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	var req api.CreateDatasetVersionRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	v, err := ds.CreateVersion(r.Context(), p, r.PathValue("id"), &req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, v)
+	return nil
+}
+
+func (s *Server) getDatasetVersion(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	check := true
+	if c := r.URL.Query().Get("check"); c != "" {
+		b, err := strconv.ParseBool(c)
+		if err != nil {
+			return errs.E("apiserver.getDatasetVersion", errs.Invalid, "check: "+strconv.Quote(c)+" is not true or false")
+		}
+		check = b
+	}
+	v, err := ds.GetVersion(r.Context(), p, r.PathValue("id"), r.PathValue("version"), check)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (s *Server) deleteDatasetVersion(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	if err := ds.DeleteVersion(r.Context(), p, r.PathValue("id"), r.PathValue("version")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) datasetManifest(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	data, _, err := ds.Manifest(r.Context(), p, r.PathValue("id"), r.PathValue("version"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/jsonl; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(http.StatusOK)
+	_, err = w.Write(data)
+	return err
+}
+
+func (s *Server) diffDataset(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	if q.Get("from") == "" || q.Get("to") == "" {
+		return errs.E("apiserver.diffDataset", errs.Invalid, "name both versions: ?from=v1&to=v2")
+	}
+	d, err := ds.Diff(r.Context(), p, r.PathValue("id"), q.Get("from"), q.Get("to"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+func (s *Server) validateDataset(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	var req api.ValidateDatasetRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	out, err := ds.Validate(r.Context(), p, r.PathValue("id"), &req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

@@ -1,0 +1,92 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/atelier-dev/atelier/internal/api"
+)
+
+// Datasets (/api/v1/datasets). A dataset argument is its id or the
+// caller's name for it; a version's, its id or name.
+
+// CreateDataset registers a dataset over an OBS prefix.
+func (c *Client) CreateDataset(ctx context.Context, req *api.CreateDatasetRequest) (*api.Dataset, error) {
+	out := &api.Dataset{}
+	err := c.do(ctx, "client.CreateDataset", call{method: http.MethodPost, path: apiPath("datasets"), body: req, out: out})
+	return ret(out, err)
+}
+
+// GetDataset gets a dataset with its newest versions.
+func (c *Client) GetDataset(ctx context.Context, ref string) (*api.Dataset, error) {
+	out := &api.Dataset{}
+	err := c.do(ctx, "client.GetDataset", call{method: http.MethodGet, path: apiPath("datasets", ref), out: out})
+	return ret(out, err)
+}
+
+// ListDatasets lists one page of datasets whose name contains name.
+func (c *Client) ListDatasets(ctx context.Context, name string, opts ListOptions) (*api.List[api.Dataset], error) {
+	q := url.Values{}
+	if name != "" {
+		q.Set("name", name)
+	}
+	return getList[api.Dataset](ctx, c, "client.ListDatasets", apiPath("datasets"), q, opts)
+}
+
+// DeleteDataset deletes a dataset and its versions (never the data).
+func (c *Client) DeleteDataset(ctx context.Context, ref string) error {
+	return c.do(ctx, "client.DeleteDataset", call{method: http.MethodDelete, path: apiPath("datasets", ref)})
+}
+
+// CreateDatasetVersion starts making a version; it answers with the
+// version "creating".
+func (c *Client) CreateDatasetVersion(ctx context.Context, ref string, req *api.CreateDatasetVersionRequest) (*api.DatasetVersion, error) {
+	out := &api.DatasetVersion{}
+	err := c.do(ctx, "client.CreateDatasetVersion", call{method: http.MethodPost, path: apiPath("datasets", ref, "versions"), body: req, out: out})
+	return ret(out, err)
+}
+
+// GetDatasetVersion gets a version; check compares its objects with the
+// stored ones (the server's default).
+func (c *Client) GetDatasetVersion(ctx context.Context, ref, version string, check bool) (*api.DatasetVersion, error) {
+	out := &api.DatasetVersion{}
+	q := url.Values{}
+	if !check {
+		q.Set("check", "false")
+	}
+	err := c.do(ctx, "client.GetDatasetVersion", call{method: http.MethodGet, path: apiPath("datasets", ref, "versions", version), query: q, out: out})
+	return ret(out, err)
+}
+
+// DeleteDatasetVersion deletes a version and its manifest.
+func (c *Client) DeleteDatasetVersion(ctx context.Context, ref, version string) error {
+	return c.do(ctx, "client.DeleteDatasetVersion", call{method: http.MethodDelete, path: apiPath("datasets", ref, "versions", version)})
+}
+
+// DatasetManifest is a published version's manifest (JSON Lines).
+func (c *Client) DatasetManifest(ctx context.Context, ref, version string) ([]byte, error) {
+	var out []byte
+	err := c.do(ctx, "client.DatasetManifest", call{method: http.MethodGet, path: apiPath("datasets", ref, "versions", version, "manifest"), raw: &out})
+	return out, err
+}
+
+// DiffDataset compares two versions.
+func (c *Client) DiffDataset(ctx context.Context, ref, from, to string) (*api.DatasetDiff, error) {
+	out := &api.DatasetDiff{}
+	q := url.Values{"from": {from}, "to": {to}}
+	err := c.do(ctx, "client.DiffDataset", call{method: http.MethodGet, path: apiPath("datasets", ref, "diff"), query: q, out: out})
+	return ret(out, err)
+}
+
+// ValidateDataset validates a dataset's source (ref set) or any prefix
+// (req.DataPath).
+func (c *Client) ValidateDataset(ctx context.Context, ref string, req *api.ValidateDatasetRequest) (*api.DatasetValidation, error) {
+	out := &api.DatasetValidation{}
+	p := apiPath("datasets", "validate")
+	if ref != "" {
+		p = apiPath("datasets", ref, "validate")
+	}
+	err := c.do(ctx, "client.ValidateDataset", call{method: http.MethodPost, path: p, body: req, out: out})
+	return ret(out, err)
+}

@@ -1,0 +1,77 @@
+package meta
+
+import (
+	"context"
+	"time"
+)
+
+// DatasetRecord is a dataset as the store keeps it. ID is unique, and so is
+// (OwnerID, Name). Record is a JSON document the dataset package owns (the
+// api.Dataset); it comes back nil when it was stored empty. Name, OwnerID,
+// Type and CreateTime never change; UpdateDataset replaces only Record.
+type DatasetRecord struct {
+	ID         string
+	Name       string
+	OwnerID    string
+	Type       string
+	CreateTime time.Time
+	Record     []byte
+}
+
+// DatasetFilter selects datasets in a list. Empty fields select every
+// dataset.
+type DatasetFilter struct {
+	OwnerID  string // "" = every owner
+	Name     string // the exact name
+	NameLike string // a substring of the name, case-insensitive for ASCII letters
+}
+
+// DatasetVersionRecord is a version of a dataset. ID is unique, and so is
+// (DatasetID, Name). Record is a JSON document the dataset package owns
+// (the api.DatasetVersion). UpdateDatasetVersion replaces Status and
+// Record; the dataset package keeps a published version's content
+// unchanged (only its status moves between published and degraded).
+type DatasetVersionRecord struct {
+	ID         string
+	DatasetID  string
+	Name       string
+	Status     string
+	CreateTime time.Time
+	Record     []byte
+}
+
+// Datasets stores datasets and their versions.
+type Datasets interface {
+	// CreateDataset stores r; Exists if the id is taken or the owner
+	// already has a dataset with the name.
+	CreateDataset(ctx context.Context, r *DatasetRecord) error
+	// GetDataset returns the dataset; NotFound if none.
+	GetDataset(ctx context.Context, id string) (*DatasetRecord, error)
+	// ListDatasets returns a page of the datasets f selects, newest first
+	// (creation time descending, then id descending), and their total.
+	ListDatasets(ctx context.Context, f DatasetFilter, opts ListOptions) ([]*DatasetRecord, int, error)
+	// UpdateDataset replaces the record of r.ID; NotFound if none.
+	UpdateDataset(ctx context.Context, r *DatasetRecord) error
+	// DeleteDataset removes the dataset and, in the same transaction,
+	// every version of it; NotFound if none.
+	DeleteDataset(ctx context.Context, id string) error
+
+	// CreateDatasetVersion stores r; NotFound if the dataset does not
+	// exist, Exists if the id is taken or the dataset already has a
+	// version with the name.
+	CreateDatasetVersion(ctx context.Context, r *DatasetVersionRecord) error
+	// GetDatasetVersion returns the version; NotFound if none.
+	GetDatasetVersion(ctx context.Context, id string) (*DatasetVersionRecord, error)
+	// ListDatasetVersions returns a page of a dataset's versions, newest
+	// first, and their total.
+	ListDatasetVersions(ctx context.Context, datasetID string, opts ListOptions) ([]*DatasetVersionRecord, int, error)
+	// ListDatasetVersionsByStatus returns the versions (of every dataset)
+	// in the status, oldest first: the controller resumes "creating" ones
+	// after a restart.
+	ListDatasetVersionsByStatus(ctx context.Context, status string) ([]*DatasetVersionRecord, error)
+	// UpdateDatasetVersion replaces the status and the record of r.ID;
+	// NotFound if none.
+	UpdateDatasetVersion(ctx context.Context, r *DatasetVersionRecord) error
+	// DeleteDatasetVersion removes the version; NotFound if none.
+	DeleteDatasetVersion(ctx context.Context, id string) error
+}

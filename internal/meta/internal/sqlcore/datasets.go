@@ -1,0 +1,275 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/meta"
+)
+
+const (
+	datasetColumns        = `id, name, owner_id, type, create_time, record`
+	datasetVersionColumns = `id, dataset_id, name, status, create_time, record`
+)
+
+func scanDataset(sc scanner) (*meta.DatasetRecord, error) {
+	var r meta.DatasetRecord
+	var ct sql.NullInt64
+	var record string
+	if err := sc.Scan(&r.ID, &r.Name, &r.OwnerID, &r.Type, &ct, &record); err != nil {
+		return nil, err
+	}
+	r.CreateTime = fromMillis(ct)
+	r.Record = docBytes(record)
+	return &r, nil
+}
+
+func scanDatasetVersion(sc scanner) (*meta.DatasetVersionRecord, error) {
+	var r meta.DatasetVersionRecord
+	var ct sql.NullInt64
+	var record string
+	if err := sc.Scan(&r.ID, &r.DatasetID, &r.Name, &r.Status, &ct, &record); err != nil {
+		return nil, err
+	}
+	r.CreateTime = fromMillis(ct)
+	r.Record = docBytes(record)
+	return &r, nil
+}
+
+func datasetNotFound(op errs.Op, id string) error {
+	return errs.E(op, errs.NotFound, fmt.Sprintf("dataset %q not found", id))
+}
+
+func datasetVersionNotFound(op errs.Op, id string) error {
+	return errs.E(op, errs.NotFound, fmt.Sprintf("dataset version %q not found", id))
+}
+
+// CreateDataset stores r; Exists if the id is taken or the owner already
+// has a dataset with the name, Invalid if the id or name is empty or a
+// field is not NUL-free UTF-8.
+func (s *Store) CreateDataset(ctx context.Context, r *meta.DatasetRecord) error {
+	const op errs.Op = "meta.CreateDataset"
+	if err := required(op, "dataset id", r.ID, "dataset name", r.Name); err != nil {
+		return err
+	}
+	if err := validText(op, "dataset id", r.ID, "dataset name", r.Name, "owner id", r.OwnerID,
+		"dataset type", r.Type, "dataset record", string(r.Record)); err != nil {
+		return err
+	}
+	_, err := s.exec(ctx, s.w, `INSERT INTO datasets (`+datasetColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Name, r.OwnerID, r.Type, millis(r.CreateTime), string(r.Record))
+	if s.d.IsUnique(err) {
+		var n int
+		if cerr := s.queryRow(ctx, s.w, `SELECT COUNT(*) FROM datasets WHERE id = ?`, r.ID).Scan(&n); cerr != nil {
+			return s.wrap(op, cerr)
+		}
+		if n > 0 {
+			return errs.E(op, errs.Exists, fmt.Sprintf("dataset %q already exists", r.ID))
+		}
+		return errs.E(op, errs.Exists, errs.Hint("Pick another name, or delete the existing dataset first."),
+			fmt.Sprintf("a dataset named %q already exists", r.Name))
+	}
+	return s.wrap(op, err)
+}
+
+// GetDataset returns the dataset; NotFound if none.
+func (s *Store) GetDataset(ctx context.Context, id string) (*meta.DatasetRecord, error) {
+	const op errs.Op = "meta.GetDataset"
+	if err := validText(op, "dataset id", id); err != nil {
+		return nil, err
+	}
+	r, err := scanDataset(s.queryRow(ctx, s.r, `SELECT `+datasetColumns+` FROM datasets WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, datasetNotFound(op, id)
+	}
+	return r, s.wrap(op, err)
+}
+
+// ListDatasets returns a page of the datasets f selects, newest first, and
+// their total.
+func (s *Store) ListDatasets(ctx context.Context, f meta.DatasetFilter, opts meta.ListOptions) ([]*meta.DatasetRecord, int, error) {
+	const op errs.Op = "meta.ListDatasets"
+	if err := validText(op, "owner id", f.OwnerID, "dataset name", f.Name, "dataset name filter", f.NameLike); err != nil {
+		return nil, 0, err
+	}
+	opts = opts.Normalize()
+	var conds []string
+	var args []any
+	for _, c := range []struct{ col, val string }{{"owner_id", f.OwnerID}, {"name", f.Name}} {
+		if c.val != "" {
+			conds = append(conds, c.col+` = ?`)
+			args = append(args, c.val)
+		}
+	}
+	if f.NameLike != "" {
+		conds = append(conds, `LOWER(name) LIKE ? ESCAPE '!'`)
+		args = append(args, containsPattern(f.NameLike))
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = ` WHERE ` + strings.Join(conds, ` AND `)
+	}
+	var out []*meta.DatasetRecord
+	var total int
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		if err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM datasets`+where, args...).Scan(&total); err != nil {
+			return err
+		}
+		var err error
+		out, err = listIn(ctx, s, tx, scanDataset,
+			`SELECT `+datasetColumns+` FROM datasets`+where+`
+			ORDER BY create_time DESC NULLS LAST, id DESC `+limitArg+` OFFSET ?`,
+			append(args, opts.Limit, opts.Offset)...)
+		return err
+	})
+	if err != nil {
+		return nil, 0, s.wrap(op, err)
+	}
+	return out, total, nil
+}
+
+// UpdateDataset replaces the record of r.ID; NotFound if none.
+func (s *Store) UpdateDataset(ctx context.Context, r *meta.DatasetRecord) error {
+	const op errs.Op = "meta.UpdateDataset"
+	if err := required(op, "dataset id", r.ID); err != nil {
+		return err
+	}
+	if err := validText(op, "dataset id", r.ID, "dataset record", string(r.Record)); err != nil {
+		return err
+	}
+	return s.wrap(op, s.execOne(ctx, s.w, datasetNotFound(op, r.ID),
+		`UPDATE datasets SET record = ? WHERE id = ?`, string(r.Record), r.ID))
+}
+
+// DeleteDataset removes the dataset and its versions; NotFound if none.
+func (s *Store) DeleteDataset(ctx context.Context, id string) error {
+	const op errs.Op = "meta.DeleteDataset"
+	if err := validText(op, "dataset id", id); err != nil {
+		return err
+	}
+	return s.deleteWithChildren(ctx, op, "datasets", id, datasetNotFound,
+		`DELETE FROM dataset_versions WHERE dataset_id = ?`)
+}
+
+// CreateDatasetVersion stores r; NotFound if the dataset does not exist,
+// Exists if the id is taken or the dataset has a version with the name.
+func (s *Store) CreateDatasetVersion(ctx context.Context, r *meta.DatasetVersionRecord) error {
+	const op errs.Op = "meta.CreateDatasetVersion"
+	if err := required(op, "version id", r.ID, "dataset id", r.DatasetID, "version name", r.Name); err != nil {
+		return err
+	}
+	if err := validText(op, "version id", r.ID, "dataset id", r.DatasetID, "version name", r.Name,
+		"version status", r.Status, "version record", string(r.Record)); err != nil {
+		return err
+	}
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var one int
+		err := s.queryRow(ctx, tx, `SELECT 1 FROM datasets WHERE id = ?`+s.d.ForUpdate, r.DatasetID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return datasetNotFound(op, r.DatasetID)
+		}
+		if err != nil {
+			return err
+		}
+		var n int
+		if err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM dataset_versions WHERE id = ?`, r.ID).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return errs.E(op, errs.Exists, fmt.Sprintf("dataset version %q already exists", r.ID))
+		}
+		if err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM dataset_versions WHERE dataset_id = ? AND name = ?`,
+			r.DatasetID, r.Name).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return errs.E(op, errs.Exists, errs.Hint("Pick another version name, or leave --name out for the next free one."),
+				fmt.Sprintf("the dataset already has a version %s", r.Name))
+		}
+		_, err = s.exec(ctx, tx, `INSERT INTO dataset_versions (`+datasetVersionColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+			r.ID, r.DatasetID, r.Name, r.Status, millis(r.CreateTime), string(r.Record))
+		return err
+	})
+	if s.d.IsUnique(err) {
+		return errs.E(op, errs.Exists, fmt.Sprintf("the dataset already has a version %s", r.Name))
+	}
+	return s.wrap(op, err)
+}
+
+// GetDatasetVersion returns the version; NotFound if none.
+func (s *Store) GetDatasetVersion(ctx context.Context, id string) (*meta.DatasetVersionRecord, error) {
+	const op errs.Op = "meta.GetDatasetVersion"
+	if err := validText(op, "version id", id); err != nil {
+		return nil, err
+	}
+	r, err := scanDatasetVersion(s.queryRow(ctx, s.r, `SELECT `+datasetVersionColumns+` FROM dataset_versions WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, datasetVersionNotFound(op, id)
+	}
+	return r, s.wrap(op, err)
+}
+
+// ListDatasetVersions returns a page of a dataset's versions, newest first,
+// and their total.
+func (s *Store) ListDatasetVersions(ctx context.Context, datasetID string, opts meta.ListOptions) ([]*meta.DatasetVersionRecord, int, error) {
+	const op errs.Op = "meta.ListDatasetVersions"
+	if err := validText(op, "dataset id", datasetID); err != nil {
+		return nil, 0, err
+	}
+	opts = opts.Normalize()
+	var out []*meta.DatasetVersionRecord
+	var total int
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		if err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM dataset_versions WHERE dataset_id = ?`, datasetID).Scan(&total); err != nil {
+			return err
+		}
+		var err error
+		out, err = listIn(ctx, s, tx, scanDatasetVersion,
+			`SELECT `+datasetVersionColumns+` FROM dataset_versions WHERE dataset_id = ?
+			ORDER BY create_time DESC NULLS LAST, id DESC `+limitArg+` OFFSET ?`, datasetID, opts.Limit, opts.Offset)
+		return err
+	})
+	if err != nil {
+		return nil, 0, s.wrap(op, err)
+	}
+	return out, total, nil
+}
+
+// ListDatasetVersionsByStatus returns every version in the status, oldest
+// first.
+func (s *Store) ListDatasetVersionsByStatus(ctx context.Context, status string) ([]*meta.DatasetVersionRecord, error) {
+	const op errs.Op = "meta.ListDatasetVersionsByStatus"
+	if err := validText(op, "version status", status); err != nil {
+		return nil, err
+	}
+	out, err := listIn(ctx, s, s.r, scanDatasetVersion,
+		`SELECT `+datasetVersionColumns+` FROM dataset_versions WHERE status = ? ORDER BY create_time, id`, status)
+	return out, s.wrap(op, err)
+}
+
+// UpdateDatasetVersion replaces the status and the record of r.ID;
+// NotFound if none.
+func (s *Store) UpdateDatasetVersion(ctx context.Context, r *meta.DatasetVersionRecord) error {
+	const op errs.Op = "meta.UpdateDatasetVersion"
+	if err := required(op, "version id", r.ID); err != nil {
+		return err
+	}
+	if err := validText(op, "version id", r.ID, "version status", r.Status, "version record", string(r.Record)); err != nil {
+		return err
+	}
+	return s.wrap(op, s.execOne(ctx, s.w, datasetVersionNotFound(op, r.ID),
+		`UPDATE dataset_versions SET status = ?, record = ? WHERE id = ?`, r.Status, string(r.Record), r.ID))
+}
+
+// DeleteDatasetVersion removes the version; NotFound if none.
+func (s *Store) DeleteDatasetVersion(ctx context.Context, id string) error {
+	const op errs.Op = "meta.DeleteDatasetVersion"
+	if err := validText(op, "version id", id); err != nil {
+		return err
+	}
+	return s.wrap(op, s.execOne(ctx, s.w, datasetVersionNotFound(op, id), `DELETE FROM dataset_versions WHERE id = ?`, id))
+}

@@ -1,0 +1,214 @@
+package metatest
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/meta"
+)
+
+func dataset(id, owner, name string) *meta.DatasetRecord {
+	return &meta.DatasetRecord{ID: id, Name: name, OwnerID: owner, Type: "image_classification",
+		CreateTime: base(), Record: []byte(`{"name":"` + name + `","note":"ünï \"q\""}`)}
+}
+
+func datasetVersion(id, ds, name string) *meta.DatasetVersionRecord {
+	return &meta.DatasetVersionRecord{ID: id, DatasetID: ds, Name: name, Status: "creating",
+		CreateTime: base(), Record: []byte(`{"version_name":"` + name + `"}`)}
+}
+
+func testDatasetRoundTrip(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	full := dataset("d1", "u1", "flowers")
+	bare := &meta.DatasetRecord{ID: "d2", Name: "数据-🎉", Record: []byte{}}
+	for _, r := range []*meta.DatasetRecord{full, bare} {
+		must(t, s.CreateDataset(ctx, r))
+		got, err := s.GetDataset(ctx, r.ID)
+		must(t, err)
+		want := norm(*r)
+		if len(want.Record) == 0 {
+			want.Record = nil
+		}
+		same(t, "GetDataset", *got, want)
+	}
+	_, err := s.GetDataset(ctx, "nobody")
+	wantKind(t, "GetDataset unknown", err, errs.NotFound)
+
+	v := datasetVersion("v1", "d1", "v1")
+	must(t, s.CreateDatasetVersion(ctx, v))
+	got, err := s.GetDatasetVersion(ctx, "v1")
+	must(t, err)
+	same(t, "GetDatasetVersion", *got, norm(*v))
+	_, err = s.GetDatasetVersion(ctx, "v9")
+	wantKind(t, "GetDatasetVersion unknown", err, errs.NotFound)
+}
+
+func testDatasetExists(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	must(t, s.CreateDataset(ctx, dataset("d1", "u1", "flowers")))
+	err := s.CreateDataset(ctx, dataset("d2", "u1", "flowers"))
+	wantKind(t, "same owner and name", err, errs.Exists)
+	if msg := errs.UserMessage(err); !strings.Contains(msg, `"flowers" already exists`) || errs.HintOf(err) == "" {
+		t.Errorf("same name: %q (hint %q)", msg, errs.HintOf(err))
+	}
+	wantKind(t, "same id", s.CreateDataset(ctx, dataset("d1", "u2", "other")), errs.Exists)
+	must(t, s.CreateDataset(ctx, dataset("d3", "u2", "flowers"))) // another owner
+	must(t, s.CreateDataset(ctx, dataset("d4", "u1", "Flowers"))) // case-sensitive
+
+	must(t, s.CreateDatasetVersion(ctx, datasetVersion("v1", "d1", "v1")))
+	err = s.CreateDatasetVersion(ctx, datasetVersion("v2", "d1", "v1"))
+	wantKind(t, "same version name", err, errs.Exists)
+	if errs.HintOf(err) == "" {
+		t.Errorf("same version name: no hint in %v", err)
+	}
+	wantKind(t, "same version id", s.CreateDatasetVersion(ctx, datasetVersion("v1", "d3", "v9")), errs.Exists)
+	must(t, s.CreateDatasetVersion(ctx, datasetVersion("v3", "d3", "v1"))) // another dataset
+	wantKind(t, "no dataset", s.CreateDatasetVersion(ctx, datasetVersion("v4", "nope", "v1")), errs.NotFound)
+}
+
+func testDatasetInvalid(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	for name, r := range map[string]*meta.DatasetRecord{
+		"no id":     {Name: "n"},
+		"no name":   {ID: "d1"},
+		"NUL":       {ID: "d1", Name: "a\x00b"},
+		"bad UTF-8": {ID: "d1", Name: "n", Record: []byte("\xff")},
+	} {
+		wantKind(t, name, s.CreateDataset(ctx, r), errs.Invalid)
+	}
+	must(t, s.CreateDataset(ctx, dataset("d1", "u1", "n")))
+	for name, r := range map[string]*meta.DatasetVersionRecord{
+		"no id":      {DatasetID: "d1", Name: "v1"},
+		"no dataset": {ID: "v1", Name: "v1"},
+		"no name":    {ID: "v1", DatasetID: "d1"},
+		"NUL":        {ID: "v1", DatasetID: "d1", Name: "v1", Record: []byte("\x00")},
+	} {
+		wantKind(t, name, s.CreateDatasetVersion(ctx, r), errs.Invalid)
+	}
+}
+
+func testDatasetList(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	for i := 1; i <= 5; i++ {
+		owner := "u1"
+		if i%2 == 0 {
+			owner = "u2"
+		}
+		r := dataset(fmt.Sprintf("d%d", i), owner, fmt.Sprintf("set-%d", i))
+		r.CreateTime = base().Add(time.Duration(i) * time.Minute)
+		must(t, s.CreateDataset(ctx, r))
+	}
+	ids := func(f meta.DatasetFilter, opts meta.ListOptions, wantTotal int) []string {
+		t.Helper()
+		rs, total, err := s.ListDatasets(ctx, f, opts)
+		must(t, err)
+		if total != wantTotal {
+			t.Errorf("ListDatasets(%+v) total %d, want %d", f, total, wantTotal)
+		}
+		out := []string{}
+		for _, r := range rs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	same(t, "all", ids(meta.DatasetFilter{}, meta.ListOptions{}, 5), []string{"d5", "d4", "d3", "d2", "d1"})
+	same(t, "owner", ids(meta.DatasetFilter{OwnerID: "u2"}, meta.ListOptions{}, 2), []string{"d4", "d2"})
+	same(t, "name", ids(meta.DatasetFilter{Name: "set-3"}, meta.ListOptions{}, 1), []string{"d3"})
+	same(t, "like", ids(meta.DatasetFilter{NameLike: "SET-"}, meta.ListOptions{Limit: 2, Offset: 1}, 5), []string{"d4", "d3"})
+	same(t, "like wildcard", ids(meta.DatasetFilter{NameLike: "%"}, meta.ListOptions{}, 0), []string{})
+
+	for i := 1; i <= 4; i++ {
+		v := datasetVersion(fmt.Sprintf("v%d", i), "d1", fmt.Sprintf("V%03d", i))
+		v.CreateTime = base().Add(time.Duration(i) * time.Second)
+		if i == 2 {
+			v.Status = "published"
+		}
+		must(t, s.CreateDatasetVersion(ctx, v))
+	}
+	must(t, s.CreateDatasetVersion(ctx, datasetVersion("w1", "d2", "V001")))
+	vs, total, err := s.ListDatasetVersions(ctx, "d1", meta.ListOptions{Limit: 3})
+	must(t, err)
+	var got []string
+	for _, v := range vs {
+		got = append(got, v.ID)
+	}
+	if total != 4 {
+		t.Errorf("ListDatasetVersions total %d, want 4", total)
+	}
+	same(t, "versions", got, []string{"v4", "v3", "v2"})
+	creating, err := s.ListDatasetVersionsByStatus(ctx, "creating")
+	must(t, err)
+	got = nil
+	for _, v := range creating {
+		got = append(got, v.ID)
+	}
+	same(t, "by status", got, []string{"w1", "v1", "v3", "v4"})
+}
+
+func testDatasetUpdateDelete(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	d := dataset("d1", "u1", "n")
+	must(t, s.CreateDataset(ctx, d))
+	d.Record = []byte(`{"x":2}`)
+	d.Name = "ignored"
+	must(t, s.UpdateDataset(ctx, d))
+	got, err := s.GetDataset(ctx, "d1")
+	must(t, err)
+	if string(got.Record) != `{"x":2}` || got.Name != "n" {
+		t.Errorf("after UpdateDataset: %+v", got)
+	}
+	wantKind(t, "UpdateDataset unknown", s.UpdateDataset(ctx, dataset("d9", "u1", "n")), errs.NotFound)
+
+	v := datasetVersion("v1", "d1", "v1")
+	must(t, s.CreateDatasetVersion(ctx, v))
+	must(t, s.CreateDatasetVersion(ctx, datasetVersion("v2", "d1", "v2")))
+	v.Status, v.Record = "published", []byte(`{"n":1}`)
+	must(t, s.UpdateDatasetVersion(ctx, v))
+	gv, err := s.GetDatasetVersion(ctx, "v1")
+	must(t, err)
+	if gv.Status != "published" || string(gv.Record) != `{"n":1}` {
+		t.Errorf("after UpdateDatasetVersion: %+v", gv)
+	}
+	wantKind(t, "UpdateDatasetVersion unknown", s.UpdateDatasetVersion(ctx, datasetVersion("v9", "d1", "x")), errs.NotFound)
+	must(t, s.DeleteDatasetVersion(ctx, "v2"))
+	wantKind(t, "DeleteDatasetVersion twice", s.DeleteDatasetVersion(ctx, "v2"), errs.NotFound)
+
+	must(t, s.DeleteDataset(ctx, "d1"))
+	_, err = s.GetDatasetVersion(ctx, "v1")
+	wantKind(t, "a version after its dataset's delete", err, errs.NotFound)
+	wantKind(t, "DeleteDataset twice", s.DeleteDataset(ctx, "d1"), errs.NotFound)
+	// The name is free again.
+	must(t, s.CreateDataset(ctx, dataset("d2", "u1", "n")))
+	must(t, s.CreateDatasetVersion(ctx, datasetVersion("v1", "d2", "v1")))
+}
+
+// testConcurrentDatasetVersions races versions of the same name: exactly
+// one is stored.
+func testConcurrentDatasetVersions(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	must(t, s.CreateDataset(ctx, dataset("d1", "u1", "n")))
+	var wg sync.WaitGroup
+	errsOut := make([]error, 8)
+	for i := range errsOut {
+		wg.Go(func() {
+			errsOut[i] = s.CreateDatasetVersion(ctx, datasetVersion(fmt.Sprint("v", i), "d1", "same"))
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errsOut {
+		switch {
+		case err == nil:
+			ok++
+		case !errs.Is(err, errs.Exists):
+			t.Errorf("concurrent create: %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Errorf("%d creates of the same version name succeeded, want 1", ok)
+	}
+}

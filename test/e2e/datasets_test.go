@@ -1,0 +1,168 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/atelier-dev/atelier/internal/api"
+)
+
+// pngFile is a w×h PNG whose first pixel encodes seed.
+func pngFile(t *testing.T, w, h, seed int) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	img.Set(0, 0, color.RGBA{uint8(seed), uint8(seed >> 8), 3, 255})
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// imageFolder writes train/<class>/N.png files for each class.
+func imageFolder(t *testing.T, perClass int, classes ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for ci, c := range classes {
+		for i := range perClass {
+			p := filepath.Join(dir, c, fmt.Sprintf("%d.png", i))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, pngFile(t, 16, 12, ci*100+i), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
+}
+
+// manifestScript reads its dataset input as ModelArts code does: the
+// staged manifest, each source a local file, labels from the annotations.
+const manifestScript = `import argparse, json, os
+p = argparse.ArgumentParser()
+p.add_argument('--data_url', required=True)
+args, _ = p.parse_known_args()
+print('staged', sorted(f for f in os.listdir(args.data_url) if f.endswith('.manifest')))
+n, labels = 0, {}
+for line in open(os.path.join(args.data_url, 'flowers-v1.manifest')):
+    s = json.loads(line)
+    assert os.path.isfile(s['source']), s['source']
+    assert s['source'].startswith(args.data_url), s['source']
+    for a in s['annotation']:
+        labels[a['name']] = labels.get(a['name'], 0) + 1
+    n += 1
+print('samples', n, 'labels', sorted(labels.items()))
+`
+
+// TestDatasetVersionTrainAndTamper: a dataset over an ImageFolder tree is
+// detected, versioned (nothing copied) and trained from; the job sees the
+// objects and a manifest with local paths. Changing one object afterwards
+// degrades the version, and a job from it is refused, naming the object —
+// at creation, and at staging for a job queued before the change, whose
+// code never runs. Another user sees none of it.
+func TestDatasetVersionTrainAndTamper(t *testing.T) {
+	// One CPU: a job queued behind a running one starts only when it ends.
+	py := systemPython(t)
+	cfgFile := writeJobConfig(t, t.TempDir(), py, "capacity: {cpu: 1, memory: 2GiB}\novercommit: {cpu: 1.0}\n")
+	s := &jobServer{server: startServer(t, t.TempDir(), "--config", cfgFile), py: py}
+	s.must(nil, "obs", "mb", "obs://data")
+	s.must(nil, "obs", "cp", "-r", imageFolder(t, 3, "daisy", "rose"), "obs://data/flowers/")
+
+	var d api.Dataset
+	mustJSON(t, s.must(nil, "dataset", "create", "--name", "flowers", "--type", "image_classification",
+		"--source", "obs://data/flowers/", "-o", "json"), &d)
+	if d.DataFormat != "imagefolder" || d.Detection == nil {
+		t.Fatalf("dataset create: %+v", d)
+	}
+	var v api.DatasetVersion
+	out, errOut, code := s.run(2*time.Minute, nil, "dataset", "version", "flowers", "--split", "train=0.67,seed=1", "--follow", "-o", "json")
+	if code != 0 {
+		t.Fatalf("dataset version: %d\n%s%s", code, out, errOut)
+	}
+	mustJSON(t, out, &v)
+	if v.Status != api.DatasetVersionPublished || v.TotalSampleCount != 6 || strings.Join(v.Classes, ",") != "daisy,rose" {
+		t.Fatalf("version %+v", v)
+	}
+	if got := s.must(nil, "dataset", "get", "flowers", "--version", "v1"); !strings.Contains(got, "published") || !strings.Contains(got, "daisy") {
+		t.Errorf("dataset get --version:\n%s", got)
+	}
+	if got := s.must(nil, "dataset", "manifest", "flowers", "v1"); strings.Count(got, "\n") != 6 || !strings.Contains(got, `"source":"obs://data/flowers/daisy/0.png"`) {
+		t.Errorf("dataset manifest:\n%s", got)
+	}
+
+	src := codeDir(t, map[string]string{"train.py": manifestScript, "hold.py": "import time\nprint('holding', flush=True)\ntime.sleep(600)\n"})
+	id := s.create(nil, "--name", "from-dataset", "--code-dir", src, "--boot-file", "train.py", "--input", "data_url=dataset:flowers@v1")
+	j := s.wait(id, 2*time.Minute)
+	s.expectPhase(j, api.PhaseCompleted, api.FailureCompleted)
+	logs := s.logs(id)
+	for _, want := range []string{"staged ['flowers-v1.manifest', 'flowers-v1.obs.manifest']", "samples 6 labels [('daisy', 3), ('rose', 3)]"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("job log lacks %q:\n%s", want, logs)
+		}
+	}
+	if got := s.must(nil, "job", "get", id); !strings.Contains(got, "dataset:flowers@v1") {
+		t.Errorf("job get does not show the dataset version:\n%s", got)
+	}
+
+	// A job queued behind a running one, then the data changes.
+	hold := s.create(nil, "--name", "hold", "--flavor", "cpu.1", "--code-dir", src, "--boot-file", "hold.py")
+	t.Cleanup(func() { s.run(time.Minute, nil, "job", "stop", hold) })
+	until(t, 30*time.Second, "the holding job runs", func() api.Job { return s.get(hold) },
+		func(j api.Job) bool { return j.Status.Phase == api.PhaseRunning })
+	late := s.create(nil, "--name", "late", "--flavor", "cpu.1", "--code-dir", src, "--boot-file", "train.py", "--input", "data_url=dataset:flowers@v1")
+	if j := s.get(late); j.Status.Phase != api.PhasePending {
+		t.Fatalf("the late job is %s, want it queued", j.Status.Phase)
+	}
+	tampered := filepath.Join(t.TempDir(), "0.png")
+	if err := os.WriteFile(tampered, pngFile(t, 16, 12, 999), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.must(nil, "obs", "cp", tampered, "obs://data/flowers/rose/0.png")
+	got := s.must(nil, "dataset", "get", "flowers", "--version", "v1")
+	if !strings.Contains(got, "degraded") || !strings.Contains(got, "obs://data/flowers/rose/0.png") {
+		t.Errorf("dataset get after the change:\n%s", got)
+	}
+	errOut = s.fails(nil, "job", "create", "--name", "refused", "--code-dir", src, "--boot-file", "train.py", "--input", "data_url=dataset:flowers@v1")
+	if !strings.Contains(errOut, "obs://data/flowers/rose/0.png (changed)") || !strings.Contains(errOut, "ATL.DS.0010") {
+		t.Errorf("job create from a degraded version:\n%s", errOut)
+	}
+
+	// The queued job starts once the holder stops, and fails while staging,
+	// naming the object, before its code runs.
+	s.must(nil, "job", "stop", hold)
+	j = s.wait(late, 2*time.Minute)
+	if j.Status.Phase != api.PhaseFailed {
+		t.Fatalf("the late job ended %s: %+v", j.Status.Phase, j.Status)
+	}
+	logs = s.logs(late)
+	if !strings.Contains(logs+j.Status.TaskStatuses[0].Message, "obs://data/flowers/rose/0.png (changed)") || strings.Contains(logs, "samples") {
+		t.Errorf("the late job: status %+v\nlogs:\n%s", j.Status.TaskStatuses, logs)
+	}
+
+	// Another user sees no dataset named flowers.
+	s.must(nil, "user", "create", "mallory")
+	var key api.AccessKey
+	mustJSON(t, s.must(nil, "access-key", "create", "--user", "mallory", "-o", "json"), &key)
+	env := []string{"ATELIER_ACCESS_KEY=" + key.AccessKey, "ATELIER_SECRET_KEY=" + key.SecretKey}
+	for _, args := range [][]string{
+		{"dataset", "get", "flowers"}, {"dataset", "get", d.DatasetID, "--version", "v1"}, {"dataset", "manifest", d.DatasetID, "v1"},
+		{"dataset", "delete", d.DatasetID},
+	} {
+		if e := s.fails(env, args...); !strings.Contains(e, "ATL.DS.0001") {
+			t.Errorf("mallory: atelier %s:\n%s", strings.Join(args, " "), e)
+		}
+	}
+	if e := s.fails(env, "job", "create", "--name", "steal", "--code-dir", src, "--boot-file", "train.py",
+		"--input", "data_url=dataset:"+d.DatasetID+"@v1"); !strings.Contains(e, "ATL.DS.0001") {
+		t.Errorf("mallory's job from alice's dataset:\n%s", e)
+	}
+}
