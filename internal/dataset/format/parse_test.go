@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,11 +111,15 @@ func TestReadHeadError(t *testing.T) {
 	}
 }
 
-// At most workers ReadHead calls run at once.
+// Exactly workers ReadHead calls run at once: the first calls wait until
+// workers of them are in flight (a deadline fails the test if Parse never
+// gets there), and no call ever sees more.
 func TestReadHeadBounded(t *testing.T) {
 	src := memSource(flatTree(100))
 	read := src.ReadHead
 	var now, most atomic.Int64
+	full := make(chan struct{})
+	var once sync.Once
 	src.ReadHead = func(c context.Context, key string, m int64) ([]byte, error) {
 		n := now.Add(1)
 		defer now.Add(-1)
@@ -124,14 +129,21 @@ func TestReadHeadBounded(t *testing.T) {
 				break
 			}
 		}
-		time.Sleep(time.Millisecond)
+		if n == workers {
+			once.Do(func() { close(full) })
+		}
+		select {
+		case <-full:
+		case <-time.After(10 * time.Second):
+			t.Errorf("only %d reads ran at once within 10s", most.Load())
+		}
 		return read(c, key, m)
 	}
 	if _, _, err := Parse(context.Background(), ImageFolder, src, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if most.Load() > workers || most.Load() < 2 {
-		t.Errorf("%d reads at once", most.Load())
+	if most.Load() != workers {
+		t.Errorf("%d reads at once, want %d", most.Load(), workers)
 	}
 }
 
