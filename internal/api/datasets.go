@@ -227,3 +227,25 @@ type DatasetSampleChange struct {
 	Before []string `json:"before,omitempty"`
 	After  []string `json:"after,omitempty"`
 }
+
+// ExportDatasetRequest is the body of POST
+// /api/v1/datasets/{id}/versions/{version}/export.
+type ExportDatasetRequest struct {
+	// Format is imagefolder, voc, yolo, coco or manifest.
+	Format string `json:"format"`
+	// To is the OBS dir the export is written under.
+	To string `json:"to"`
+}
+
+// DatasetExport is what an export wrote.
+type DatasetExport struct {
+	Format  string `json:"format"`
+	To      string `json:"to"`
+	Samples int    `json:"samples"`
+	// Copied objects (images, server-side) and Written generated files
+	// (annotations, the manifest, data.yaml).
+	Copied      int   `json:"copied"`
+	Written     int   `json:"written"`
+	Bytes       int64 `json:"bytes"`
+	ElapsedMsec int64 `json:"elapsed_msec"`
+}

@@ -24,6 +24,7 @@ type Datasets interface {
 	Manifest(ctx context.Context, p *auth.Principal, ref, version string) ([]byte, *api.DatasetVersion, error)
 	Diff(ctx context.Context, p *auth.Principal, ref, from, to string) (*api.DatasetDiff, error)
 	Validate(ctx context.Context, p *auth.Principal, ref string, req *api.ValidateDatasetRequest) (*api.DatasetValidation, error)
+	Export(ctx context.Context, p *auth.Principal, ref, version string, req *api.ExportDatasetRequest) (*api.DatasetExport, error)
 }
 
 func (s *Server) datasetRoutes() []route {
@@ -38,6 +39,7 @@ func (s *Server) datasetRoutes() []route {
 		{method: "GET", path: "/api/v1/datasets/{id}/versions/{version}", h: s.getDatasetVersion},
 		{method: "DELETE", path: "/api/v1/datasets/{id}/versions/{version}", h: s.deleteDatasetVersion},
 		{method: "GET", path: "/api/v1/datasets/{id}/versions/{version}/manifest", h: s.datasetManifest},
+		{method: "POST", path: "/api/v1/datasets/{id}/versions/{version}/export", h: s.exportDataset},
 		{method: "GET", path: "/api/v1/datasets/{id}/diff", h: s.diffDataset},
 	}
 }
@@ -209,6 +211,23 @@ func (s *Server) validateDataset(w http.ResponseWriter, r *http.Request, p *auth
 		return err
 	}
 	out, err := ds.Validate(r.Context(), p, r.PathValue("id"), &req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) exportDataset(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	var req api.ExportDatasetRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	out, err := ds.Export(r.Context(), p, r.PathValue("id"), r.PathValue("version"), &req)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ type datasetCmds struct{ a *app }
 func newDatasetCmd(a *app) *cobra.Command {
 	d := &datasetCmds{a: a}
 	cmd := group("dataset", "Datasets and their versions", d.create(), d.list(), d.get(), d.delete(),
-		d.version(), d.validate(), d.diff(), d.manifest(), d.deleteVersion())
+		d.version(), d.validate(), d.diff(), d.manifest(), d.export(), d.deleteVersion())
 	cmd.Long = datasetHelp
 	return cmd
 }
@@ -440,6 +440,44 @@ func (d *datasetCmds) manifest() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+func (d *datasetCmds) export() *cobra.Command {
+	var req api.ExportDatasetRequest
+	var version string
+	cmd := &cobra.Command{
+		Use:   "export DATASET --version VERSION --format coco|voc|yolo|imagefolder|manifest --to obs://BUCKET/DIR/",
+		Short: "Write a version in another layout under an OBS dir",
+		Long: `Write a published version in another layout under an OBS dir: the
+annotation files (VOC XML, YOLO labels and data.yaml, COCO JSON, a manifest)
+are generated and the images copied server-side, each only while it is as the
+version recorded it. The result can be made a dataset again with
+` + "`atelier dataset create --format F`" + `. Classification versions export as
+imagefolder or manifest; detection versions as any layout.`,
+		Args: exactArgs("DATASET"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if version == "" || req.Format == "" || req.To == "" {
+				return usagef("--version, --format and --to are required")
+			}
+			c, err := d.a.client()
+			if err != nil {
+				return err
+			}
+			out, err := c.ExportDataset(cmd.Context(), args[0], version, &req)
+			if err != nil {
+				return err
+			}
+			return d.a.show(out, func(w io.Writer) {
+				field(w, "Exported", fmt.Sprintf("%s of %s %s as %s to %s", text.Count(out.Samples, "sample"), args[0], version, out.Format, out.To))
+				field(w, "Files", fmt.Sprintf("%d copied, %d written, %s", out.Copied, out.Written, text.Bytes(out.Bytes)))
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&version, "version", "", "the version (id or name)")
+	f.StringVar(&req.Format, "format", "", "imagefolder|voc|yolo|coco|manifest")
+	f.StringVar(&req.To, "to", "", "OBS dir to write under")
+	return cmd
 }
 
 func datasetTable(w io.Writer, items []api.Dataset) {

@@ -90,3 +90,10 @@ func (c *Client) ValidateDataset(ctx context.Context, ref string, req *api.Valid
 	err := c.do(ctx, "client.ValidateDataset", call{method: http.MethodPost, path: p, body: req, out: out})
 	return ret(out, err)
 }
+
+// ExportDataset writes a version in another layout under an OBS dir.
+func (c *Client) ExportDataset(ctx context.Context, ref, version string, req *api.ExportDatasetRequest) (*api.DatasetExport, error) {
+	out := &api.DatasetExport{}
+	err := c.do(ctx, "client.ExportDataset", call{method: http.MethodPost, path: apiPath("datasets", ref, "versions", version, "export"), body: req, out: out})
+	return ret(out, err)
+}

@@ -508,3 +508,64 @@ func TestEmptyClassFolderIsReported(t *testing.T) {
 	}
 	t.Errorf("no class-empty finding for bird/: %+v", v.Findings)
 }
+
+// TestExportRoundTrip: a detection version written as each layout and made
+// a dataset again has the same samples, classes and boxes per class.
+func TestExportRoundTrip(t *testing.T) {
+	e := newEnv(t)
+	e.put("voc/", map[string][]byte{
+		"a.png": pngOf(t, 8, 6, 1), "a.xml": vocXML("cat", [4]int{1, 1, 5, 4}),
+		"b.png": pngOf(t, 8, 6, 2), "b.xml": vocXML("dog", [4]int{0, 0, 8, 6}),
+		"c.png": pngOf(t, 8, 6, 3), "c.xml": vocXML("dog", [4]int{2, 1, 7, 5}),
+	})
+	if _, err := e.svc.Create(e.ctx, e.alice, &api.CreateDatasetRequest{DatasetName: "boxes", DatasetType: "object_detection",
+		DataSources: []api.DatasetSource{{DataPath: "obs://alice-bkt/voc/"}}}); err != nil {
+		t.Fatal(err)
+	}
+	orig := e.version("boxes", api.CreateDatasetVersionRequest{})
+	for _, f := range []string{"voc", "yolo", "coco", "manifest"} {
+		out, err := e.svc.Export(e.ctx, e.alice, "boxes", "v1", &api.ExportDatasetRequest{Format: f, To: "obs://alice-bkt/out-" + f + "/"})
+		if err != nil {
+			t.Fatalf("export %s: %v", f, err)
+		}
+		if out.Samples != 3 || out.Copied != 3 || out.Written == 0 {
+			t.Errorf("export %s: %+v", f, out)
+		}
+		name := "again-" + f
+		d, err := e.svc.Create(e.ctx, e.alice, &api.CreateDatasetRequest{DatasetName: name, DatasetType: "object_detection",
+			DataSources: []api.DatasetSource{{DataPath: "obs://alice-bkt/out-" + f + "/"}}, DataFormat: f})
+		if err != nil {
+			t.Fatalf("create from the %s export: %v", f, err)
+		}
+		v := e.version(d.DatasetName, api.CreateDatasetVersionRequest{})
+		if v.Status != api.DatasetVersionPublished || v.TotalSampleCount != 3 || v.AnnotatedSampleCount != 3 ||
+			strings.Join(v.Classes, ",") != strings.Join(orig.Classes, ",") || v.PerClass["dog"] != orig.PerClass["dog"] {
+			t.Errorf("%s round trip: %s %d samples, classes %v %v; findings %+v", f, v.Status, v.TotalSampleCount, v.Classes, v.PerClass, v.Findings)
+		}
+	}
+	// A version read from COCO and YOLO (its boxes from a JSON file and
+	// label files) exports again.
+	for _, from := range []string{"again-coco", "again-yolo"} {
+		out, err := e.svc.Export(e.ctx, e.alice, from, "v1", &api.ExportDatasetRequest{Format: "voc", To: "obs://alice-bkt/" + from + "-voc/"})
+		if err != nil || out.Samples != 3 {
+			t.Errorf("export %s as voc: %+v, %v", from, out, err)
+		}
+	}
+	// Classification cannot become YOLO; the export says why.
+	e.flowers("f/", 1)
+	e.create("f", "f/")
+	e.version("f", api.CreateDatasetVersionRequest{})
+	if _, err := e.svc.Export(e.ctx, e.alice, "f", "v1", &api.ExportDatasetRequest{Format: "yolo", To: "obs://alice-bkt/y/"}); errs.CodeOf(err) != CodeInvalidRequest {
+		t.Errorf("classification as yolo: %v", err)
+	}
+	if _, err := e.svc.Export(e.ctx, e.alice, "f", "v1", &api.ExportDatasetRequest{Format: "imagefolder", To: "obs://alice-bkt/f/sub/"}); errs.CodeOf(err) != CodeInvalidRequest {
+		t.Errorf("export into its own data: %v", err)
+	}
+	if _, err := e.svc.Export(e.ctx, e.bob, "f", "v1", &api.ExportDatasetRequest{Format: "imagefolder", To: "obs://bob-bkt/x/"}); !errs.Is(err, errs.NotFound) {
+		t.Errorf("bob exports alice's dataset: %v", err)
+	}
+	// Alice cannot write into bob's bucket through an export.
+	if _, err := e.svc.Export(e.ctx, e.alice, "f", "v1", &api.ExportDatasetRequest{Format: "imagefolder", To: "obs://bob-bkt/x/"}); !errs.Is(err, errs.PermissionDenied) {
+		t.Errorf("export into bob's bucket: %v", err)
+	}
+}

@@ -99,6 +99,14 @@ func TestDatasetVersionTrainAndTamper(t *testing.T) {
 		t.Errorf("dataset manifest:\n%s", got)
 	}
 
+	// Export as a manifest elsewhere, and validate the export as a dataset.
+	if got := s.must(nil, "dataset", "export", "flowers", "--version", "v1", "--format", "manifest", "--to", "obs://data/export/"); !strings.Contains(got, "6 copied") {
+		t.Errorf("dataset export:\n%s", got)
+	}
+	if got := s.must(nil, "dataset", "validate", "--source", "obs://data/export/", "--type", "image_classification"); !strings.Contains(got, "manifest (detected") || !strings.Contains(got, "0 errors") {
+		t.Errorf("dataset validate of the export:\n%s", got)
+	}
+
 	src := codeDir(t, map[string]string{"train.py": manifestScript, "hold.py": "import time\nprint('holding', flush=True)\ntime.sleep(600)\n"})
 	id := s.create(nil, "--name", "from-dataset", "--code-dir", src, "--boot-file", "train.py", "--input", "data_url=dataset:flowers@v1")
 	j := s.wait(id, 2*time.Minute)
