@@ -174,6 +174,8 @@ type DatasetVersion struct {
 	PublishTime    int64                 `json:"publish_time,omitempty"`
 	// Attempts counts how often creation started (a restart resumes it).
 	Attempts int `json:"attempts,omitempty"`
+	// DraftLabels is how many samples took their label from the draft.
+	DraftLabels int `json:"draft_labels,omitempty"`
 }
 
 // ValidateDatasetRequest is the body of POST /api/v1/datasets/validate and
@@ -248,4 +250,77 @@ type DatasetExport struct {
 	Written     int   `json:"written"`
 	Bytes       int64 `json:"bytes"`
 	ElapsedMsec int64 `json:"elapsed_msec"`
+}
+
+// DatasetBox is a labelled box in pixels.
+type DatasetBox struct {
+	Label string  `json:"label"`
+	XMin  float64 `json:"xmin"`
+	YMin  float64 `json:"ymin"`
+	XMax  float64 `json:"xmax"`
+	YMax  float64 `json:"ymax"`
+}
+
+// DatasetAnnotations are a sample's labels: classification tags or boxes.
+type DatasetAnnotations struct {
+	Tags  []string     `json:"tags,omitempty"`
+	Boxes []DatasetBox `json:"boxes,omitempty"`
+}
+
+// DatasetProposal is what an auto-labeling service answered for a sample,
+// waiting for a person to accept or reject it.
+type DatasetProposal struct {
+	DatasetAnnotations
+	Confidence float64 `json:"confidence"`
+	ServiceID  string  `json:"service_id"`
+	CreateTime int64   `json:"create_time"`
+}
+
+// DatasetSample is a sample of a dataset as labeling sees it: the current
+// version's sample with the draft's label over it.
+type DatasetSample struct {
+	SampleID string `json:"sample_id"`
+	Key      string `json:"key"`
+	Source   string `json:"source"`
+	Usage    string `json:"usage,omitempty"`
+	// Annotations are the draft's label when a person set one, else the
+	// version's; LabelSource says which ("draft", "version", "" for none).
+	Annotations DatasetAnnotations `json:"annotations"`
+	Labeled     bool               `json:"labeled"`
+	LabelSource string             `json:"label_source,omitempty"`
+	LabeledBy   string             `json:"labeled_by,omitempty"`
+	Proposal    *DatasetProposal   `json:"proposal,omitempty"`
+	PreviewURL  string             `json:"preview_url,omitempty"`
+}
+
+// DatasetSamples is a page of samples.
+type DatasetSamples struct {
+	VersionID string          `json:"version_id"`
+	Samples   []DatasetSample `json:"samples"`
+	// Next is the after= of the next page ("" at the end).
+	Next string `json:"next,omitempty"`
+}
+
+// ProposalDecision is the body of POST
+// /api/v1/datasets/{id}/samples/{sample}/proposal.
+type ProposalDecision struct {
+	Accept bool `json:"accept"`
+}
+
+// AutolabelRequest is the body of POST /api/v1/datasets/{id}/autolabel.
+type AutolabelRequest struct {
+	ServiceID string  `json:"service_id"`
+	Threshold float64 `json:"threshold,omitempty"`
+	// Limit bounds the samples sent (default and at most 10,000).
+	Limit int `json:"limit,omitempty"`
+}
+
+// AutolabelResult is what an auto-labeling pass did.
+type AutolabelResult struct {
+	Sent        int    `json:"sent"`
+	Proposed    int    `json:"proposed"`
+	BelowThresh int    `json:"below_threshold"`
+	Failed      int    `json:"failed"`
+	FirstError  string `json:"first_error,omitempty"`
+	ElapsedMsec int64  `json:"elapsed_msec"`
 }

@@ -25,6 +25,11 @@ type Datasets interface {
 	Diff(ctx context.Context, p *auth.Principal, ref, from, to string) (*api.DatasetDiff, error)
 	Validate(ctx context.Context, p *auth.Principal, ref string, req *api.ValidateDatasetRequest) (*api.DatasetValidation, error)
 	Export(ctx context.Context, p *auth.Principal, ref, version string, req *api.ExportDatasetRequest) (*api.DatasetExport, error)
+	Samples(ctx context.Context, p *auth.Principal, ref string, labeled *bool, proposed bool, after string, limit int) (*api.DatasetSamples, error)
+	PutAnnotations(ctx context.Context, p *auth.Principal, ref, sample string, a *api.DatasetAnnotations) (*api.DatasetSample, error)
+	ClearAnnotations(ctx context.Context, p *auth.Principal, ref, sample string) (*api.DatasetSample, error)
+	DecideProposal(ctx context.Context, p *auth.Principal, ref, sample string, accept bool) (*api.DatasetSample, error)
+	Autolabel(ctx context.Context, p *auth.Principal, ref string, req *api.AutolabelRequest) (*api.AutolabelResult, error)
 }
 
 func (s *Server) datasetRoutes() []route {
@@ -41,6 +46,11 @@ func (s *Server) datasetRoutes() []route {
 		{method: "GET", path: "/api/v1/datasets/{id}/versions/{version}/manifest", h: s.datasetManifest},
 		{method: "POST", path: "/api/v1/datasets/{id}/versions/{version}/export", h: s.exportDataset},
 		{method: "GET", path: "/api/v1/datasets/{id}/diff", h: s.diffDataset},
+		{method: "GET", path: "/api/v1/datasets/{id}/samples", h: s.datasetSamples},
+		{method: "PUT", path: "/api/v1/datasets/{id}/samples/{sample}/annotations", h: s.putAnnotations},
+		{method: "DELETE", path: "/api/v1/datasets/{id}/samples/{sample}/annotations", h: s.clearAnnotations},
+		{method: "POST", path: "/api/v1/datasets/{id}/samples/{sample}/proposal", h: s.decideProposal},
+		{method: "POST", path: "/api/v1/datasets/{id}/autolabel", h: s.autolabel},
 	}
 }
 
@@ -228,6 +238,105 @@ func (s *Server) exportDataset(w http.ResponseWriter, r *http.Request, p *auth.P
 		return err
 	}
 	out, err := ds.Export(r.Context(), p, r.PathValue("id"), r.PathValue("version"), &req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) datasetSamples(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	const op errs.Op = "apiserver.datasetSamples"
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	var labeled *bool
+	if v := q.Get("labeled"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return errs.E(op, errs.Invalid, "labeled: "+strconv.Quote(v)+" is not true or false")
+		}
+		labeled = &b
+	}
+	proposed := false
+	if v := q.Get("proposed"); v != "" {
+		if proposed, err = strconv.ParseBool(v); err != nil {
+			return errs.E(op, errs.Invalid, "proposed: "+strconv.Quote(v)+" is not true or false")
+		}
+	}
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 0 {
+			return errs.E(op, errs.Invalid, "limit: "+strconv.Quote(v)+" is not a count")
+		}
+	}
+	out, err := ds.Samples(r.Context(), p, r.PathValue("id"), labeled, proposed, q.Get("after"), limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) putAnnotations(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	var req api.DatasetAnnotations
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	out, err := ds.PutAnnotations(r.Context(), p, r.PathValue("id"), r.PathValue("sample"), &req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) clearAnnotations(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	out, err := ds.ClearAnnotations(r.Context(), p, r.PathValue("id"), r.PathValue("sample"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) decideProposal(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	var req api.ProposalDecision
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	out, err := ds.DecideProposal(r.Context(), p, r.PathValue("id"), r.PathValue("sample"), req.Accept)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) autolabel(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	var req api.AutolabelRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	out, err := ds.Autolabel(r.Context(), p, r.PathValue("id"), &req)
 	if err != nil {
 		return err
 	}

@@ -127,18 +127,19 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	ledger, sources := newLedger(cfg)
 	log.Info("capacity", "cpu", ledger.Capacity().CPU, "memory", ledger.Capacity().Memory, "gpu", ledger.Capacity().GPU,
 		"sources", fmt.Sprintf("%+v", sources), "bookable", fmt.Sprintf("%+v", ledger.Capacity().Total()))
-	datasets := newDatasetService(ctx, store, iam, objects, log)
+	// The gateway (a request waits for a service scaled to zero) and the
+	// ledger (capacity freed) wake the service controller through one
+	// Wakeup, made before any of them. Datasets call services through the
+	// gateway (auto-labeling), and jobs read datasets.
+	wake := serving.NewWakeup()
+	gw := gateway.New(gateway.Options{Authenticator: iam, Logger: log, Registry: reg, Demand: wake.Demand})
+	datasets := newDatasetService(ctx, store, iam, objects, gw, log)
 	defer datasets.Close()
 	jobs, err := newJobService(ctx, cfg, iso, store, iam, objects, ledger, datasets, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
 	if err != nil {
 		return err
 	}
 	models := newModelService(ctx, cfg, iso, store, iam, objects, jobs.Jobs, log)
-	// The gateway (a request waits for a service scaled to zero) and the
-	// ledger (capacity freed) wake the service controller through one
-	// Wakeup, made before any of them.
-	wake := serving.NewWakeup()
-	gw := gateway.New(gateway.Options{Authenticator: iam, Logger: log, Registry: reg, Demand: wake.Demand})
 	services, err := newServing(ctx, cfg, iso, store, iam, jobs.Jobs, ledger, wake, models, gw, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
 	if err != nil {
 		return err

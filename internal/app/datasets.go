@@ -12,10 +12,12 @@ import (
 )
 
 // newDatasetService wires datasets: versions are made in the background as
-// their owner, and those a restart interrupted resume. A failed start-up is
+// their owner, and those a restart interrupted resume; auto-labeling calls
+// services through predictor (the gateway). A failed start-up is
 // logged: the API still answers and reports its own errors.
-func newDatasetService(ctx context.Context, store meta.Store, iam *auth.Service, objects *obs.Service, log *slog.Logger) *dataset.Service {
-	svc := dataset.New(store, objects, iam, dataset.Options{Logger: log,
+func newDatasetService(ctx context.Context, store meta.Store, iam *auth.Service, objects *obs.Service, predictor dataset.Predictor,
+	log *slog.Logger) *dataset.Service {
+	svc := dataset.New(store, objects, iam, dataset.Options{Logger: log, Predictor: predictor,
 		Principal: func(ctx context.Context, userID string) (*auth.Principal, error) {
 			return iam.PrincipalOf(ctx, userID, "dataset")
 		}})

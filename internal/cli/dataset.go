@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,7 +52,8 @@ type datasetCmds struct{ a *app }
 func newDatasetCmd(a *app) *cobra.Command {
 	d := &datasetCmds{a: a}
 	cmd := group("dataset", "Datasets and their versions", d.create(), d.list(), d.get(), d.delete(),
-		d.version(), d.validate(), d.diff(), d.manifest(), d.export(), d.deleteVersion())
+		d.version(), d.validate(), d.diff(), d.manifest(), d.export(), d.deleteVersion(),
+		d.samples(), d.label(), d.autolabel())
 	cmd.Long = datasetHelp
 	return cmd
 }
@@ -477,6 +479,206 @@ imagefolder or manifest; detection versions as any layout.`,
 	f.StringVar(&version, "version", "", "the version (id or name)")
 	f.StringVar(&req.Format, "format", "", "imagefolder|voc|yolo|coco|manifest")
 	f.StringVar(&req.To, "to", "", "OBS dir to write under")
+	return cmd
+}
+
+func (d *datasetCmds) samples() *cobra.Command {
+	var (
+		unlabeled, labeledOnly, proposed bool
+		after                            string
+		limit                            int
+	)
+	cmd := &cobra.Command{
+		Use:   "samples DATASET [--unlabeled | --labeled] [--proposed] [--after KEY] [--limit N]",
+		Short: "List the samples of the current version with the draft's labels (the labeling queue)",
+		Long: `List the samples of the dataset's current version, in key order, with the
+draft's labels over the version's. --unlabeled is the labeling queue;
+--proposed lists the samples an auto-labeling service proposed a label for.
+A page holds --limit samples (at most 1000); --after KEY starts after it.`,
+		Args: exactArgs("DATASET"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if unlabeled && labeledOnly {
+				return usagef("give --unlabeled or --labeled, not both")
+			}
+			f := client.SampleFilter{Proposed: proposed, After: after, Limit: limit}
+			if unlabeled || labeledOnly {
+				f.Labeled = &labeledOnly
+			}
+			c, err := d.a.client()
+			if err != nil {
+				return err
+			}
+			out, err := c.DatasetSamples(cmd.Context(), args[0], f)
+			if err != nil {
+				return err
+			}
+			return d.a.show(out, func(w io.Writer) {
+				row(w, "SAMPLE", "KEY", "USAGE", "LABEL", "FROM", "PROPOSAL")
+				for _, s := range out.Samples {
+					prop := "-"
+					if p := s.Proposal; p != nil {
+						prop = fmt.Sprintf("%s (%.2f)", annotationText(p.DatasetAnnotations), p.Confidence)
+					}
+					row(w, s.SampleID, s.Key, orDash(s.Usage), annotationText(s.Annotations), orDash(s.LabelSource), prop)
+				}
+				if out.Next != "" {
+					fmt.Fprintf(w, "(more: --after %s)\n", out.Next)
+				}
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&unlabeled, "unlabeled", false, "only samples without a label")
+	f.BoolVar(&labeledOnly, "labeled", false, "only labelled samples")
+	f.BoolVar(&proposed, "proposed", false, "only samples with an auto-labeling proposal")
+	f.StringVar(&after, "after", "", "start after this key")
+	f.IntVar(&limit, "limit", 0, "samples per page (default and at most 1000)")
+	return cmd
+}
+
+// annotationText is "cat,dog" or "cat[1,2,30,40] …".
+func annotationText(a api.DatasetAnnotations) string {
+	var parts []string
+	parts = append(parts, a.Tags...)
+	for _, b := range a.Boxes {
+		parts = append(parts, fmt.Sprintf("%s[%g,%g,%g,%g]", b.Label, b.XMin, b.YMin, b.XMax, b.YMax))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+func (d *datasetCmds) label() *cobra.Command {
+	var (
+		sample                string
+		tags, boxes           []string
+		clearIt, accept, deny bool
+	)
+	cmd := &cobra.Command{
+		Use:   "label DATASET --sample SAMPLE (--tag NAME… | --box NAME:XMIN,YMIN,XMAX,YMAX… | --clear | --accept | --reject)",
+		Short: "Label a sample in the draft, or accept or reject an auto-labeling proposal",
+		Long: `Set a sample's label in the dataset's draft: --tag (repeatable) for
+classification, --box NAME:XMIN,YMIN,XMAX,YMAX in pixels (repeatable) for
+detection. --clear drops the draft's label (the version's applies again);
+--accept and --reject decide an auto-labeling proposal. SAMPLE is the
+sample id (` + "`atelier dataset samples`" + `) or its key. The next
+` + "`atelier dataset version`" + ` publishes the draft's labels.`,
+		Args: exactArgs("DATASET"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			modes := 0
+			for _, b := range []bool{len(tags)+len(boxes) > 0, clearIt, accept, deny} {
+				if b {
+					modes++
+				}
+			}
+			if sample == "" || modes != 1 {
+				return usagef("give --sample and one of --tag/--box, --clear, --accept or --reject")
+			}
+			c, err := d.a.client()
+			if err != nil {
+				return err
+			}
+			var out *api.DatasetSample
+			switch {
+			case clearIt:
+				out, err = c.ClearAnnotations(cmd.Context(), args[0], sample)
+			case accept || deny:
+				out, err = c.DecideProposal(cmd.Context(), args[0], sample, accept)
+			default:
+				a := api.DatasetAnnotations{Tags: tags}
+				for _, b := range boxes {
+					box, err := parseBox(b)
+					if err != nil {
+						return err
+					}
+					a.Boxes = append(a.Boxes, box)
+				}
+				out, err = c.PutAnnotations(cmd.Context(), args[0], sample, &a)
+			}
+			if err != nil {
+				return err
+			}
+			return d.a.show(out, func(w io.Writer) {
+				field(w, "Sample", out.SampleID+" ("+out.Key+")")
+				field(w, "Label", annotationText(out.Annotations)+" (from "+orDash(out.LabelSource)+")")
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&sample, "sample", "", "the sample (id or key)")
+	f.StringArrayVar(&tags, "tag", nil, "a classification tag (repeatable)")
+	f.StringArrayVar(&boxes, "box", nil, "a box NAME:XMIN,YMIN,XMAX,YMAX in pixels (repeatable)")
+	f.BoolVar(&clearIt, "clear", false, "drop the draft's label and proposal")
+	f.BoolVar(&accept, "accept", false, "accept the auto-labeling proposal")
+	f.BoolVar(&deny, "reject", false, "reject the auto-labeling proposal")
+	return cmd
+}
+
+// parseBox reads NAME:XMIN,YMIN,XMAX,YMAX.
+func parseBox(s string) (api.DatasetBox, error) {
+	i := strings.LastIndexByte(s, ':')
+	if i <= 0 {
+		return api.DatasetBox{}, usagef("--box %q: write NAME:XMIN,YMIN,XMAX,YMAX (pixels)", s)
+	}
+	parts := strings.Split(s[i+1:], ",")
+	if len(parts) != 4 {
+		return api.DatasetBox{}, usagef("--box %q: write NAME:XMIN,YMIN,XMAX,YMAX (pixels)", s)
+	}
+	var v [4]float64
+	for j, p := range parts {
+		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil {
+			return api.DatasetBox{}, usagef("--box %q: %q is not a number", s, p)
+		}
+		v[j] = f
+	}
+	return api.DatasetBox{Label: s[:i], XMin: v[0], YMin: v[1], XMax: v[2], YMax: v[3]}, nil
+}
+
+func (d *datasetCmds) autolabel() *cobra.Command {
+	var req api.AutolabelRequest
+	var svc string
+	cmd := &cobra.Command{
+		Use:   "autolabel DATASET --service SERVICE [--threshold 0.9] [--limit N]",
+		Short: "Send the unlabelled samples to a deployed service and keep its answers as proposals",
+		Long: `Send each unlabelled sample of the current version to a deployed service
+(SERVICE is its id or name), as you, the way ModelArts clients call it
+(multipart, field "images"), and keep each answer whose confidence is at
+least --threshold as a proposal. Proposals are not labels: accept or reject
+each with ` + "`atelier dataset label DATASET --sample S --accept|--reject`" + `
+(` + "`atelier dataset samples DATASET --proposed`" + ` lists them).`,
+		Args: exactArgs("DATASET"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if svc == "" {
+				return usagef("--service is required")
+			}
+			c, err := d.a.client()
+			if err != nil {
+				return err
+			}
+			if req.ServiceID, err = (&serviceCmds{a: d.a}).resolve(cmd.Context(), c, svc); err != nil {
+				return err
+			}
+			out, err := c.Autolabel(cmd.Context(), args[0], &req)
+			if err != nil {
+				return err
+			}
+			return d.a.show(out, func(w io.Writer) {
+				field(w, "Sent", fmt.Sprint(out.Sent))
+				field(w, "Proposed", fmt.Sprint(out.Proposed))
+				field(w, "Below threshold", fmt.Sprint(out.BelowThresh))
+				field(w, "Failed", fmt.Sprint(out.Failed))
+				if out.FirstError != "" {
+					field(w, "First error", oneLine(out.FirstError))
+				}
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&svc, "service", "", "the service (id or name)")
+	f.Float64Var(&req.Threshold, "threshold", 0.9, "the least confidence kept as a proposal")
+	f.IntVar(&req.Limit, "limit", 0, "samples to send (default and at most 10000)")
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/atelier-dev/atelier/internal/api"
 )
@@ -95,5 +96,64 @@ func (c *Client) ValidateDataset(ctx context.Context, ref string, req *api.Valid
 func (c *Client) ExportDataset(ctx context.Context, ref, version string, req *api.ExportDatasetRequest) (*api.DatasetExport, error) {
 	out := &api.DatasetExport{}
 	err := c.do(ctx, "client.ExportDataset", call{method: http.MethodPost, path: apiPath("datasets", ref, "versions", version, "export"), body: req, out: out})
+	return ret(out, err)
+}
+
+// SampleFilter selects samples: Labeled (nil: all), Proposed (only those
+// with a proposal), After and Limit page.
+type SampleFilter struct {
+	Labeled  *bool
+	Proposed bool
+	After    string
+	Limit    int
+}
+
+// DatasetSamples lists a page of the current version's samples with the
+// draft's labels.
+func (c *Client) DatasetSamples(ctx context.Context, ref string, f SampleFilter) (*api.DatasetSamples, error) {
+	q := url.Values{}
+	if f.Labeled != nil {
+		q.Set("labeled", strconv.FormatBool(*f.Labeled))
+	}
+	if f.Proposed {
+		q.Set("proposed", "true")
+	}
+	if f.After != "" {
+		q.Set("after", f.After)
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	out := &api.DatasetSamples{}
+	err := c.do(ctx, "client.DatasetSamples", call{method: http.MethodGet, path: apiPath("datasets", ref, "samples"), query: q, out: out})
+	return ret(out, err)
+}
+
+// PutAnnotations sets a sample's draft label.
+func (c *Client) PutAnnotations(ctx context.Context, ref, sample string, a *api.DatasetAnnotations) (*api.DatasetSample, error) {
+	out := &api.DatasetSample{}
+	err := c.do(ctx, "client.PutAnnotations", call{method: http.MethodPut, path: apiPath("datasets", ref, "samples", sample, "annotations"), body: a, out: out})
+	return ret(out, err)
+}
+
+// ClearAnnotations drops a sample's draft label and proposal.
+func (c *Client) ClearAnnotations(ctx context.Context, ref, sample string) (*api.DatasetSample, error) {
+	out := &api.DatasetSample{}
+	err := c.do(ctx, "client.ClearAnnotations", call{method: http.MethodDelete, path: apiPath("datasets", ref, "samples", sample, "annotations"), out: out})
+	return ret(out, err)
+}
+
+// DecideProposal accepts or rejects a sample's auto-labeling proposal.
+func (c *Client) DecideProposal(ctx context.Context, ref, sample string, accept bool) (*api.DatasetSample, error) {
+	out := &api.DatasetSample{}
+	err := c.do(ctx, "client.DecideProposal", call{method: http.MethodPost, path: apiPath("datasets", ref, "samples", sample, "proposal"),
+		body: api.ProposalDecision{Accept: accept}, out: out})
+	return ret(out, err)
+}
+
+// Autolabel sends the unlabelled samples to a deployed service.
+func (c *Client) Autolabel(ctx context.Context, ref string, req *api.AutolabelRequest) (*api.AutolabelResult, error) {
+	out := &api.AutolabelResult{}
+	err := c.do(ctx, "client.Autolabel", call{method: http.MethodPost, path: apiPath("datasets", ref, "autolabel"), body: req, out: out})
 	return ret(out, err)
 }

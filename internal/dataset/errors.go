@@ -17,4 +17,7 @@ const (
 	CodeTooLarge        errs.Code = "ATL.DS.0011" // the source holds more objects than a version may
 	CodeManifest        errs.Code = "ATL.DS.0012" // the version's manifest cannot be read or written
 	CodeBusy            errs.Code = "ATL.DS.0013" // the version is still being created
+	CodeSampleNotFound  errs.Code = "ATL.DS.0014" // the current version has no sample with the id or key
+	CodeNoProposal      errs.Code = "ATL.DS.0015" // the sample has no auto-labeling proposal to accept or reject
+	CodeAutolabel       errs.Code = "ATL.DS.0016" // the auto-labeling service cannot be called
 )

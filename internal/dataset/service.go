@@ -33,6 +33,7 @@ const DefaultMaxObjects = 1_000_000
 // Store is what datasets need from the metadata store.
 type Store interface {
 	meta.Datasets
+	meta.DatasetLabels
 	GetUserByName(ctx context.Context, name string) (*meta.User, error)
 }
 
@@ -57,6 +58,8 @@ type Options struct {
 	// Principal is who a background version creation acts as: the
 	// dataset's owner with its policies (required).
 	Principal PrincipalOf
+	// Predictor calls deployed services for auto-labeling (nil: none).
+	Predictor Predictor
 	Logger    *slog.Logger
 	Now       func() time.Time
 }
@@ -72,6 +75,8 @@ type Service struct {
 	mu      sync.Mutex
 	system  *auth.Principal
 	running map[string]context.CancelFunc // version id → its creation
+	indexes map[string]*sampleIndex       // version id → its samples, for labeling
+	locks   map[string]*datasetLock       // dataset id → the lock of its draft
 	wg      sync.WaitGroup
 	closed  bool
 	base    context.Context
@@ -94,7 +99,8 @@ func New(store Store, o *obs.Service, authz Authorizer, opt Options) *Service {
 	}
 	base, stop := context.WithCancel(context.Background())
 	s := &Service{store: store, obs: o, authz: authz, o: opt, log: opt.Logger,
-		running: map[string]context.CancelFunc{}, base: base, stop: stop}
+		running: map[string]context.CancelFunc{}, indexes: map[string]*sampleIndex{}, locks: map[string]*datasetLock{},
+		base: base, stop: stop}
 	return s
 }
 
@@ -598,5 +604,32 @@ func (s *Service) removePrefix(ctx context.Context, prefix string) error {
 				return r.Err
 			}
 		}
+	}
+}
+
+// datasetLock serialises the changes of one dataset's draft labels.
+type datasetLock struct {
+	mu    sync.Mutex
+	users int
+}
+
+// lockDataset locks a dataset's draft and returns the unlock.
+func (s *Service) lockDataset(id string) func() {
+	s.mu.Lock()
+	l := s.locks[id]
+	if l == nil {
+		l = &datasetLock{}
+		s.locks[id] = l
+	}
+	l.users++
+	s.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		s.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(s.locks, id)
+		}
+		s.mu.Unlock()
 	}
 }

@@ -327,6 +327,14 @@ func (c *creation) run(ctx context.Context) error {
 		}
 		return c.fail(ctx, "reading the data failed: "+errs.UserMessage(err))
 	}
+	relabelled, err := s.applyDrafts(ctx, c.ds.ID, parsed)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return c.fail(ctx, "the draft's labels cannot be read: "+errs.UserMessage(err))
+	}
+	v.DraftLabels = relabelled
 	v.Findings, v.Errors, v.Warnings = apiFindings(findings)
 	if v.Errors > 0 {
 		return c.fail(ctx, fmt.Sprintf("validation found %s (and %s): the first is %s", text.Count(v.Errors, "error"),

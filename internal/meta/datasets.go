@@ -75,3 +75,29 @@ type Datasets interface {
 	// DeleteDatasetVersion removes the version; NotFound if none.
 	DeleteDatasetVersion(ctx context.Context, id string) error
 }
+
+// DatasetLabel is a sample's label in a dataset's draft: what a person set
+// (or an auto-labeling service proposed) for the sample with Key (relative
+// to the dataset's source). Record is a JSON document the dataset package
+// owns. (DatasetID, Key) is unique.
+type DatasetLabel struct {
+	DatasetID  string
+	Key        string
+	Record     []byte
+	UpdateTime time.Time
+}
+
+// DatasetLabels stores the drafts' labels; DeleteDataset removes a
+// dataset's with it.
+type DatasetLabels interface {
+	// PutDatasetLabel stores l, replacing the label of the same sample;
+	// NotFound if the dataset does not exist.
+	PutDatasetLabel(ctx context.Context, l *DatasetLabel) error
+	// GetDatasetLabel returns the label; NotFound if none.
+	GetDatasetLabel(ctx context.Context, datasetID, key string) (*DatasetLabel, error)
+	// ListDatasetLabels returns up to limit labels of the dataset whose key
+	// sorts after after, in key order (limit <= 0: MaxLimit).
+	ListDatasetLabels(ctx context.Context, datasetID, after string, limit int) ([]*DatasetLabel, error)
+	// DeleteDatasetLabel removes the label; NotFound if none.
+	DeleteDatasetLabel(ctx context.Context, datasetID, key string) error
+}

@@ -198,6 +198,7 @@ type Store interface {
 	Services
 	Models
 	Datasets
+	DatasetLabels
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 	// Close releases the store's connections.

@@ -212,3 +212,50 @@ func testConcurrentDatasetVersions(t *testing.T, s meta.Store) {
 		t.Errorf("%d creates of the same version name succeeded, want 1", ok)
 	}
 }
+
+func testDatasetLabels(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	must(t, s.CreateDataset(ctx, dataset("d1", "u1", "n")))
+	must(t, s.CreateDataset(ctx, dataset("d2", "u1", "m")))
+	put := func(ds, key, rec string) {
+		t.Helper()
+		must(t, s.PutDatasetLabel(ctx, &meta.DatasetLabel{DatasetID: ds, Key: key, Record: []byte(rec), UpdateTime: base()}))
+	}
+	for _, k := range []string{"b/2.jpg", "a/1.jpg", "中/3.jpg", "a/10.jpg"} {
+		put("d1", k, `{"tags":["x"]}`)
+	}
+	put("d2", "a/1.jpg", `{"tags":["other"]}`)
+	put("d1", "a/1.jpg", `{"tags":["cat"]}`) // replaces
+	l, err := s.GetDatasetLabel(ctx, "d1", "a/1.jpg")
+	must(t, err)
+	if string(l.Record) != `{"tags":["cat"]}` || !l.UpdateTime.Equal(ms(base())) {
+		t.Errorf("GetDatasetLabel %+v", l)
+	}
+	_, err = s.GetDatasetLabel(ctx, "d1", "nope")
+	wantKind(t, "GetDatasetLabel unknown", err, errs.NotFound)
+	wantKind(t, "label of no dataset", s.PutDatasetLabel(ctx, &meta.DatasetLabel{DatasetID: "d9", Key: "k"}), errs.NotFound)
+	wantKind(t, "label without key", s.PutDatasetLabel(ctx, &meta.DatasetLabel{DatasetID: "d1"}), errs.Invalid)
+	keys := func(after string, limit int) []string {
+		t.Helper()
+		ls, err := s.ListDatasetLabels(ctx, "d1", after, limit)
+		must(t, err)
+		out := []string{}
+		for _, l := range ls {
+			out = append(out, l.Key)
+		}
+		return out
+	}
+	same(t, "all labels", keys("", 0), []string{"a/1.jpg", "a/10.jpg", "b/2.jpg", "中/3.jpg"})
+	same(t, "a page", keys("a/1.jpg", 2), []string{"a/10.jpg", "b/2.jpg"})
+	must(t, s.DeleteDatasetLabel(ctx, "d1", "b/2.jpg"))
+	wantKind(t, "DeleteDatasetLabel twice", s.DeleteDatasetLabel(ctx, "d1", "b/2.jpg"), errs.NotFound)
+	must(t, s.DeleteDataset(ctx, "d1"))
+	ls, err := s.ListDatasetLabels(ctx, "d1", "", 0)
+	must(t, err)
+	if len(ls) != 0 {
+		t.Errorf("labels after DeleteDataset: %d", len(ls))
+	}
+	if l, err := s.GetDatasetLabel(ctx, "d2", "a/1.jpg"); err != nil || string(l.Record) != `{"tags":["other"]}` {
+		t.Errorf("another dataset's label: %+v, %v", l, err)
+	}
+}

@@ -120,6 +120,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"DatasetList", testDatasetList},
 		{"DatasetUpdateDelete", testDatasetUpdateDelete},
 		{"ConcurrentDatasetVersions", testConcurrentDatasetVersions},
+		{"DatasetLabels", testDatasetLabels},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

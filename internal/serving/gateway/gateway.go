@@ -938,6 +938,13 @@ func timeoutError(rt *route, why string) *gwError {
 
 // authorize lets the request in by the service's auth mode.
 func (g *Gateway) authorize(r *http.Request, rt *route) *gwError {
+	if p := inProcess(r); p != nil {
+		if g.o.Authenticator == nil || !g.o.Authenticator.Allowed(p, "service", "Predict", auth.Resource("service", rt.cfg.ServiceID), rt.cfg.OwnerID) {
+			return &gwError{http.StatusForbidden, CodeDenied, fmt.Sprintf("user %q may not call service %s", p.Subject.Name, rt.name()),
+				"the owner, an admin, or a user with a policy allowing atelier:service:Predict may call it"}
+		}
+		return nil
+	}
 	switch rt.cfg.Auth {
 	case api.AuthNone:
 		return nil

@@ -152,7 +152,7 @@ func (s *Store) DeleteDataset(ctx context.Context, id string) error {
 		return err
 	}
 	return s.deleteWithChildren(ctx, op, "datasets", id, datasetNotFound,
-		`DELETE FROM dataset_versions WHERE dataset_id = ?`)
+		`DELETE FROM dataset_versions WHERE dataset_id = ?`, `DELETE FROM dataset_labels WHERE dataset_id = ?`)
 }
 
 // CreateDatasetVersion stores r; NotFound if the dataset does not exist,
@@ -272,4 +272,85 @@ func (s *Store) DeleteDatasetVersion(ctx context.Context, id string) error {
 		return err
 	}
 	return s.wrap(op, s.execOne(ctx, s.w, datasetVersionNotFound(op, id), `DELETE FROM dataset_versions WHERE id = ?`, id))
+}
+
+func labelNotFound(op errs.Op, key string) error {
+	return errs.E(op, errs.NotFound, fmt.Sprintf("no label for sample %q", key))
+}
+
+// PutDatasetLabel stores l, replacing the label of the same sample;
+// NotFound if the dataset does not exist.
+func (s *Store) PutDatasetLabel(ctx context.Context, l *meta.DatasetLabel) error {
+	const op errs.Op = "meta.PutDatasetLabel"
+	if err := required(op, "dataset id", l.DatasetID, "sample key", l.Key); err != nil {
+		return err
+	}
+	if err := validText(op, "dataset id", l.DatasetID, "sample key", l.Key, "label record", string(l.Record)); err != nil {
+		return err
+	}
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var one int
+		err := s.queryRow(ctx, tx, `SELECT 1 FROM datasets WHERE id = ?`+s.d.ForUpdate, l.DatasetID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return datasetNotFound(op, l.DatasetID)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = s.exec(ctx, tx, `INSERT INTO dataset_labels (dataset_id, sample_key, record, update_time) VALUES (?, ?, ?, ?)
+			ON CONFLICT (dataset_id, sample_key) DO UPDATE SET record = excluded.record, update_time = excluded.update_time`,
+			l.DatasetID, l.Key, string(l.Record), millis(l.UpdateTime))
+		return err
+	})
+	return s.wrap(op, err)
+}
+
+func scanLabel(sc scanner) (*meta.DatasetLabel, error) {
+	var l meta.DatasetLabel
+	var ut sql.NullInt64
+	var record string
+	if err := sc.Scan(&l.DatasetID, &l.Key, &record, &ut); err != nil {
+		return nil, err
+	}
+	l.Record, l.UpdateTime = docBytes(record), fromMillis(ut)
+	return &l, nil
+}
+
+// GetDatasetLabel returns the label; NotFound if none.
+func (s *Store) GetDatasetLabel(ctx context.Context, datasetID, key string) (*meta.DatasetLabel, error) {
+	const op errs.Op = "meta.GetDatasetLabel"
+	if err := validText(op, "dataset id", datasetID, "sample key", key); err != nil {
+		return nil, err
+	}
+	l, err := scanLabel(s.queryRow(ctx, s.r, `SELECT dataset_id, sample_key, record, update_time FROM dataset_labels
+		WHERE dataset_id = ? AND sample_key = ?`, datasetID, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, labelNotFound(op, key)
+	}
+	return l, s.wrap(op, err)
+}
+
+// ListDatasetLabels returns up to limit labels after the key after, in key
+// order.
+func (s *Store) ListDatasetLabels(ctx context.Context, datasetID, after string, limit int) ([]*meta.DatasetLabel, error) {
+	const op errs.Op = "meta.ListDatasetLabels"
+	if err := validText(op, "dataset id", datasetID, "sample key", after); err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > meta.MaxLimit {
+		limit = meta.MaxLimit
+	}
+	out, err := listIn(ctx, s, s.r, scanLabel, `SELECT dataset_id, sample_key, record, update_time FROM dataset_labels
+		WHERE dataset_id = ? AND sample_key > ? ORDER BY sample_key `+limitArg, datasetID, after, limit)
+	return out, s.wrap(op, err)
+}
+
+// DeleteDatasetLabel removes the label; NotFound if none.
+func (s *Store) DeleteDatasetLabel(ctx context.Context, datasetID, key string) error {
+	const op errs.Op = "meta.DeleteDatasetLabel"
+	if err := validText(op, "dataset id", datasetID, "sample key", key); err != nil {
+		return err
+	}
+	return s.wrap(op, s.execOne(ctx, s.w, labelNotFound(op, key),
+		`DELETE FROM dataset_labels WHERE dataset_id = ? AND sample_key = ?`, datasetID, key))
 }
