@@ -54,9 +54,11 @@ type Dataset struct {
 	// WorkPath is where versions also write Name-Version.manifest for
 	// ModelArts tools ("" for none).
 	WorkPath string `json:"work_path,omitempty"`
-	// PreviewsDisabled turns previews off (sensitive data).
-	PreviewsDisabled bool   `json:"previews_disabled,omitempty"`
-	Owner            string `json:"owner,omitempty"`
+	// PreviewsDisabled turns previews off (sensitive data);
+	// PreviewSamples are the sample keys the owner picked for them.
+	PreviewsDisabled bool     `json:"previews_disabled,omitempty"`
+	PreviewSamples   []string `json:"preview_samples,omitempty"`
+	Owner            string   `json:"owner,omitempty"`
 	CreateTime       int64  `json:"create_time"`
 	// VersionCount and LatestVersion summarise the versions.
 	VersionCount  int              `json:"version_count"`
@@ -323,4 +325,23 @@ type AutolabelResult struct {
 	Failed      int    `json:"failed"`
 	FirstError  string `json:"first_error,omitempty"`
 	ElapsedMsec int64  `json:"elapsed_msec"`
+}
+
+// UpdateDatasetRequest is the body of PATCH /api/v1/datasets/{id}: the
+// fields set are changed.
+type UpdateDatasetRequest struct {
+	Description      *string `json:"description,omitempty"`
+	PreviewsDisabled *bool   `json:"previews_disabled,omitempty"`
+	// PreviewSamples are the keys the owner picked for previews ([]: let
+	// the server pick).
+	PreviewSamples *[]string `json:"preview_samples,omitempty"`
+}
+
+// DatasetPreview is a page of preview samples: each with its labels and
+// a short-lived URL of its thumbnail (boxes drawn for detection).
+type DatasetPreview struct {
+	VersionID   string          `json:"version_id"`
+	VersionName string          `json:"version_name"`
+	ExpiresAt   int64           `json:"expires_at"`
+	Samples     []DatasetSample `json:"samples"`
 }

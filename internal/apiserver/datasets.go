@@ -30,6 +30,11 @@ type Datasets interface {
 	ClearAnnotations(ctx context.Context, p *auth.Principal, ref, sample string) (*api.DatasetSample, error)
 	DecideProposal(ctx context.Context, p *auth.Principal, ref, sample string, accept bool) (*api.DatasetSample, error)
 	Autolabel(ctx context.Context, p *auth.Principal, ref string, req *api.AutolabelRequest) (*api.AutolabelResult, error)
+	Update(ctx context.Context, p *auth.Principal, ref string, req *api.UpdateDatasetRequest) (*api.Dataset, error)
+	Preview(ctx context.Context, p *auth.Principal, ref, version string, perClass int, classes []string) (*api.DatasetPreview, error)
+	// Thumbnail is the JPEG a preview URL's token names; the token is the
+	// credential (short-lived, bound to the user it was made for).
+	Thumbnail(ctx context.Context, token string) ([]byte, error)
 }
 
 func (s *Server) datasetRoutes() []route {
@@ -39,6 +44,9 @@ func (s *Server) datasetRoutes() []route {
 		{method: "POST", path: "/api/v1/datasets/validate", h: s.validateDataset},
 		{method: "GET", path: "/api/v1/datasets/{id}", h: s.getDataset},
 		{method: "DELETE", path: "/api/v1/datasets/{id}", h: s.deleteDataset},
+		{method: "PATCH", path: "/api/v1/datasets/{id}", h: s.updateDataset},
+		{method: "GET", path: "/api/v1/datasets/{id}/preview", h: s.previewDataset},
+		{method: "GET", path: "/api/v1/dataset-previews/{token}", public: true, h: s.datasetThumbnail},
 		{method: "POST", path: "/api/v1/datasets/{id}/validate", h: s.validateDataset},
 		{method: "POST", path: "/api/v1/datasets/{id}/versions", h: s.createDatasetVersion},
 		{method: "GET", path: "/api/v1/datasets/{id}/versions/{version}", h: s.getDatasetVersion},
@@ -342,4 +350,60 @@ func (s *Server) autolabel(w http.ResponseWriter, r *http.Request, p *auth.Princ
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+func (s *Server) updateDataset(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	var req api.UpdateDatasetRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	d, err := ds.Update(r.Context(), p, r.PathValue("id"), &req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+func (s *Server) previewDataset(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	per := 0
+	if v := q.Get("per_class"); v != "" {
+		if per, err = strconv.Atoi(v); err != nil || per < 0 || per > 100 {
+			return errs.E("apiserver.previewDataset", errs.Invalid, "per_class: "+strconv.Quote(v)+" is not a count from 0 to 100")
+		}
+	}
+	out, err := ds.Preview(r.Context(), p, r.PathValue("id"), q.Get("version"), per, q["class"])
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) datasetThumbnail(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	jpg, err := ds.Thumbnail(r.Context(), r.PathValue("token"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "image/jpeg")
+	w.Header().Set("Content-Length", strconv.Itoa(len(jpg)))
+	// The URL is a credential that expires: no shared cache keeps it.
+	w.Header().Set("Cache-Control", "private, max-age=600")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(http.StatusOK)
+	_, err = w.Write(jpg)
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,7 +54,7 @@ func newDatasetCmd(a *app) *cobra.Command {
 	d := &datasetCmds{a: a}
 	cmd := group("dataset", "Datasets and their versions", d.create(), d.list(), d.get(), d.delete(),
 		d.version(), d.validate(), d.diff(), d.manifest(), d.export(), d.deleteVersion(),
-		d.samples(), d.label(), d.autolabel())
+		d.samples(), d.label(), d.autolabel(), d.preview(), d.update())
 	cmd.Long = datasetHelp
 	return cmd
 }
@@ -682,6 +683,122 @@ each with ` + "`atelier dataset label DATASET --sample S --accept|--reject`" + `
 	return cmd
 }
 
+func (d *datasetCmds) preview() *cobra.Command {
+	var (
+		version, download string
+		perClass          int
+		classes           []string
+	)
+	cmd := &cobra.Command{
+		Use:   "preview DATASET [--version V] [--per-class 4] [--class NAME…] [--download DIR]",
+		Short: "Sample items of a version with short-lived thumbnail URLs (boxes drawn for detection)",
+		Long: `Pick sample items of a version (the current one by default): the samples its
+owner pinned (` + "`atelier dataset update --preview-samples`" + `), else --per-class
+of each class (or of each --class). Each comes with its labels and a URL of
+a server-made thumbnail that works for 15 minutes without credentials;
+--download DIR saves the thumbnails there. Previews of a dataset whose
+owner turned them off are refused.`,
+		Args: exactArgs("DATASET"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := d.a.client()
+			if err != nil {
+				return err
+			}
+			out, err := c.PreviewDataset(cmd.Context(), args[0], version, perClass, classes)
+			if err != nil {
+				return err
+			}
+			for i := range out.Samples {
+				out.Samples[i].PreviewURL = c.Endpoint() + out.Samples[i].PreviewURL
+			}
+			if download != "" {
+				if err := os.MkdirAll(download, 0o755); err != nil {
+					return errs.E("cli.dataset.preview", errs.IO, "cannot create "+download, err)
+				}
+				for _, smp := range out.Samples {
+					jpg, err := c.Thumbnail(cmd.Context(), strings.TrimPrefix(smp.PreviewURL, c.Endpoint()))
+					if err != nil {
+						return err
+					}
+					name := strings.NewReplacer("/", "_", "\\", "_").Replace(smp.Key) + ".jpg"
+					if err := os.WriteFile(filepath.Join(download, name), jpg, 0o644); err != nil {
+						return errs.E("cli.dataset.preview", errs.IO, "cannot write "+name, err)
+					}
+				}
+				d.a.note("saved %s in %s", text.Count(len(out.Samples), "thumbnail"), download)
+			}
+			return d.a.show(out, func(w io.Writer) {
+				row(w, "KEY", "LABEL", "PREVIEW (15 min)")
+				for _, smp := range out.Samples {
+					row(w, smp.Key, annotationText(smp.Annotations), smp.PreviewURL)
+				}
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&version, "version", "", "the version (default: the current one)")
+	f.IntVar(&perClass, "per-class", 4, "samples of each class")
+	f.StringArrayVar(&classes, "class", nil, "only this class (repeatable)")
+	f.StringVar(&download, "download", "", "save the thumbnails in this dir")
+	return cmd
+}
+
+func (d *datasetCmds) update() *cobra.Command {
+	var (
+		previews, samples, description string
+	)
+	cmd := &cobra.Command{
+		Use:   "update DATASET [--previews on|off] [--preview-samples KEY,…] [--description TEXT]",
+		Short: "Turn previews on or off, pick the preview samples, change the description",
+		Args:  exactArgs("DATASET"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var req api.UpdateDatasetRequest
+			changed := cmd.Flags().Changed
+			if changed("previews") {
+				switch previews {
+				case "on":
+					off := false
+					req.PreviewsDisabled = &off
+				case "off":
+					off := true
+					req.PreviewsDisabled = &off
+				default:
+					return usagef("--previews is on or off, not %q", previews)
+				}
+			}
+			if changed("preview-samples") {
+				keys := []string{}
+				for _, k := range strings.Split(samples, ",") {
+					if k = strings.TrimSpace(k); k != "" {
+						keys = append(keys, k)
+					}
+				}
+				req.PreviewSamples = &keys
+			}
+			if changed("description") {
+				req.Description = &description
+			}
+			if req == (api.UpdateDatasetRequest{}) {
+				return usagef("give --previews, --preview-samples or --description")
+			}
+			c, err := d.a.client()
+			if err != nil {
+				return err
+			}
+			ds, err := c.UpdateDataset(cmd.Context(), args[0], &req)
+			if err != nil {
+				return err
+			}
+			return d.a.show(ds, func(w io.Writer) { datasetDetail(w, ds) })
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&previews, "previews", "", "on or off")
+	f.StringVar(&samples, "preview-samples", "", "comma-separated sample keys shown in previews (empty: let the server pick)")
+	f.StringVar(&description, "description", "", "description")
+	return cmd
+}
+
 func datasetTable(w io.Writer, items []api.Dataset) {
 	row(w, "ID", "NAME", "TYPE", "FORMAT", "SOURCE", "VERSIONS", "LATEST", "CREATED")
 	for _, d := range items {
@@ -723,6 +840,9 @@ func datasetDetail(w io.Writer, d *api.Dataset) {
 	}
 	if d.PreviewsDisabled {
 		field(w, "Previews", "off")
+	}
+	if len(d.PreviewSamples) > 0 {
+		field(w, "Preview samples", strings.Join(d.PreviewSamples, ", "))
 	}
 	field(w, "Created", timeMs(d.CreateTime))
 	field(w, "Versions", fmt.Sprint(d.VersionCount))

@@ -157,3 +157,34 @@ func (c *Client) Autolabel(ctx context.Context, ref string, req *api.AutolabelRe
 	err := c.do(ctx, "client.Autolabel", call{method: http.MethodPost, path: apiPath("datasets", ref, "autolabel"), body: req, out: out})
 	return ret(out, err)
 }
+
+// UpdateDataset changes a dataset's description and preview settings.
+func (c *Client) UpdateDataset(ctx context.Context, ref string, req *api.UpdateDatasetRequest) (*api.Dataset, error) {
+	out := &api.Dataset{}
+	err := c.do(ctx, "client.UpdateDataset", call{method: http.MethodPatch, path: apiPath("datasets", ref), body: req, out: out})
+	return ret(out, err)
+}
+
+// PreviewDataset picks preview samples with short-lived thumbnail URLs.
+func (c *Client) PreviewDataset(ctx context.Context, ref, version string, perClass int, classes []string) (*api.DatasetPreview, error) {
+	q := url.Values{}
+	if version != "" {
+		q.Set("version", version)
+	}
+	if perClass > 0 {
+		q.Set("per_class", strconv.Itoa(perClass))
+	}
+	for _, cl := range classes {
+		q.Add("class", cl)
+	}
+	out := &api.DatasetPreview{}
+	err := c.do(ctx, "client.PreviewDataset", call{method: http.MethodGet, path: apiPath("datasets", ref, "preview"), query: q, out: out})
+	return ret(out, err)
+}
+
+// Thumbnail downloads a preview URL's JPEG (path as the preview gave it).
+func (c *Client) Thumbnail(ctx context.Context, path string) ([]byte, error) {
+	var out []byte
+	err := c.do(ctx, "client.Thumbnail", call{method: http.MethodGet, path: path, noAuth: true, raw: &out})
+	return out, err
+}

@@ -20,4 +20,7 @@ const (
 	CodeSampleNotFound  errs.Code = "ATL.DS.0014" // the current version has no sample with the id or key
 	CodeNoProposal      errs.Code = "ATL.DS.0015" // the sample has no auto-labeling proposal to accept or reject
 	CodeAutolabel       errs.Code = "ATL.DS.0016" // the auto-labeling service cannot be called
+	CodePreviewsOff     errs.Code = "ATL.DS.0017" // the dataset's previews are turned off
+	CodePreviewToken    errs.Code = "ATL.DS.0018" // the preview URL is expired or not valid
+	CodePreview         errs.Code = "ATL.DS.0019" // no thumbnail can be made of the image
 )

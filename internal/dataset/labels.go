@@ -14,6 +14,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/dataset/format"
+	"github.com/atelier-dev/atelier/internal/dataset/manifest"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/obsurl"
@@ -40,6 +41,7 @@ type labelRecord struct {
 type indexed struct {
 	key   string
 	id    string
+	etag  string
 	usage string
 	ann   api.DatasetAnnotations
 }
@@ -90,6 +92,18 @@ func (s *Service) index(ctx context.Context, op errs.Op, r *meta.DatasetRecord) 
 	if err != nil {
 		return nil, err
 	}
+	ix := buildIndex(d, v, lines)
+	s.mu.Lock()
+	if len(s.indexes) >= 4 {
+		clear(s.indexes)
+	}
+	s.indexes[vr.ID] = ix
+	s.mu.Unlock()
+	return ix, nil
+}
+
+// buildIndex indexes the samples of a version's manifest lines.
+func buildIndex(d *api.Dataset, v *api.DatasetVersion, lines []manifest.Line) *sampleIndex {
 	bucket, prefix := source(d)
 	root := obsurl.Format(bucket, prefix)
 	ix := &sampleIndex{version: v, byID: make(map[string]int, len(lines))}
@@ -99,7 +113,7 @@ func (s *Service) index(ctx context.Context, op errs.Op, r *meta.DatasetRecord) 
 		if !ok {
 			continue // inline text samples have no object to label here
 		}
-		it := indexed{key: key, id: l.ID, usage: string(l.Usage)}
+		it := indexed{key: key, id: l.ID, usage: string(l.Usage), etag: l.SourceETag}
 		for j := range l.Annotations {
 			a := &l.Annotations[j]
 			if b, ok := a.Box(); ok {
@@ -114,13 +128,7 @@ func (s *Service) index(ctx context.Context, op errs.Op, r *meta.DatasetRecord) 
 	for i, it := range ix.samples {
 		ix.byID[it.id] = i
 	}
-	s.mu.Lock()
-	if len(s.indexes) >= 4 {
-		clear(s.indexes)
-	}
-	s.indexes[vr.ID] = ix
-	s.mu.Unlock()
-	return ix, nil
+	return ix
 }
 
 // drafts reads the draft labels of a dataset with keys in [from, to].

@@ -16,6 +16,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/dataset/format"
+	"github.com/atelier-dev/atelier/internal/dataset/preview"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/obs"
@@ -77,6 +78,8 @@ type Service struct {
 	running map[string]context.CancelFunc // version id → its creation
 	indexes map[string]*sampleIndex       // version id → its samples, for labeling
 	locks   map[string]*datasetLock       // dataset id → the lock of its draft
+	signer  *preview.Signer               // preview URLs
+	thumbs  chan struct{}                 // thumbnails made at once
 	wg      sync.WaitGroup
 	closed  bool
 	base    context.Context
@@ -100,6 +103,7 @@ func New(store Store, o *obs.Service, authz Authorizer, opt Options) *Service {
 	base, stop := context.WithCancel(context.Background())
 	s := &Service{store: store, obs: o, authz: authz, o: opt, log: opt.Logger,
 		running: map[string]context.CancelFunc{}, indexes: map[string]*sampleIndex{}, locks: map[string]*datasetLock{},
+		signer: newSigner(opt.Now), thumbs: make(chan struct{}, thumbnailsAtOnce),
 		base: base, stop: stop}
 	return s
 }

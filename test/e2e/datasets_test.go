@@ -99,6 +99,24 @@ func TestDatasetVersionTrainAndTamper(t *testing.T) {
 		t.Errorf("dataset manifest:\n%s", got)
 	}
 
+	// Previews: one sample per class, thumbnails fetched without
+	// credentials from the short-lived URLs, and saved by --download.
+	var pv api.DatasetPreview
+	thumbs := t.TempDir()
+	mustJSON(t, s.must(nil, "dataset", "preview", "flowers", "--per-class", "1", "--download", thumbs, "-o", "json"), &pv)
+	if len(pv.Samples) != 2 {
+		t.Fatalf("preview: %+v", pv)
+	}
+	if code, body := curl(t, pv.Samples[0].PreviewURL); code != 200 || !strings.HasPrefix(body, "\xff\xd8") {
+		t.Errorf("GET %s without credentials: %d", pv.Samples[0].PreviewURL, code)
+	}
+	if code, _ := curl(t, pv.Samples[0].PreviewURL+"x"); code != 403 {
+		t.Errorf("an altered preview URL: %d", code)
+	}
+	if saved, _ := filepath.Glob(filepath.Join(thumbs, "*.jpg")); len(saved) != 2 {
+		t.Errorf("--download saved %v", saved)
+	}
+
 	// Export as a manifest elsewhere, and validate the export as a dataset.
 	if got := s.must(nil, "dataset", "export", "flowers", "--version", "v1", "--format", "manifest", "--to", "obs://data/export/"); !strings.Contains(got, "6 copied") {
 		t.Errorf("dataset export:\n%s", got)
@@ -172,5 +190,66 @@ func TestDatasetVersionTrainAndTamper(t *testing.T) {
 	if e := s.fails(env, "job", "create", "--name", "steal", "--code-dir", src, "--boot-file", "train.py",
 		"--input", "data_url=dataset:"+d.DatasetID+"@v1"); !strings.Contains(e, "ATL.DS.0001") {
 		t.Errorf("mallory's job from alice's dataset:\n%s", e)
+	}
+}
+
+// widthHandler labels a PNG by its width, from the IHDR of the uploaded
+// file: a real handler for auto-labeling.
+const widthHandler = `import struct
+from model_service.model_service import SingleNodeService
+
+
+class WidthService(SingleNodeService):
+    def _inference(self, data):
+        f = list(data["images"].values())[0]
+        head = f.read(24)
+        width = struct.unpack(">I", head[16:20])[0]
+        label = "wide" if width >= 12 else "narrow"
+        return {"predicted_label": label, "scores": [[label, "0.95"], ["other", "0.05"]]}
+`
+
+// TestDatasetAutolabelWithDeployedHandler: unlabelled samples go to a
+// deployed ModelArts handler; its answers become proposals; a person
+// accepts one and the next version carries it.
+func TestDatasetAutolabelWithDeployedHandler(t *testing.T) {
+	s := startServiceServer(t)
+	model := s.importModel("widths", "1.0.0", map[string]string{"config.json": echoConfig, "customize_service.py": widthHandler})
+	v := s.deploy("--name", "widths", "--model", model)
+	s.waitRunning(v.ServiceID)
+
+	dir := t.TempDir()
+	for i, w := range []int{8, 12, 8, 16} {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("s%d.png", i)), pngFile(t, w, 8, i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.must(nil, "obs", "mb", "obs://shots")
+	s.must(nil, "obs", "cp", "-r", dir, "obs://shots/all/")
+	s.must(nil, "dataset", "create", "--name", "shots", "--type", "image_classification", "--source", "obs://shots/all/", "--format", "image_txt")
+	s.must(nil, "dataset", "version", "shots", "--follow")
+
+	var res api.AutolabelResult
+	mustJSON(t, s.must(nil, "dataset", "autolabel", "shots", "--service", "widths", "--threshold", "0.9", "-o", "json"), &res)
+	if res.Sent != 4 || res.Proposed != 4 || res.Failed != 0 {
+		t.Fatalf("autolabel: %+v", res)
+	}
+	var page api.DatasetSamples
+	mustJSON(t, s.must(nil, "dataset", "samples", "shots", "--proposed", "-o", "json"), &page)
+	want := map[string]string{"s0.png": "narrow", "s1.png": "wide", "s2.png": "narrow", "s3.png": "wide"}
+	for _, smp := range page.Samples {
+		if smp.Proposal == nil || len(smp.Proposal.Tags) != 1 || smp.Proposal.Tags[0] != want[smp.Key] || smp.Labeled {
+			t.Errorf("sample %s: %+v", smp.Key, smp)
+		}
+	}
+	if len(page.Samples) != 4 {
+		t.Fatalf("%d proposed samples", len(page.Samples))
+	}
+	s.must(nil, "dataset", "label", "shots", "--sample", "s1.png", "--accept")
+	s.must(nil, "dataset", "label", "shots", "--sample", "s0.png", "--reject")
+	s.must(nil, "dataset", "label", "shots", "--sample", "s2.png", "--tag", "tiny")
+	var v2 api.DatasetVersion
+	mustJSON(t, s.must(nil, "dataset", "version", "shots", "--follow", "-o", "json"), &v2)
+	if v2.AnnotatedSampleCount != 2 || v2.PerClass["wide"] != 1 || v2.PerClass["tiny"] != 1 {
+		t.Errorf("v2: %+v", v2)
 	}
 }
