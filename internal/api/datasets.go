@@ -59,7 +59,7 @@ type Dataset struct {
 	PreviewsDisabled bool     `json:"previews_disabled,omitempty"`
 	PreviewSamples   []string `json:"preview_samples,omitempty"`
 	Owner            string   `json:"owner,omitempty"`
-	CreateTime       int64  `json:"create_time"`
+	CreateTime       int64    `json:"create_time"`
 	// VersionCount and LatestVersion summarise the versions.
 	VersionCount  int              `json:"version_count"`
 	LatestVersion *DatasetVersion  `json:"latest_version,omitempty"`
