@@ -7,12 +7,12 @@ AWS_SESSION_TOKEN); elsewhere set them there or call mox.file.set_auth.
 Only the Python standard library is used.
 """
 
-from . import file
+from . import file, manifest
 from ._errors import (MoxFileException, MoxFileNameDuplicateException,
                       MoxFileNotExistsException, MoxFileReadException,
                       MoxFileRespException)
 
 __version__ = "1.0.0"
 
-__all__ = ["file", "MoxFileException", "MoxFileNotExistsException", "MoxFileReadException",
+__all__ = ["file", "manifest", "MoxFileException", "MoxFileNotExistsException", "MoxFileReadException",
            "MoxFileRespException", "MoxFileNameDuplicateException", "__version__"]

@@ -47,20 +47,22 @@ func imageFolder(t *testing.T, perClass int, classes ...string) string {
 
 // manifestScript reads its dataset input as ModelArts code does: the
 // staged manifest, each source a local file, labels from the annotations.
-const manifestScript = `import argparse, json, os
+const manifestScript = `import argparse, os
+import moxing as mox
 p = argparse.ArgumentParser()
 p.add_argument('--data_url', required=True)
 args, _ = p.parse_known_args()
 print('staged', sorted(f for f in os.listdir(args.data_url) if f.endswith('.manifest')))
-n, labels = 0, {}
-for line in open(os.path.join(args.data_url, 'flowers-v1.manifest')):
-    s = json.loads(line)
-    assert os.path.isfile(s['source']), s['source']
-    assert s['source'].startswith(args.data_url), s['source']
-    for a in s['annotation']:
-        labels[a['name']] = labels.get(a['name'], 0) + 1
-    n += 1
-print('samples', n, 'labels', sorted(labels.items()))
+ds = mox.manifest.parse_manifest(os.path.join(args.data_url, 'flowers-v1.manifest'))
+labels = {}
+for s in ds.get_sample_list():
+    assert os.path.isfile(s.get_source()), s.get_source()
+    assert s.get_source().startswith(args.data_url), s.get_source()
+    for a in s.get_annotations():
+        labels[a.get_name()] = labels.get(a.get_name(), 0) + 1
+obs = mox.manifest.parse_manifest(os.path.join(args.data_url, 'flowers-v1.obs.manifest'))
+assert obs.get_sample_list()[0].get_source().startswith('obs://data/flowers/'), obs.get_sample_list()[0].get_source()
+print('samples', ds.get_size(), 'labels', sorted(labels.items()))
 `
 
 // TestDatasetVersionTrainAndTamper: a dataset over an ImageFolder tree is
