@@ -8,6 +8,9 @@ const (
 	DatasetVersionPublished = "published"
 	DatasetVersionDegraded  = "degraded"
 	DatasetVersionFailed    = "failed"
+	// DatasetDraft is the state of a dataset's draft: labels that the
+	// next version publishes.
+	DatasetDraftStatus = "draft"
 )
 
 // NumberOrString is a string field that ModelArts clients send as a
@@ -64,6 +67,17 @@ type Dataset struct {
 	VersionCount  int              `json:"version_count"`
 	LatestVersion *DatasetVersion  `json:"latest_version,omitempty"`
 	Versions      []DatasetVersion `json:"versions,omitempty"`
+	// Draft is the labels waiting for the next version (state "draft").
+	Draft *DatasetDraft `json:"draft,omitempty"`
+}
+
+// DatasetDraft sums up a dataset's draft: the samples a person labelled
+// and those with an auto-labeling proposal, which the next version
+// publishes (the people's labels) or leaves (the proposals).
+type DatasetDraft struct {
+	Status    string `json:"status"` // "draft"
+	Labels    int    `json:"labels"`
+	Proposals int    `json:"proposals"`
 }
 
 // DatasetDetection is how sure --format auto is, and why.

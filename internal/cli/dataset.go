@@ -845,6 +845,10 @@ func datasetDetail(w io.Writer, d *api.Dataset) {
 		field(w, "Preview samples", strings.Join(d.PreviewSamples, ", "))
 	}
 	field(w, "Created", timeMs(d.CreateTime))
+	if dr := d.Draft; dr != nil {
+		field(w, "Draft", fmt.Sprintf("%s, %s (the next version publishes the labels)",
+			text.Count(dr.Labels, "label"), text.Count(dr.Proposals, "proposal")))
+	}
 	field(w, "Versions", fmt.Sprint(d.VersionCount))
 	for _, v := range d.Versions {
 		field(w, "  "+v.VersionName, fmt.Sprintf("%s, %s (%d labeled), %s, %s", v.Status,

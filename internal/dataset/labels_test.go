@@ -85,6 +85,9 @@ func TestLabelingDraftBecomesTheNextVersion(t *testing.T) {
 	if err != nil || len(page.Samples) != 2 || page.Samples[0].Key != "s002.png" || page.Next != "" {
 		t.Fatalf("page 2 %+v, %v", page, err)
 	}
+	if d, err := e.svc.Get(e.ctx, e.alice, "shots"); err != nil || d.Draft == nil || d.Draft.Labels != 2 || d.Draft.Status != "draft" {
+		t.Errorf("dataset get shows the draft: %+v, %v", d, err)
+	}
 	v2 := e.version("shots", api.CreateDatasetVersionRequest{})
 	if v2.AnnotatedSampleCount != 2 || v2.DraftLabels != 2 || v2.PerClass["dog"] != 1 || v2.PerClass["fluffy"] != 1 ||
 		strings.Join(v2.Classes, ",") != "cat,dog,fluffy" {

@@ -512,6 +512,21 @@ func (s *Service) Get(ctx context.Context, p *auth.Principal, ref string) (*api.
 		latest := d.Versions[0]
 		d.LatestVersion = &latest
 	}
+	drafts, err := s.drafts(ctx, r.ID, "", nil)
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	if len(drafts) > 0 {
+		d.Draft = &api.DatasetDraft{Status: api.DatasetDraftStatus}
+		for _, rec := range drafts {
+			if rec.Human != nil {
+				d.Draft.Labels++
+			}
+			if rec.Proposal != nil {
+				d.Draft.Proposals++
+			}
+		}
+	}
 	return d, nil
 }
 
