@@ -192,6 +192,10 @@ type DatasetVersion struct {
 	Attempts int `json:"attempts,omitempty"`
 	// DraftLabels is how many samples took their label from the draft.
 	DraftLabels int `json:"draft_labels,omitempty"`
+	// CreatedBy is the user who asked for the version; an explicit output
+	// manifest is written as that user.
+	CreatedBy   string `json:"created_by,omitempty"`
+	CreatedByID string `json:"created_by_id,omitempty"`
 }
 
 // ValidateDatasetRequest is the body of POST /api/v1/datasets/validate and

@@ -93,13 +93,26 @@ func (s *Service) index(ctx context.Context, op errs.Op, r *meta.DatasetRecord) 
 		return nil, err
 	}
 	ix := buildIndex(d, v, lines)
-	s.mu.Lock()
-	if len(s.indexes) >= 4 {
-		clear(s.indexes)
-	}
-	s.indexes[vr.ID] = ix
-	s.mu.Unlock()
+	s.cacheIndex(vr.ID, ix)
 	return ix, nil
+}
+
+// maxIndexes is how many versions' sample indexes are kept.
+const maxIndexes = 4
+
+// cacheIndex keeps a version's index, dropping the oldest kept one when
+// there are maxIndexes.
+func (s *Service) cacheIndex(versionID string, ix *sampleIndex) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.indexes[versionID]; !ok {
+		s.indexOrder = append(s.indexOrder, versionID)
+	}
+	s.indexes[versionID] = ix
+	for len(s.indexOrder) > maxIndexes {
+		delete(s.indexes, s.indexOrder[0])
+		s.indexOrder = s.indexOrder[1:]
+	}
 }
 
 // buildIndex indexes the samples of a version's manifest lines.
@@ -324,6 +337,8 @@ func (s *Service) ClearAnnotations(ctx context.Context, p *auth.Principal, ref, 
 	if err != nil {
 		return nil, err
 	}
+	unlock := s.lockDataset(r.ID)
+	defer unlock()
 	if err := s.store.DeleteDatasetLabel(ctx, r.ID, it.key); err != nil && !errs.Is(err, errs.NotFound) {
 		return nil, errs.E(op, err)
 	}

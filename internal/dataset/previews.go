@@ -178,8 +178,6 @@ func (s *Service) indexOf(ctx context.Context, op errs.Op, r *meta.DatasetRecord
 	if ix != nil {
 		return ix, nil
 	}
-	// index caches by version: read this one through it by making it the
-	// one looked up.
 	lines, v, err := s.readManifest(ctx, r.ID, vr.ID)
 	if err != nil {
 		return nil, err
@@ -188,7 +186,9 @@ func (s *Service) indexOf(ctx context.Context, op errs.Op, r *meta.DatasetRecord
 	if err != nil {
 		return nil, err
 	}
-	return buildIndex(d, v, lines), nil
+	ix = buildIndex(d, v, lines)
+	s.cacheIndex(vr.ID, ix)
+	return ix, nil
 }
 
 // Thumbnail is the JPEG thumbnail a preview token names: the object as
@@ -221,6 +221,14 @@ func (s *Service) Thumbnail(ctx context.Context, token string) ([]byte, error) {
 	if err != nil || vr.DatasetID != r.ID {
 		return nil, errs.E(op, errs.NotFound, CodeVersionNotFound, "the preview's version no longer exists")
 	}
+	// The slot is taken before the version's index is read: a flood of
+	// requests waits here, not in memory.
+	select {
+	case s.thumbs <- struct{}{}:
+		defer func() { <-s.thumbs }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	ix, err := s.indexOf(ctx, op, r, vr)
 	if err != nil {
 		return nil, err
@@ -236,12 +244,6 @@ func (s *Service) Thumbnail(ctx context.Context, token string) ([]byte, error) {
 		return nil, errs.E(op, errs.NotFound, CodeSampleNotFound, "the preview's sample is not in its version")
 	}
 	bucket, prefix := source(d)
-	select {
-	case s.thumbs <- struct{}{}:
-		defer func() { <-s.thumbs }()
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 	res, err := s.obs.GetObject(ctx, obs.As(p), bucket, prefix+it.key, obs.GetOptions{Conditions: obs.Conditions{IfMatch: it.etag}})
 	if errs.CodeOf(err) == obs.CodePreconditionFailed {
 		return nil, errs.E(op, errs.Conflict, CodeChanged, fmt.Sprintf("%s changed since version %s was made", obsurl.Format(bucket, prefix+it.key), vr.Name))

@@ -73,17 +73,19 @@ type Service struct {
 	o     Options
 	log   *slog.Logger
 
-	mu      sync.Mutex
-	system  *auth.Principal
-	running map[string]context.CancelFunc // version id → its creation
-	indexes map[string]*sampleIndex       // version id → its samples, for labeling
-	locks   map[string]*datasetLock       // dataset id → the lock of its draft
-	signer  *preview.Signer               // preview URLs
-	thumbs  chan struct{}                 // thumbnails made at once
-	wg      sync.WaitGroup
-	closed  bool
-	base    context.Context
-	stop    context.CancelFunc
+	mu         sync.Mutex
+	system     *auth.Principal
+	running    map[string]*running     // version id → its creation
+	indexes    map[string]*sampleIndex // version id → its samples, for labeling
+	indexOrder []string                // the kept indexes, oldest first
+	locks      map[string]*datasetLock // dataset id → the lock of its draft
+	signer     *preview.Signer         // preview URLs
+	thumbs     chan struct{}           // thumbnails made at once
+	slots      chan struct{}           // version creations at once
+	wg         sync.WaitGroup
+	closed     bool
+	base       context.Context
+	stop       context.CancelFunc
 }
 
 // New builds the dataset service.
@@ -102,8 +104,8 @@ func New(store Store, o *obs.Service, authz Authorizer, opt Options) *Service {
 	}
 	base, stop := context.WithCancel(context.Background())
 	s := &Service{store: store, obs: o, authz: authz, o: opt, log: opt.Logger,
-		running: map[string]context.CancelFunc{}, indexes: map[string]*sampleIndex{}, locks: map[string]*datasetLock{},
-		signer: newSigner(opt.Now), thumbs: make(chan struct{}, thumbnailsAtOnce),
+		running: map[string]*running{}, indexes: map[string]*sampleIndex{}, locks: map[string]*datasetLock{},
+		signer: newSigner(opt.Now), thumbs: make(chan struct{}, thumbnailsAtOnce), slots: make(chan struct{}, CreationsAtOnce),
 		base: base, stop: stop}
 	return s
 }

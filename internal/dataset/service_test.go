@@ -569,3 +569,53 @@ func TestExportRoundTrip(t *testing.T) {
 		t.Errorf("export into bob's bucket: %v", err)
 	}
 }
+
+// TestVersionLimits: an output the caller may not write is refused at
+// once; an owner has at most MaxCreatingPerOwner versions being made; a
+// creation interrupted MaxAttempts times fails instead of looping.
+func TestVersionLimits(t *testing.T) {
+	e := newEnv(t)
+	e.flowers("f/", 1)
+	d := e.create("f", "f/")
+	_, err := e.svc.CreateVersion(e.ctx, e.alice, "f", &api.CreateDatasetVersionRequest{Output: "obs://bob-bkt/steal/"})
+	if errs.CodeOf(err) != CodeSource || !errs.Is(err, errs.PermissionDenied) {
+		t.Errorf("output into bob's bucket: %v", err)
+	}
+	for i := range MaxCreatingPerOwner {
+		rec := &meta.DatasetVersionRecord{ID: fmt.Sprint("stuck-", i), DatasetID: d.DatasetID, Name: fmt.Sprint("s", i),
+			Status: api.DatasetVersionCreating, CreateTime: time.Now(), Record: encode(&api.DatasetVersion{})}
+		if err := e.store.CreateDatasetVersion(e.ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.svc.CreateVersion(e.ctx, e.alice, "f", &api.CreateDatasetVersionRequest{}); errs.CodeOf(err) != CodeBusy {
+		t.Errorf("a fifth version being made: %v", err)
+	}
+	// Bob is not held up by alice's.
+	if _, err := e.obs.PutObject(e.ctx, obs.As(e.bob), "bob-bkt", "g/cat/1.png", bytes.NewReader(pngOf(t, 8, 6, 1)), obs.PutOptions{Size: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Create(e.ctx, e.bob, &api.CreateDatasetRequest{DatasetName: "g", DatasetType: "image_classification",
+		DataSources: []api.DatasetSource{{DataPath: "obs://bob-bkt/g/"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.CreateVersion(e.ctx, e.bob, "g", &api.CreateDatasetVersionRequest{}); err != nil {
+		t.Errorf("bob's version: %v", err)
+	}
+	e.svc.Wait()
+	// A version whose creation was interrupted too often fails on resume.
+	rec, err := e.store.GetDatasetVersion(e.ctx, "stuck-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Record = encode(&api.DatasetVersion{Attempts: MaxAttempts})
+	if err := e.store.UpdateDatasetVersion(e.ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	svc := e.newService()
+	svc.Wait()
+	v, err := svc.GetVersion(e.ctx, e.alice, "f", "s0", false)
+	if err != nil || v.Status != api.DatasetVersionFailed || !strings.Contains(v.FailureMessage, "interrupted 3 times") {
+		t.Errorf("after too many attempts: %+v, %v", v, err)
+	}
+}

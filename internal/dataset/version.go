@@ -29,6 +29,44 @@ import (
 // counts cover all of them).
 const MaxRecordFindings = 200
 
+// Bounds of version creation: at most CreationsAtOnce run at once (each
+// holds a listing and a parse of up to Options.MaxObjects objects), an
+// owner has at most MaxCreatingPerOwner waiting or running, and a version
+// whose creation was interrupted MaxAttempts times fails.
+const (
+	CreationsAtOnce     = 2
+	MaxCreatingPerOwner = 4
+	MaxAttempts         = 3
+)
+
+// checkBusy refuses a new version while the owner has MaxCreatingPerOwner
+// being made.
+func (s *Service) checkBusy(ctx context.Context, op errs.Op, owner string) error {
+	recs, err := s.store.ListDatasetVersionsByStatus(ctx, api.DatasetVersionCreating)
+	if err != nil {
+		return errs.E(op, err)
+	}
+	n := 0
+	owners := map[string]string{}
+	for _, r := range recs {
+		o, ok := owners[r.DatasetID]
+		if !ok {
+			if ds, err := s.store.GetDataset(ctx, r.DatasetID); err == nil {
+				o = ds.OwnerID
+			}
+			owners[r.DatasetID] = o
+		}
+		if o == owner {
+			n++
+		}
+	}
+	if n >= MaxCreatingPerOwner {
+		return errs.E(op, errs.Conflict, CodeBusy, fmt.Sprintf("%d versions of this owner's datasets are being made", n),
+			errs.Hint("wait for them (atelier dataset get NAME --version V), then make this one"))
+	}
+	return nil
+}
+
 // progressEvery is how often a creation in progress writes its progress.
 const progressEvery = 500 * time.Millisecond
 
@@ -70,9 +108,16 @@ func (s *Service) CreateVersion(ctx context.Context, p *auth.Principal, ref stri
 	output := d.WorkPath
 	if req.Output != "" {
 		b, k, err := dirURL(req.Output)
-		if err != nil {
+		switch {
+		case err != nil:
 			add("output", errs.UserMessage(err))
-		} else {
+		default:
+			// The output manifest is written as the caller: the caller must
+			// be allowed to write there now (it is written again as the
+			// caller, never as the dataset's owner).
+			if err := s.obs.Check(ctx, obs.As(p), b, obs.ActionPutObject, k+r.Name+"-x.manifest", nil); err != nil {
+				return nil, errs.E(op, CodeSource, "output "+obsurl.Format(b, k), err)
+			}
 			output = obsurl.Format(b, k)
 		}
 	}
@@ -80,9 +125,15 @@ func (s *Service) CreateVersion(ctx context.Context, p *auth.Principal, ref stri
 		return nil, errs.E(op, errs.Invalid, CodeInvalidRequest, "invalid version: "+strings.Join(ps, "; "),
 			errs.Hint("atelier dataset version NAME [--name v2] [--split train=0.8,seed=1] [--parent v1]"))
 	}
+	if err := s.checkBusy(ctx, op, r.OwnerID); err != nil {
+		return nil, err
+	}
 	v := &api.DatasetVersion{DatasetID: r.ID, Description: req.Description, Split: req.Split,
 		SplitPattern: req.SplitPattern, Strict: req.Strict, DataFormat: d.DataFormat,
-		Progress: &api.DatasetProgress{Phase: "queued"}}
+		Progress: &api.DatasetProgress{Phase: "queued"}, CreatedBy: p.User.Name}
+	if req.Output != "" {
+		v.CreatedByID = p.User.ID // the explicit output is written as the caller
+	}
 	if output != "" {
 		v.OutputManifestPath = output // the file name is added when the name is known
 	}
@@ -160,27 +211,43 @@ func (s *Service) start(id string) {
 		return
 	}
 	ctx, cancel := context.WithCancel(s.base)
-	s.running[id] = cancel
+	run := &running{cancel: cancel, done: make(chan struct{})}
+	s.running[id] = run
 	s.wg.Go(func() {
 		defer func() {
 			s.mu.Lock()
 			delete(s.running, id)
 			s.mu.Unlock()
 			cancel()
+			close(run.done)
 		}()
+		select {
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
+		case <-ctx.Done():
+			return
+		}
 		if err := s.create(ctx, id); err != nil && ctx.Err() == nil {
 			s.log.Error("a dataset version could not be created", "version", id, "err", err)
 		}
 	})
 }
 
-// cancel stops the creation of version id, if one runs.
+// running is a creation in progress.
+type running struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// cancel stops the creation of version id, if one runs, and waits for it
+// to end (so that nothing it writes lands after a delete).
 func (s *Service) cancel(id string) {
 	s.mu.Lock()
-	c := s.running[id]
+	run := s.running[id]
 	s.mu.Unlock()
-	if c != nil {
-		c()
+	if run != nil {
+		run.cancel()
+		<-run.done
 	}
 }
 
@@ -254,6 +321,9 @@ func (s *Service) create(ctx context.Context, id string) error {
 	}
 	c := &creation{s: s, rec: rec, v: v, ds: ds, d: d}
 	c.phase.Store("listing")
+	if v.Attempts >= MaxAttempts {
+		return c.fail(ctx, fmt.Sprintf("the creation was interrupted %d times (server restarts); make the version again", v.Attempts))
+	}
 	v.Attempts++
 	c.progress(ctx, true)
 	p, err := s.o.Principal(ctx, ds.OwnerID)
@@ -370,8 +440,16 @@ func (c *creation) run(ctx context.Context) error {
 		return c.fail(ctx, "the manifest cannot be stored: "+errs.UserMessage(err))
 	}
 	if v.OutputManifestPath != "" {
+		writer := c.user // the dataset's work path, which its owner set
+		if v.CreatedByID != "" {
+			p, err := s.o.Principal(ctx, v.CreatedByID)
+			if err != nil {
+				return c.fail(ctx, "the user who asked for the version cannot be read: "+errs.UserMessage(err))
+			}
+			writer = obs.As(p)
+		}
 		ob, ok, _ := dirURLOrFile(v.OutputManifestPath)
-		if _, err := s.obs.PutObject(ctx, c.user, ob, ok, bytes.NewReader(buf.Bytes()),
+		if _, err := s.obs.PutObject(ctx, writer, ob, ok, bytes.NewReader(buf.Bytes()),
 			obs.PutOptions{Size: int64(buf.Len()), ContentType: "application/jsonl"}); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

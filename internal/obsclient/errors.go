@@ -68,6 +68,9 @@ func S3Error(code, message, bucket, key string) error {
 	case "BadDigest", "InvalidDigest", "XAmzContentSHA256Mismatch":
 		kind, msg = errs.IO, withMsg("the data of "+where+" was corrupted in transit")
 		hint = "run the command again"
+	case "PreconditionFailed":
+		kind, msg = errs.Conflict, where+" changed since it was listed (its ETag is no longer the one listed)"
+		hint = "run the command again; a dataset version whose object changed must be made again"
 	case "NotImplemented":
 		kind, msg = errs.Unsupported, withMsg("the S3 endpoint does not implement this request for "+where)
 	case "InsufficientStorage":

@@ -174,7 +174,17 @@ func (m *minioS3) Stat(ctx context.Context, bucket, key string) (Object, error) 
 }
 
 func (m *minioS3) Get(ctx context.Context, bucket, key string, offset, length int64) (io.ReadCloser, Object, error) {
+	return m.GetMatch(ctx, bucket, key, offset, length, "")
+}
+
+// GetMatch is Get with If-Match etag ("" for none).
+func (m *minioS3) GetMatch(ctx context.Context, bucket, key string, offset, length int64, etag string) (io.ReadCloser, Object, error) {
 	var opts minio.GetObjectOptions
+	if etag != "" {
+		if err := opts.SetMatchETag(strings.Trim(etag, `"`)); err != nil {
+			return nil, Object{}, errs.E("obsclient.S3", errs.Invalid, fmt.Sprintf("bad ETag for %s: %v", obsurl.Format(bucket, key), err))
+		}
+	}
 	switch {
 	case length >= 0:
 		if err := opts.SetRange(offset, offset+length-1); err != nil {

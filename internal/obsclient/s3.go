@@ -44,6 +44,14 @@ type S3 interface {
 	PresignGet(ctx context.Context, bucket, key string, expires time.Duration) (string, error)
 }
 
+// MatchGetter is an S3 that can read an object only while its ETag is the
+// given one (If-Match): a changed object fails with errs.Conflict (S3's
+// PreconditionFailed) instead of giving other bytes. Downloads of listed
+// objects use it when the S3 has it.
+type MatchGetter interface {
+	GetMatch(ctx context.Context, bucket, key string, offset, length int64, etag string) (io.ReadCloser, Object, error)
+}
+
 // Bucket is a bucket of a ListBuckets answer.
 type Bucket struct {
 	Name    string

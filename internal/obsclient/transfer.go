@@ -369,9 +369,19 @@ func (c *Client) download(ctx context.Context, t Transfer) (err error) {
 	return nil
 }
 
+// get reads a range of a transfer's source: only while its ETag is the
+// listed one, when the transfer knows it and the S3 can say so (If-Match),
+// so no byte of a changed object lands under the listed ETag's name.
+func (c *Client) get(ctx context.Context, t Transfer, off, n int64) (io.ReadCloser, Object, error) {
+	if mg, ok := c.s3.(MatchGetter); ok && t.ETag != "" {
+		return mg.GetMatch(ctx, t.Src.Bucket, t.Src.Key, off, n, t.ETag)
+	}
+	return c.s3.Get(ctx, t.Src.Bucket, t.Src.Key, off, n)
+}
+
 // downloadWhole reads the object in one request, checking size and MD5.
 func (c *Client) downloadWhole(ctx context.Context, f *os.File, t Transfer) error {
-	body, _, err := c.s3.Get(ctx, t.Src.Bucket, t.Src.Key, 0, -1)
+	body, _, err := c.get(ctx, t, 0, -1)
 	if err != nil {
 		return err
 	}
@@ -406,7 +416,7 @@ func (c *Client) downloadRanges(ctx context.Context, f *os.File, t Transfer) err
 	return parallel(ctx, parts, c.opt.PartJobs, func(ctx context.Context, i int) error {
 		off := int64(i) * ps
 		n := min(ps, t.Size-off)
-		body, _, err := c.s3.Get(ctx, t.Src.Bucket, t.Src.Key, off, n)
+		body, _, err := c.get(ctx, t, off, n)
 		if err != nil {
 			return err
 		}

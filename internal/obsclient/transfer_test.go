@@ -774,3 +774,29 @@ func TestAbortResumable(t *testing.T) {
 		t.Errorf("AbortResumable without a checkpoint dir = %d, %v", n, err)
 	}
 }
+
+// TestDownloadRefusesAChangedObject: a transfer of a listed object reads it
+// only while its ETag is the listed one — whole or in ranges — so bytes of
+// a same-size replacement never land under the old ETag.
+func TestDownloadRefusesAChangedObject(t *testing.T) {
+	s := newSetup(t, obsclient.Options{PartSize: 5 * mib, PartJobs: 3})
+	mod := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	for name, size := range map[string]int{"small.bin": 100, "big.bin": 12*mib + 5} {
+		s.store.PutObject("bkt", name, randomBytes(size, 1), mod)
+		listed, err := s.store.Stat(context.Background(), "bkt", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.store.PutObject("bkt", name, randomBytes(size, 2), mod) // same size, other bytes
+		dst := filepath.Join(t.TempDir(), name)
+		plan := obsclient.Plan{Transfers: []obsclient.Transfer{{Op: obsclient.Download, Src: obsclient.Location{Bucket: "bkt", Key: name},
+			Dst: obsclient.Location{Path: dst}, Size: int64(size), ETag: listed.ETag}}}
+		_, err = s.client().Execute(context.Background(), plan, "downloaded", false)
+		if !errs.Is(err, errs.Conflict) || !strings.Contains(errs.UserMessage(err), "changed since it was listed") {
+			t.Errorf("%s: %v", name, err)
+		}
+		if _, serr := os.Stat(dst); serr == nil {
+			t.Errorf("%s: a file was written", name)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/dataset/format"
 	"github.com/atelier-dev/atelier/internal/obsurl"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // MaxLine is the longest line Decode reads, in bytes.
@@ -131,14 +132,25 @@ func ID(s *format.Sample) string {
 // size h.Lookup gives.
 func Encode(w io.Writer, h Header, samples []format.Sample) error {
 	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
+	var line bytes.Buffer
+	enc := json.NewEncoder(&line)
 	enc.SetEscapeHTML(false)
 	for i := range samples {
 		l, err := newLine(h, &samples[i])
 		if err != nil {
 			return fmt.Errorf("sample %d: %w", i+1, err)
 		}
+		line.Reset()
 		if err := enc.Encode(l); err != nil {
+			return err
+		}
+		// Decode refuses longer lines: a manifest that could not be read
+		// back is not written.
+		if line.Len()-1 > MaxLine {
+			return fmt.Errorf("sample %d (%s): its manifest line would be %d bytes, more than %d (too many boxes or labels, or inline text too long)",
+				i+1, text.Clip(l.Source, 100), line.Len()-1, MaxLine)
+		}
+		if _, err := bw.Write(line.Bytes()); err != nil {
 			return err
 		}
 	}

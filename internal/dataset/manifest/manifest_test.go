@@ -458,3 +458,15 @@ func TestHeaderSource(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeRefusesLinesDecodeCannotRead: a sample whose line would be
+// longer than MaxLine is an error of Encode, not a manifest that cannot
+// be read back.
+func TestEncodeRefusesLinesDecodeCannotRead(t *testing.T) {
+	var buf bytes.Buffer
+	long := format.Sample{Text: strings.Repeat("x", MaxLine), Labels: []string{"a"}}
+	err := Encode(&buf, Header{Type: format.TextClassification}, []format.Sample{{Text: "ok", Labels: []string{"a"}}, long})
+	if err == nil || !strings.Contains(err.Error(), "sample 2") || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("Encode of a too-long line: %v", err)
+	}
+}

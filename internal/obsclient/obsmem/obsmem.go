@@ -323,6 +323,11 @@ func (s *Store) Stat(ctx context.Context, bucketName, key string) (obsclient.Obj
 
 // Get implements obsclient.S3.
 func (s *Store) Get(ctx context.Context, bucketName, key string, offset, length int64) (io.ReadCloser, obsclient.Object, error) {
+	return s.GetMatch(ctx, bucketName, key, offset, length, "")
+}
+
+// GetMatch implements obsclient.MatchGetter.
+func (s *Store) GetMatch(ctx context.Context, bucketName, key string, offset, length int64, etag string) (io.ReadCloser, obsclient.Object, error) {
 	if err := s.begin(ctx, Call{Op: "Get", Bucket: bucketName, Key: key}); err != nil {
 		return nil, obsclient.Object{}, err
 	}
@@ -330,6 +335,9 @@ func (s *Store) Get(ctx context.Context, bucketName, key string, offset, length 
 	o, err := s.objectLocked(bucketName, key)
 	if err != nil {
 		return nil, obsclient.Object{}, err
+	}
+	if etag != "" && strings.Trim(etag, `"`) != strings.Trim(o.etag, `"`) {
+		return nil, obsclient.Object{}, obsclient.S3Error("PreconditionFailed", "", bucketName, key)
 	}
 	size := int64(len(o.data))
 	end := size
