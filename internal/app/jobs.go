@@ -30,7 +30,7 @@ func newJobService(ctx context.Context, cfg *config.Server, iso *isolation, stor
 	if err != nil {
 		return nil, errs.E(op, err)
 	}
-	system := &auth.Principal{User: admin, Method: "system", Subject: auth.Subject{Name: admin.Name, Admin: true}}
+	system := auth.SystemPrincipal(admin)
 	self, err := iso.runnerBinary()
 	if err != nil {
 		return nil, errs.E(op, errs.Internal, "cannot find the atelier binary for the runner", err)

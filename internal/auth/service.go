@@ -196,6 +196,24 @@ func userNotFound(op errs.Op, name string) error {
 		errs.Hint("`atelier user list` shows the users you can see"))
 }
 
+// SystemPrincipal is the platform acting as user u (the bootstrap admin):
+// an admin principal for the platform's own work, such as reading and
+// writing its bucket.
+func SystemPrincipal(u *meta.User) *Principal {
+	return &Principal{User: u, Method: "system", Subject: Subject{Name: u.Name, Admin: true}}
+}
+
+// LoadSystem reads the user named name and is SystemPrincipal of it.
+func LoadSystem(ctx context.Context, users interface {
+	GetUserByName(ctx context.Context, name string) (*meta.User, error)
+}, name string) (*Principal, error) {
+	u, err := users.GetUserByName(ctx, name)
+	if err != nil {
+		return nil, errs.E("auth.LoadSystem", errs.Internal, "the platform user "+name+" cannot be read", err)
+	}
+	return SystemPrincipal(u), nil
+}
+
 // PrincipalOf is the user with the id as a principal with its attached
 // policies, for work the platform does on the user's behalf after the
 // request that asked for it (making a dataset version): method names that

@@ -73,8 +73,7 @@ type Service struct {
 	o     Options
 	log   *slog.Logger
 
-	mu         sync.Mutex
-	system     *auth.Principal
+	mu         sync.Mutex              // guards the maps below and closed
 	running    map[string]*running     // version id → its creation
 	indexes    map[string]*sampleIndex // version id → its samples, for labeling
 	indexOrder []string                // the kept indexes, oldest first
@@ -112,18 +111,9 @@ func New(store Store, o *obs.Service, authz Authorizer, opt Options) *Service {
 
 // systemCaller is the platform acting on its own bucket.
 func (s *Service) systemCaller(ctx context.Context) (*obs.Caller, error) {
-	s.mu.Lock()
-	p := s.system
-	s.mu.Unlock()
-	if p == nil {
-		u, err := s.store.GetUserByName(ctx, s.o.SystemUser)
-		if err != nil {
-			return nil, errs.E("dataset.system", errs.Internal, "the platform user "+s.o.SystemUser+" cannot be read", err)
-		}
-		p = &auth.Principal{User: u, Method: "system", Subject: auth.Subject{Name: u.Name, Admin: true}}
-		s.mu.Lock()
-		s.system = p
-		s.mu.Unlock()
+	p, err := auth.LoadSystem(ctx, s.store, s.o.SystemUser)
+	if err != nil {
+		return nil, err
 	}
 	return obs.As(p), nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
@@ -98,8 +97,6 @@ type Service struct {
 	o     Options
 	log   *slog.Logger
 
-	mu     sync.Mutex
-	system *auth.Principal
 }
 
 // New builds the registry; jobs are the training jobs models are imported
@@ -128,18 +125,9 @@ func New(store Store, jobs Jobs, o *obs.Service, authz Authorizer, opt Options) 
 
 // systemCaller is the platform acting on its own bucket.
 func (s *Service) systemCaller(ctx context.Context) (*obs.Caller, error) {
-	s.mu.Lock()
-	p := s.system
-	s.mu.Unlock()
-	if p == nil {
-		u, err := s.store.GetUserByName(ctx, s.o.SystemUser)
-		if err != nil {
-			return nil, errs.E("model.system", errs.Internal, "the platform user "+s.o.SystemUser+" cannot be read", err)
-		}
-		p = &auth.Principal{User: u, Method: "system", Subject: auth.Subject{Name: u.Name, Admin: true}}
-		s.mu.Lock()
-		s.system = p
-		s.mu.Unlock()
+	p, err := auth.LoadSystem(ctx, s.store, s.o.SystemUser)
+	if err != nil {
+		return nil, err
 	}
 	return obs.As(p), nil
 }
