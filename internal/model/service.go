@@ -96,7 +96,6 @@ type Service struct {
 	authz Authorizer
 	o     Options
 	log   *slog.Logger
-
 }
 
 // New builds the registry; jobs are the training jobs models are imported
