@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -407,7 +408,11 @@ func (c *creation) run(ctx context.Context) error {
 	v.DraftLabels = relabelled
 	v.Findings, v.Errors, v.Warnings = apiFindings(findings)
 	if v.Errors > 0 {
-		return c.fail(ctx, fmt.Sprintf("validation found %s (and %s): the first is %s", text.Count(v.Errors, "error"),
+		found := "found"
+		if slices.ContainsFunc(findings, func(f format.Finding) bool { return f.Rule == format.RuleTooManyFindings }) {
+			found = "stopped counting at" // the findings were capped
+		}
+		return c.fail(ctx, fmt.Sprintf("validation %s %s (and %s): the first is %s", found, text.Count(v.Errors, "error"),
 			text.Count(v.Warnings, "warning"), v.Findings[0].Message))
 	}
 	c.phase.Store("writing")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 func pngFile(t *testing.T, w, h, seed int) []byte {
 	t.Helper()
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	img.Set(0, 0, color.RGBA{uint8(seed), uint8(seed >> 8), 3, 255})
+	img.Set(0, 0, color.RGBA{uint8(seed), uint8(seed >> 8), uint8(seed >> 16), 255})
 	var buf bytes.Buffer
 	if err := png.Encode(&buf, img); err != nil {
 		t.Fatal(err)
@@ -37,7 +38,7 @@ func imageFolder(t *testing.T, perClass int, classes ...string) string {
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(p, pngFile(t, 16, 12, ci*100+i), 0o644); err != nil {
+			if err := os.WriteFile(p, pngFile(t, 16, 12, ci*100_000+i), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -253,5 +254,51 @@ func TestDatasetAutolabelWithDeployedHandler(t *testing.T) {
 	mustJSON(t, s.must(nil, "dataset", "version", "shots", "--follow", "-o", "json"), &v2)
 	if v2.AnnotatedSampleCount != 2 || v2.PerClass["wide"] != 1 || v2.PerClass["tiny"] != 1 {
 		t.Errorf("v2: %+v", v2)
+	}
+}
+
+// TestDatasetVersionSurvivesKill9: a server killed with SIGKILL while it
+// makes a version resumes it after the restart and publishes it whole.
+func TestDatasetVersionSurvivesKill9(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	s := startServer(t, dataDir)
+	admin := []string{"ATELIER_CONFIG=" + filepath.Join(dataDir, "admin.yaml")}
+	run := func(s *server, args ...string) string {
+		t.Helper()
+		out, errOut, code := runCLI(t, admin, args...)
+		if code != 0 {
+			t.Fatalf("atelier %s: %d\n%s%s\nserver log:\n%s", strings.Join(args, " "), code, out, errOut, tail(s.log.String(), 3000))
+		}
+		return out
+	}
+	run(s, "obs", "mb", "obs://data")
+	run(s, "obs", "cp", "-r", imageFolder(t, 1500, "a", "b"), "obs://data/big/")
+	run(s, "dataset", "create", "--name", "big", "--type", "image_classification", "--source", "obs://data/big/")
+	for try := 1; ; try++ {
+		var v api.DatasetVersion
+		mustJSON(t, run(s, "dataset", "version", "big", "-o", "json"), &v)
+		if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-s.done
+		s.done <- nil
+		s = startServer(t, dataDir)
+		got := until(t, 60*time.Second, "the version is made after the restart", func() api.DatasetVersion {
+			var got api.DatasetVersion
+			mustJSON(t, run(s, "dataset", "get", "big", "--version", v.VersionName, "--no-check", "-o", "json"), &got)
+			return got
+		}, func(v api.DatasetVersion) bool { return v.Status != api.DatasetVersionCreating })
+		if got.Status != api.DatasetVersionPublished || got.TotalSampleCount != 3000 {
+			t.Fatalf("after the restart: %s, %d samples, %d errors: %s", got.Status, got.TotalSampleCount, got.Errors, got.FailureMessage)
+		}
+		if lines := strings.Count(run(s, "dataset", "manifest", "big", v.VersionName), "\n"); lines != 3000 {
+			t.Fatalf("the resumed version's manifest has %d lines", lines)
+		}
+		if got.Attempts == 2 && strings.Contains(s.log.String(), "resuming the creation of a dataset version") {
+			return // killed while creating, resumed, published whole
+		}
+		if try == 3 {
+			t.Fatalf("the version was always made before the kill landed (attempts %d)", got.Attempts)
+		}
 	}
 }
