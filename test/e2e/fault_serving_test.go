@@ -131,10 +131,15 @@ func TestServingPoisonRequestKillsOneInstance(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// Exactly one instance died, and it is the one replaced.
-	deaths := s.eventsMatching(v.ServiceID, regexp.MustCompile(`exited: the model server exited with code 7`))
+	// Exactly one instance died, and it is the one replaced. The event
+	// may be stored a moment after the replacement is seen ready.
+	deathRe := regexp.MustCompile(`exited: the model server exited with code 7`)
+	deaths := until(t, 10*time.Second, "the death of the poisoned instance is an event", func() []string {
+		return s.eventsMatching(v.ServiceID, deathRe)
+	}, func(d []string) bool { return len(d) > 0 })
 	if len(deaths) != 1 {
-		t.Fatalf("%d instances died on the poison request, want 1:\n%s", len(deaths), strings.Join(deaths, "\n"))
+		t.Fatalf("%d instances died on the poison request, want 1:\n%s\nevents:\n%s", len(deaths), strings.Join(deaths, "\n"),
+			s.must(nil, "service", "events", v.ServiceID))
 	}
 	var dead, alive string
 	for id := range before {
