@@ -494,7 +494,10 @@ func (c *Controller) applyReport(ctx context.Context, serviceID, instanceID stri
 	if err != nil || !ok {
 		return false, err
 	}
-	c.apply(ctx, r, &p, nil)
+	// The plan is stored: its events and clean-up happen even when the
+	// runner's call ends now (a runner that times out and retries finds
+	// the instance gone, and its first call's events would be lost).
+	c.apply(context.WithoutCancel(ctx), r, &p, nil)
 	return true, nil
 }
 

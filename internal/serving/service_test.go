@@ -1,15 +1,18 @@
 package serving
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
+	"github.com/atelier-dev/atelier/internal/meta/sqlite"
 	"github.com/atelier-dev/atelier/internal/serving/gateway"
 )
 
@@ -816,5 +819,54 @@ func TestStartHoldsTwoLocks(t *testing.T) {
 		}
 	case <-time.After(2 * time.Minute):
 		t.Fatal("deploy and start of 200 services did not end in 2 minutes: a start deadlocks on its own locks")
+	}
+}
+
+// cancelOnUpdate is the store whose UpdateService ends the caller's
+// context once the record is written: a runner whose report call times
+// out just after the server stored its consequences.
+type cancelOnUpdate struct {
+	*sqlite.Store
+	mu     sync.Mutex
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnUpdate) UpdateService(ctx context.Context, r *meta.ServiceRecord) error {
+	err := c.Store.UpdateService(ctx, r)
+	c.mu.Lock()
+	if c.cancel != nil {
+		c.cancel()
+		c.cancel = nil
+	}
+	c.mu.Unlock()
+	return err
+}
+
+// TestReportEventsSurviveTheCallersEnd: an instance's end is stored
+// together with its replacement, and its event is recorded even when the
+// runner's call ends right after the store write (CI saw the replacement
+// start with no "exited … restarting" event).
+func TestReportEventsSurviveTheCallersEnd(t *testing.T) {
+	e := newEnv(t)
+	id := e.deploy(api.DeployRequest{ServiceName: "s", Config: one("m1", 2)}).ServiceID
+	e.tick()
+	e.readyAll(id, 42000)
+	e.clock.add(2 * time.Minute)
+	victim := e.instances(id, PhaseReady)[0]
+	tok := e.token(id, victim.InstanceID)
+	wrapped := &cancelOnUpdate{Store: e.store}
+	_, ir, _ := New(wrapped, e.models, e.creds, fakeAuthz{}, e.exec, e.router, e.admin, Options{
+		Flavors: []api.Flavor{{ID: "cpu.1", CPU: 1, PricePerHour: 0.5}}, Engines: []api.Engine{{Name: "python3", Python: "/usr/bin/python3"}},
+		Sandbox: "none", DataDir: "/data", WorkDir: e.work, ServerURL: "http://127.0.0.1:8080/", S3Endpoint: "http://127.0.0.1:9000",
+		Region: "r1", RunnerArgv0: "/bin/atelier", Now: e.clock.Now, Drain: time.Second, Wakeup: NewWakeup(),
+	})
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	wrapped.cancel = cancel
+	if _, err := ir.RunnerInstanceStatus(ctx, victim.InstanceID, tok, &api.InstanceReport{Phase: PhaseExited, Message: "exit code 7"}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := e.events(id); !strings.Contains(ev, "instance "+victim.InstanceID+" of model m1 exited: exit code 7; restarting in") {
+		t.Errorf("the end's event was lost with the caller's context:\n%s", ev)
 	}
 }
