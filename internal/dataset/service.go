@@ -594,28 +594,7 @@ func (s *Service) removePrefix(ctx context.Context, prefix string) error {
 	if err != nil {
 		return err
 	}
-	for {
-		res, err := s.obs.ListObjects(ctx, sys, obs.SystemBucket, obs.ListOptions{Prefix: prefix, MaxKeys: obs.DefaultMaxKeys, V2: true})
-		if err != nil {
-			return err
-		}
-		if len(res.Objects) == 0 {
-			return nil
-		}
-		keys := make([]string, len(res.Objects))
-		for i, o := range res.Objects {
-			keys[i] = o.Key
-		}
-		results, err := s.obs.DeleteObjects(ctx, sys, obs.SystemBucket, keys)
-		if err != nil {
-			return err
-		}
-		for _, r := range results {
-			if r.Err != nil && !errs.Is(r.Err, errs.NotFound) {
-				return r.Err
-			}
-		}
-	}
+	return s.obs.DeletePrefix(ctx, sys, obs.SystemBucket, prefix)
 }
 
 // datasetLock serialises the changes of one dataset's draft labels.

@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -94,7 +95,7 @@ func (s *Service) verify(ctx context.Context, r *meta.DatasetRecord, vr *meta.Da
 		return nil, err
 	}
 	var lines []manifest.Line
-	if err := manifest.Decode(strings.NewReader(string(data)), func(_ int, l *manifest.Line) error {
+	if err := manifest.Decode(bytes.NewReader(data), func(_ int, l *manifest.Line) error {
 		lines = append(lines, *l)
 		return nil
 	}); err != nil {

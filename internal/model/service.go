@@ -300,34 +300,14 @@ func (s *Service) Delete(ctx context.Context, p *auth.Principal, id string) erro
 
 // removeFiles deletes the registry directory of a version.
 func (s *Service) removeFiles(ctx context.Context, id string) error {
-	const op errs.Op = "model.removeFiles"
 	sys, err := s.systemCaller(ctx)
 	if err != nil {
 		return err
 	}
-	prefix := RegistryPrefix + id + "/"
-	for {
-		res, err := s.obs.ListObjects(ctx, sys, SystemBucket, obs.ListOptions{Prefix: prefix, MaxKeys: obs.DefaultMaxKeys, V2: true})
-		if err != nil {
-			return errs.E(op, err)
-		}
-		if len(res.Objects) == 0 {
-			return nil
-		}
-		keys := make([]string, len(res.Objects))
-		for i, o := range res.Objects {
-			keys[i] = o.Key
-		}
-		results, err := s.obs.DeleteObjects(ctx, sys, SystemBucket, keys)
-		if err != nil {
-			return errs.E(op, err)
-		}
-		for _, r := range results {
-			if r.Err != nil && !errs.Is(r.Err, errs.NotFound) {
-				return errs.E(op, r.Err)
-			}
-		}
+	if err := s.obs.DeletePrefix(ctx, sys, SystemBucket, RegistryPrefix+id+"/"); err != nil {
+		return errs.E("model.removeFiles", err)
 	}
+	return nil
 }
 
 // AIEngineRuntimes is the ModelArts-shaped list of the runtimes of every

@@ -446,3 +446,32 @@ func (s *Service) openSource(ctx context.Context, op errs.Op, bucket, key string
 	}
 	return src, n, body, nil
 }
+
+// DeletePrefix deletes every object of bucket whose key starts with
+// prefix, a page of the listing at a time, as c; a key already gone is no
+// error. Platform components use it to remove what they wrote under a
+// prefix of their bucket (a model version's copy, a dataset's manifests).
+func (s *Service) DeletePrefix(ctx context.Context, c *Caller, bucket, prefix string) error {
+	for {
+		res, err := s.ListObjects(ctx, c, bucket, ListOptions{Prefix: prefix, MaxKeys: DefaultMaxKeys, V2: true})
+		if err != nil {
+			return err
+		}
+		if len(res.Objects) == 0 {
+			return nil
+		}
+		keys := make([]string, len(res.Objects))
+		for i, o := range res.Objects {
+			keys[i] = o.Key
+		}
+		results, err := s.DeleteObjects(ctx, c, bucket, keys)
+		if err != nil {
+			return err
+		}
+		for _, r := range results {
+			if r.Err != nil && !errs.Is(r.Err, errs.NotFound) {
+				return r.Err
+			}
+		}
+	}
+}
