@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
@@ -109,23 +108,7 @@ func (s *Store) ListDatasets(ctx context.Context, f meta.DatasetFilter, opts met
 		conds = append(conds, `LOWER(name) LIKE ? ESCAPE '!'`)
 		args = append(args, containsPattern(f.NameLike))
 	}
-	where := ""
-	if len(conds) > 0 {
-		where = ` WHERE ` + strings.Join(conds, ` AND `)
-	}
-	var out []*meta.DatasetRecord
-	var total int
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		if err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM datasets`+where, args...).Scan(&total); err != nil {
-			return err
-		}
-		var err error
-		out, err = listIn(ctx, s, tx, scanDataset,
-			`SELECT `+datasetColumns+` FROM datasets`+where+`
-			ORDER BY create_time DESC NULLS LAST, id DESC `+limitArg+` OFFSET ?`,
-			append(args, opts.Limit, opts.Offset)...)
-		return err
-	})
+	out, total, err := newestPage(ctx, s, "datasets", datasetColumns, conds, args, opts, scanDataset)
 	if err != nil {
 		return nil, 0, s.wrap(op, err)
 	}

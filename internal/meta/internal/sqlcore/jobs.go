@@ -134,27 +134,11 @@ func (s *Store) ListJobs(ctx context.Context, f meta.JobFilter, opts meta.ListOp
 		conds = append(conds, `LOWER(name) LIKE ? ESCAPE '!'`)
 		args = append(args, containsPattern(f.NameLike))
 	}
-	where := ""
-	if len(conds) > 0 {
-		where = ` WHERE ` + strings.Join(conds, ` AND `)
-	}
-	var jobs []*meta.JobRecord
-	var total int
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		if err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM jobs`+where, args...).Scan(&total); err != nil {
-			return err
-		}
-		var err error
-		jobs, err = listIn(ctx, s, tx, scanJob,
-			`SELECT `+jobColumns+` FROM jobs`+where+`
-			ORDER BY create_time DESC NULLS LAST, id DESC `+limitArg+` OFFSET ?`,
-			append(args, opts.Limit, opts.Offset)...)
-		return err
-	})
+	out, total, err := newestPage(ctx, s, "jobs", jobColumns, conds, args, opts, scanJob)
 	if err != nil {
 		return nil, 0, s.wrap(op, err)
 	}
-	return jobs, total, nil
+	return out, total, nil
 }
 
 // containsPattern is the LIKE pattern, with escape character '!', that

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
@@ -102,27 +101,11 @@ func (s *Store) ListModels(ctx context.Context, f meta.ModelFilter, opts meta.Li
 		conds = append(conds, `LOWER(name) LIKE ? ESCAPE '!'`)
 		args = append(args, containsPattern(f.NameLike))
 	}
-	where := ""
-	if len(conds) > 0 {
-		where = ` WHERE ` + strings.Join(conds, ` AND `)
-	}
-	var models []*meta.ModelRecord
-	var total int
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		if err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM models`+where, args...).Scan(&total); err != nil {
-			return err
-		}
-		var err error
-		models, err = listIn(ctx, s, tx, scanModel,
-			`SELECT `+modelColumns+` FROM models`+where+`
-			ORDER BY create_time DESC NULLS LAST, id DESC `+limitArg+` OFFSET ?`,
-			append(args, opts.Limit, opts.Offset)...)
-		return err
-	})
+	out, total, err := newestPage(ctx, s, "models", modelColumns, conds, args, opts, scanModel)
 	if err != nil {
 		return nil, 0, s.wrap(op, err)
 	}
-	return models, total, nil
+	return out, total, nil
 }
 
 // UpdateModel replaces the status and the record of the version r.ID;

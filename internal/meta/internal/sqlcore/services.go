@@ -125,23 +125,7 @@ func (s *Store) ListServices(ctx context.Context, f meta.ServiceFilter, opts met
 		conds = append(conds, `LOWER(name) LIKE ? ESCAPE '!'`)
 		args = append(args, containsPattern(f.NameLike))
 	}
-	where := ""
-	if len(conds) > 0 {
-		where = ` WHERE ` + strings.Join(conds, ` AND `)
-	}
-	var out []*meta.ServiceRecord
-	var total int
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		if err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM services`+where, args...).Scan(&total); err != nil {
-			return err
-		}
-		var err error
-		out, err = listIn(ctx, s, tx, scanService,
-			`SELECT `+serviceColumns+` FROM services`+where+`
-			ORDER BY create_time DESC NULLS LAST, id DESC `+limitArg+` OFFSET ?`,
-			append(args, opts.Limit, opts.Offset)...)
-		return err
-	})
+	out, total, err := newestPage(ctx, s, "services", serviceColumns, conds, args, opts, scanService)
 	if err != nil {
 		return nil, 0, s.wrap(op, err)
 	}

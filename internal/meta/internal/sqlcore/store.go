@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -310,4 +312,31 @@ func required(op errs.Op, pairs ...string) error {
 		}
 	}
 	return nil
+}
+
+// newestPage reads a page of the rows of table that conds select (joined
+// by AND, with args for their placeholders), newest first — creation time
+// descending with the zero time last, then id descending — and their
+// total count, in one read-only transaction so that both are one snapshot.
+// opts must be normalised.
+func newestPage[T any](ctx context.Context, s *Store, table, columns string, conds []string, args []any, opts meta.ListOptions,
+	scan func(scanner) (T, error)) ([]T, int, error) {
+	where := ""
+	if len(conds) > 0 {
+		where = ` WHERE ` + strings.Join(conds, ` AND `)
+	}
+	var out []T
+	var total int
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		if err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM `+table+where, args...).Scan(&total); err != nil {
+			return err
+		}
+		var err error
+		out, err = listIn(ctx, s, tx, scan,
+			`SELECT `+columns+` FROM `+table+where+`
+			ORDER BY create_time DESC NULLS LAST, id DESC `+limitArg+` OFFSET ?`,
+			append(slices.Clip(args), opts.Limit, opts.Offset)...)
+		return err
+	})
+	return out, total, err
 }
