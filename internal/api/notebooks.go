@@ -129,12 +129,6 @@ type NotebookLeaseRequest struct {
 	Type     string `json:"type,omitempty"`
 }
 
-// NotebookList is a page of notebooks.
-type NotebookList struct {
-	Notebooks []Notebook `json:"notebooks"`
-	Total     int        `json:"total"`
-}
-
 // ExtendNotebookRequest is the body of PATCH /api/v1/notebooks/{id}/lease:
 // keep it from an idle stop for Duration (ms, as in ModelArts) or For
 // ("2h").
@@ -157,12 +151,6 @@ type NotebookEvent struct {
 	Level   string `json:"level"`
 	Source  string `json:"source"`
 	Message string `json:"message"`
-}
-
-// NotebookEventList is a page of a notebook's events.
-type NotebookEventList struct {
-	Events []NotebookEvent `json:"events"`
-	Total  int             `json:"total"`
 }
 
 // RunnerNotebook is what the runner of a notebook needs (GET

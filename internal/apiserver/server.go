@@ -40,6 +40,8 @@ type Deps struct {
 	InstanceRunners InstanceRunners // the runner protocol of service instances
 	Models          Models          // nil: the model registry disabled
 	Datasets        Datasets        // nil: datasets disabled
+	Notebooks       Notebooks       // nil: notebooks disabled
+	NotebookRunners NotebookRunners // the runner protocol of notebooks
 	Gateway         http.Handler    // serves /v1/infers/ and /v2/; nil: none
 	Capacity        Capacity        // GET /api/v1/capacity; nil: not enabled
 	MaxBody         int64           // 0 = DefaultMaxBody
@@ -117,6 +119,7 @@ func (s *Server) routeTable() []route {
 	rt = append(rt, s.jobRoutes()...)
 	rt = append(rt, s.modelRoutes()...)
 	rt = append(rt, s.datasetRoutes()...)
+	rt = append(rt, s.notebookRoutes()...)
 	rt = append(rt, s.capacityRoutes()...)
 	return append(rt, s.serviceRoutes()...)
 }

@@ -43,6 +43,7 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 		newModelCmd(a),
 		newDatasetCmd(a),
 		newServiceCmd(a),
+		newNotebookCmd(a),
 		newUsageCmd(a),
 		newCapacityCmd(a),
 	)

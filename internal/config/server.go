@@ -38,10 +38,13 @@ const (
 // Server is the server configuration. The file keys are the json tags; the
 // fields without a tag come from command-line flags only.
 type Server struct {
-	DataDir  string `json:"-"` // --data-dir
-	Listen   string `json:"-"` // --listen
-	S3Listen string `json:"-"` // --s3-listen
-	MetaDSN  string `json:"-"` // --meta; "" = SQLite in DataDir
+	DataDir string `json:"-"` // --data-dir
+	Listen  string `json:"-"` // --listen
+	// NotebookListen is the notebook proxy's own listener (its own
+	// origin, never the console's or the REST API's).
+	NotebookListen string `json:"-"` // --notebook-listen
+	S3Listen       string `json:"-"` // --s3-listen
+	MetaDSN        string `json:"-"` // --meta; "" = SQLite in DataDir
 
 	Region       string   `json:"region,omitempty"`
 	S3Domain     string   `json:"s3_domain,omitempty"`
@@ -52,6 +55,8 @@ type Server struct {
 	Flavors      []Flavor `json:"flavors,omitempty"`
 	Engines      []Engine `json:"engines,omitempty"`
 	Quotas       Quotas   `json:"quotas,omitempty"`
+	// Notebooks are the defaults and limits of notebooks.
+	Notebooks Notebooks `json:"notebooks,omitempty"`
 	// Capacity declares the machine: each key set replaces what is
 	// detected (Machine).
 	Capacity Capacity `json:"capacity,omitempty"`
@@ -150,6 +155,26 @@ type Quotas struct {
 	JobsPerUser int `json:"jobs_per_user,omitempty"`
 	// ServicesPerUser: running services (deploy and start refuse more).
 	ServicesPerUser int `json:"services_per_user,omitempty"`
+	// NotebooksPerUser: notebooks that are not stopped (create and start
+	// refuse more).
+	NotebooksPerUser int `json:"notebooks_per_user,omitempty"`
+}
+
+// Notebooks are the defaults and limits of notebooks (key `notebooks`).
+type Notebooks struct {
+	// IdleStop is the default idle stop of a new notebook (default 60m;
+	// "0s" never).
+	IdleStop *Duration `json:"idle_stop,omitempty"`
+	// IdleWarning is how long before an idle or max-runtime stop the
+	// warning event comes (default 10m, at most half the idle stop).
+	IdleWarning Duration `json:"idle_warning,omitempty"`
+	// IdleCPUThreshold is the share of its CPU request above which a
+	// notebook counts as active (default 0.05).
+	IdleCPUThreshold float64 `json:"idle_cpu_threshold,omitempty"`
+	// Volume is the default volume size (default 5GiB); MaxVolume the
+	// largest one may ask (default 100GiB).
+	Volume    Bytes `json:"volume,omitempty"`
+	MaxVolume Bytes `json:"max_volume,omitempty"`
 }
 
 // Defaults of the server configuration.
@@ -170,6 +195,14 @@ const (
 	DefaultOvercommitMemory = 1.0
 	// DefaultSandboxUser is the account user code runs as on a root server.
 	DefaultSandboxUser = "atelier"
+	// DefaultNotebookListen is the notebook proxy's listener.
+	DefaultNotebookListen = "127.0.0.1:8888"
+	// Notebook defaults (key notebooks).
+	DefaultNotebookIdleStop    = time.Hour
+	DefaultNotebookIdleWarning = 10 * time.Minute
+	DefaultNotebookIdleCPU     = 0.05
+	DefaultNotebookVolume      = 5 << 30
+	DefaultNotebookMaxVolume   = 100 << 30
 )
 
 // DefaultDataDir is ~/.atelier for the given home directory.
@@ -258,6 +291,23 @@ func (c *Server) ApplyDefaults(m Machine) {
 	}
 	if c.Overcommit.CPU == 0 {
 		c.Overcommit.CPU = DefaultOvercommitCPU
+	}
+	nb := &c.Notebooks
+	if nb.IdleStop == nil {
+		d := Duration(DefaultNotebookIdleStop)
+		nb.IdleStop = &d
+	}
+	if nb.IdleWarning == 0 {
+		nb.IdleWarning = Duration(DefaultNotebookIdleWarning)
+	}
+	if nb.IdleCPUThreshold == 0 {
+		nb.IdleCPUThreshold = DefaultNotebookIdleCPU
+	}
+	if nb.Volume == 0 {
+		nb.Volume = DefaultNotebookVolume
+	}
+	if nb.MaxVolume == 0 {
+		nb.MaxVolume = DefaultNotebookMaxVolume
 	}
 	if c.Overcommit.Memory == 0 {
 		c.Overcommit.Memory = DefaultOvercommitMemory
@@ -393,7 +443,16 @@ func (c *Server) Validate() error {
 		}
 		seen[e.Name] = true
 	}
-	if c.Quotas.JobsPerUser < 0 || c.Quotas.ServicesPerUser < 0 {
+	if nb := c.Notebooks; (nb.IdleStop != nil && *nb.IdleStop < 0) || nb.IdleWarning < 0 {
+		return invalid("notebooks", "idle_stop and idle_warning must not be negative")
+	}
+	if nb := c.Notebooks; nb.IdleCPUThreshold < 0 || nb.IdleCPUThreshold > 1 || math.IsNaN(nb.IdleCPUThreshold) {
+		return invalid("notebooks.idle_cpu_threshold", "%v is not a share between 0 and 1 of a notebook's CPU request", nb.IdleCPUThreshold)
+	}
+	if nb := c.Notebooks; nb.Volume < 0 || nb.MaxVolume < 0 || (nb.MaxVolume > 0 && nb.Volume > nb.MaxVolume) {
+		return invalid("notebooks.volume", "must not be negative nor larger than notebooks.max_volume")
+	}
+	if c.Quotas.JobsPerUser < 0 || c.Quotas.ServicesPerUser < 0 || c.Quotas.NotebooksPerUser < 0 {
 		return invalid("quotas", "must not be negative (0 means unlimited)")
 	}
 	if c.Capacity.CPU < 0 || c.Capacity.Memory < 0 || c.Capacity.GPU < 0 || math.IsNaN(c.Capacity.CPU) || math.IsInf(c.Capacity.CPU, 0) {

@@ -1,0 +1,17 @@
+package notebook
+
+import "github.com/atelier-dev/atelier/internal/errs"
+
+// Error codes of notebooks (ATL.NB.0001–0049; the proxy's are 0100–0149).
+const (
+	CodeNotFound    errs.Code = "ATL.NB.0001" // no notebook has the id or name (or the caller may not see it)
+	CodeInvalid     errs.Code = "ATL.NB.0002" // a field of the request is invalid
+	CodeDuplicate   errs.Code = "ATL.NB.0003" // the caller already has a notebook with the name
+	CodeQuota       errs.Code = "ATL.NB.0004" // notebooks_per_user reached
+	CodeState       errs.Code = "ATL.NB.0005" // the operation does not fit the notebook's status
+	CodeFlavor      errs.Code = "ATL.NB.0006" // unknown flavor, or one the machine can never hold
+	CodeEngine      errs.Code = "ATL.NB.0007" // unknown engine
+	CodeRunnerToken errs.Code = "ATL.NB.0008" // a runner call whose token is not the notebook's current runner's
+	CodeSandbox     errs.Code = "ATL.NB.0009" // the configured sandbox cannot run here
+	CodeReport      errs.Code = "ATL.NB.0010" // a runner report that is not valid
+)
