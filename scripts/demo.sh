@@ -67,7 +67,7 @@ engines:
   - {name: pytorch, python: $py}
   - {name: python3, python: $py}
 YAML
-"$bin" server --data-dir "$data" --config "$data/server.yaml" --listen 127.0.0.1:0 --s3-listen 127.0.0.1:0 >"$log" 2>&1 &
+"$bin" server --data-dir "$data" --config "$data/server.yaml" --listen 127.0.0.1:0 --s3-listen 127.0.0.1:0 --notebook-listen 127.0.0.1:0 >"$log" 2>&1 &
 pid=$!
 for _ in $(seq 1 200); do
   if [ -f "$data/admin.yaml" ]; then

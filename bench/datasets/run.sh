@@ -62,7 +62,7 @@ fi
 command -v aws >/dev/null || { echo "bench/datasets: awscli is missing (apt-get install awscli)" >&2; exit 1; }
 
 log "starting atelier server"
-"$ATL" server --data-dir "$WORK/atelier" --listen 127.0.0.1:0 --s3-listen 127.0.0.1:0 >"$WORK/server.log" 2>&1 &
+"$ATL" server --data-dir "$WORK/atelier" --listen 127.0.0.1:0 --s3-listen 127.0.0.1:0 --notebook-listen 127.0.0.1:0 >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 1 200); do
 	if [[ -f $WORK/atelier/admin.yaml ]]; then

@@ -68,7 +68,7 @@ start() {
 	local name=$1 bin=$2 dir=$WORK/$1 i api
 	mkdir -p "$dir/data"
 	printf 'sandbox: %s\n' "$SANDBOX" >"$dir/server.yaml"
-	"$bin" server --data-dir "$dir/data" --listen 127.0.0.1:0 --s3-listen 127.0.0.1:0 --config "$dir/server.yaml" >"$dir/server.log" 2>&1 &
+	"$bin" server --data-dir "$dir/data" --listen 127.0.0.1:0 --s3-listen 127.0.0.1:0 --notebook-listen 127.0.0.1:0 --config "$dir/server.yaml" >"$dir/server.log" 2>&1 &
 	PID[$name]=$!
 	for i in $(seq 1 300); do
 		if [[ -f $dir/data/admin.yaml ]]; then

@@ -136,7 +136,7 @@ start_server() {
 	if [ "${ENGINE_PYTHON:-}" != detect ]; then
 		printf 'engines:\n  - {name: python3, python: %s}\n' "$(readlink -f "${ENGINE_PYTHON:-/usr/bin/python3}")" >>"$WORK/atelier.yaml"
 	fi
-	"$ATL" server --data-dir "$WORK/atelier" --listen 127.0.0.1:0 --s3-listen 127.0.0.1:0 \
+	"$ATL" server --data-dir "$WORK/atelier" --listen 127.0.0.1:0 --s3-listen 127.0.0.1:0 --notebook-listen 127.0.0.1:0 \
 		--config "$WORK/atelier.yaml" >"$WORK/atelier.log" 2>&1 &
 	SERVER_PID=$!
 	local i api

@@ -140,7 +140,7 @@ log "disk: write $DD_W MiB/s, read $DD_R MiB/s (caches dropped: $CAN_DROP)"
 # ---------------------------------------------------------------- servers
 log "starting atelier"
 mkdir -p "$WORK/atelier"
-"$ATL" server --data-dir "$WORK/atelier" --listen 127.0.0.1:0 --s3-listen 127.0.0.1:0 >"$WORK/atelier.log" 2>&1 &
+"$ATL" server --data-dir "$WORK/atelier" --listen 127.0.0.1:0 --s3-listen 127.0.0.1:0 --notebook-listen 127.0.0.1:0 >"$WORK/atelier.log" 2>&1 &
 PID[atelier]=$!
 PIDS+=("${PID[atelier]}")
 for i in $(seq 1 300); do
@@ -512,7 +512,7 @@ wtable() {
 	echo
 	echo '```sh'
 	echo "# servers (data dirs side by side under bench/.work/run-*/)"
-	echo "bench/.bin/atelier server --data-dir \$W/atelier --listen 127.0.0.1:0 --s3-listen 127.0.0.1:0"
+	echo "bench/.bin/atelier server --data-dir \$W/atelier --listen 127.0.0.1:0 --s3-listen 127.0.0.1:0 --notebook-listen 127.0.0.1:0"
 	echo "MINIO_ROOT_USER=benchadmin MINIO_ROOT_PASSWORD=… $MINIO_BIN server \$W/minio --address 127.0.0.1:\$PORT --console-address 127.0.0.1:\$PORT2"
 	echo "# disk"
 	echo "dd if=/dev/zero of=\$W/dd.bin bs=1M count=$DD_MIB conv=fsync; echo 3 > /proc/sys/vm/drop_caches; dd if=\$W/dd.bin of=/dev/null bs=1M"

@@ -15,7 +15,7 @@ import (
 // newServerCmd is `atelier server`.
 func newServerCmd() *cobra.Command {
 	var (
-		dataDir, listen, s3Listen, configFile, metaDSN, s3Domain string
+		dataDir, listen, s3Listen, nbListen, configFile, metaDSN, s3Domain string
 		logLevel, logFormat                                      string
 	)
 	cmd := &cobra.Command{
@@ -42,7 +42,7 @@ Its keys never change; its endpoints follow the listen addresses.`,
 				}
 				dataDir = config.DefaultDataDir(home)
 			}
-			cfg := &config.Server{DataDir: dataDir, Listen: listen, S3Listen: s3Listen, MetaDSN: metaDSN}
+			cfg := &config.Server{DataDir: dataDir, Listen: listen, S3Listen: s3Listen, NotebookListen: nbListen, MetaDSN: metaDSN}
 			if configFile != "" {
 				if err := cfg.LoadFile(configFile); err != nil {
 					return err
@@ -63,6 +63,7 @@ Its keys never change; its endpoints follow the listen addresses.`,
 	f.StringVar(&dataDir, "data-dir", "", "data directory (default ~/.atelier)")
 	f.StringVar(&listen, "listen", config.DefaultListen, "REST API address HOST:PORT (port 0 picks a free one)")
 	f.StringVar(&s3Listen, "s3-listen", config.DefaultS3Listen, "S3 API address HOST:PORT")
+	f.StringVar(&nbListen, "notebook-listen", config.DefaultNotebookListen, "notebook proxy address HOST:PORT: Jupyter is served there, on its own origin")
 	f.StringVar(&s3Domain, "s3-domain", "", "DNS name for virtual-host-style S3 addressing (bucket.DOMAIN); overrides s3_domain in --config")
 	f.StringVar(&configFile, "config", "", "server config file (YAML)")
 	f.StringVar(&metaDSN, "meta", "", "metadata store: postgres://… (default: SQLite in the data dir)")

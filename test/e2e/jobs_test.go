@@ -467,7 +467,7 @@ func TestJobSurvivesServerRestart(t *testing.T) {
 	dir := t.TempDir()
 	cfgFile := writeJobConfig(t, t.TempDir(), py, "")
 	api1, s3a := freeAddr(t), freeAddr(t)
-	args := []string{"--config", cfgFile, "--listen", api1, "--s3-listen", s3a}
+	args := []string{"--config", cfgFile, "--listen", api1, "--s3-listen", s3a, "--notebook-listen", "127.0.0.1:0"}
 	s := &jobServer{server: startServer(t, dir, args...), py: py}
 	s.must(nil, "obs", "mb", "obs://bkt")
 	script := "import time\nfor i in range(40):\n    print('line', i, flush=True)\n    time.sleep(0.15)\nprint('done')\n"

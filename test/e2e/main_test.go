@@ -83,7 +83,7 @@ type server struct {
 // until /healthz answers at the endpoint admin.yaml names.
 func startServer(t *testing.T, dataDir string, extra ...string) *server {
 	t.Helper()
-	args := append([]string{"server", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--s3-listen", "127.0.0.1:0"}, extra...)
+	args := append([]string{"server", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--s3-listen", "127.0.0.1:0", "--notebook-listen", "127.0.0.1:0"}, extra...)
 	passable(t, dataDir)
 	s := &server{t: t, dataDir: dataDir, log: &syncBuffer{}, done: make(chan error, 1)}
 	s.cmd = exec.Command(bin, args...)

@@ -247,7 +247,7 @@ func TestRestartKeepsKeys(t *testing.T) {
 func runServerExpectFailure(t *testing.T, args ...string) (string, time.Duration) {
 	t.Helper()
 	start := time.Now()
-	cmd := exec.Command(bin, append([]string{"server", "--listen", "127.0.0.1:0", "--s3-listen", "127.0.0.1:0"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"server", "--listen", "127.0.0.1:0", "--s3-listen", "127.0.0.1:0", "--notebook-listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env = cleanEnv()
 	done := make(chan struct{})
 	var out []byte
@@ -326,7 +326,7 @@ func TestSecondServerRefused(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
 	first := startServer(t, dataDir)
 	pid := strconv.Itoa(first.cmd.Process.Pid)
-	out, _ := runServerExpectFailure(t, "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--s3-listen", "127.0.0.1:0")
+	out, _ := runServerExpectFailure(t, "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--s3-listen", "127.0.0.1:0", "--notebook-listen", "127.0.0.1:0")
 	for _, w := range []string{"ATL.SRV.0004", "in use by atelier server pid " + pid, "hint"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("second server on the data dir: output lacks %q:\n%s", w, out)
@@ -334,7 +334,7 @@ func TestSecondServerRefused(t *testing.T) {
 	}
 	db := filepath.Join(t.TempDir(), "meta.db")
 	sq := startServer(t, filepath.Join(t.TempDir(), "d1"), "--meta", "sqlite://"+db)
-	out, _ = runServerExpectFailure(t, "--data-dir", filepath.Join(t.TempDir(), "d2"), "--meta", "sqlite://"+db, "--listen", "127.0.0.1:0", "--s3-listen", "127.0.0.1:0")
+	out, _ = runServerExpectFailure(t, "--data-dir", filepath.Join(t.TempDir(), "d2"), "--meta", "sqlite://"+db, "--listen", "127.0.0.1:0", "--s3-listen", "127.0.0.1:0", "--notebook-listen", "127.0.0.1:0")
 	if !strings.Contains(out, "ATL.SRV.0004") || !strings.Contains(out, "pid "+strconv.Itoa(sq.cmd.Process.Pid)) {
 		t.Errorf("second server on the SQLite database: %s", out)
 	}
@@ -347,7 +347,7 @@ func TestSecondServerRefused(t *testing.T) {
 	}
 	pg := freshDatabase(t, dsn)
 	pgFirst := startServer(t, filepath.Join(t.TempDir(), "p1"), "--meta", pg)
-	out, _ = runServerExpectFailure(t, "--data-dir", filepath.Join(t.TempDir(), "p2"), "--meta", pg, "--listen", "127.0.0.1:0", "--s3-listen", "127.0.0.1:0")
+	out, _ = runServerExpectFailure(t, "--data-dir", filepath.Join(t.TempDir(), "p2"), "--meta", pg, "--listen", "127.0.0.1:0", "--s3-listen", "127.0.0.1:0", "--notebook-listen", "127.0.0.1:0")
 	if !strings.Contains(out, "ATL.SRV.0004") || !strings.Contains(out, "pid "+strconv.Itoa(pgFirst.cmd.Process.Pid)) {
 		t.Errorf("second server on the PostgreSQL database: %s", out)
 	}

@@ -686,7 +686,7 @@ func TestServiceStopAfterAndRestart(t *testing.T) {
 	dir := t.TempDir()
 	cfgFile := writeJobConfig(t, t.TempDir(), py, "")
 	apiAddr, s3Addr := freeAddr(t), freeAddr(t)
-	args := []string{"--config", cfgFile, "--listen", apiAddr, "--s3-listen", s3Addr}
+	args := []string{"--config", cfgFile, "--listen", apiAddr, "--s3-listen", s3Addr, "--notebook-listen", "127.0.0.1:0"}
 	s := &svcServer{jobServer: &jobServer{server: startServer(t, dir, args...), py: py}}
 	s.must(nil, "obs", "mb", "obs://models")
 	model := s.echoModel("echo", "1.0.0")
