@@ -199,6 +199,7 @@ type Store interface {
 	Models
 	Datasets
 	DatasetLabels
+	Notebooks
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 	// Close releases the store's connections.

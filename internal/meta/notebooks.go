@@ -60,7 +60,8 @@ type Notebooks interface {
 	// total.
 	ListNotebooks(ctx context.Context, f NotebookFilter, opts ListOptions) ([]*NotebookRecord, int, error)
 	// CountNotebooks counts the owner's notebooks whose status is one of
-	// statuses (every status when empty).
+	// statuses (every status when empty); ownerID "" counts those of every
+	// owner, as in NotebookFilter.
 	CountNotebooks(ctx context.Context, ownerID string, statuses []string) (int, error)
 	// UpdateNotebook replaces every field of the notebook r.ID except its
 	// creation time, if its stored version is still r.Version; it then

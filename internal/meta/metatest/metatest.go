@@ -121,6 +121,17 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"DatasetUpdateDelete", testDatasetUpdateDelete},
 		{"ConcurrentDatasetVersions", testConcurrentDatasetVersions},
 		{"DatasetLabels", testDatasetLabels},
+
+		{"NotebookRoundTrip", testNotebookRoundTrip},
+		{"NotebookExists", testNotebookExists},
+		{"NotebookInvalid", testNotebookInvalid},
+		{"NotebookNotFound", testNotebookNotFound},
+		{"NotebookList", testNotebookList},
+		{"NotebookCount", testNotebookCount},
+		{"NotebookUpdate", testNotebookUpdate},
+		{"ConcurrentUpdateNotebook", testConcurrentUpdateNotebook},
+		{"DeleteNotebookCascade", testDeleteNotebookCascade},
+		{"NotebookEvents", testNotebookEvents},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -314,6 +325,7 @@ func testClose(t *testing.T, s meta.Store) {
 	must(t, err)
 	must(t, s.CreateJob(ctx, job("j1", "u1", "train")))
 	must(t, s.CreateModel(ctx, modelVersion("m1", "u1", "n", "1.0.0")))
+	must(t, s.CreateNotebook(ctx, notebook("nb1", "u1", "n")))
 	must(t, s.Close())
 	must(t, s.Close())
 	b := base()
@@ -385,6 +397,14 @@ func testClose(t *testing.T, s meta.Store) {
 		"CreateDataset":           func() error { return s.CreateDataset(ctx, dataset("d2", "u1", "n")) },
 		"GetDataset":              func() error { _, err := s.GetDataset(ctx, "d1"); return err },
 		"ListDatasetVersions":     func() error { _, _, err := s.ListDatasetVersions(ctx, "d1", opts); return err },
+		"CreateNotebook":          func() error { return s.CreateNotebook(ctx, notebook("nb2", "u1", "other")) },
+		"GetNotebook":             func() error { _, err := s.GetNotebook(ctx, "nb1"); return err },
+		"ListNotebooks":           func() error { _, _, err := s.ListNotebooks(ctx, meta.NotebookFilter{}, opts); return err },
+		"CountNotebooks":          func() error { _, err := s.CountNotebooks(ctx, "u1", nil); return err },
+		"UpdateNotebook":          func() error { r := notebook("nb1", "u1", "n"); r.Version = 1; return s.UpdateNotebook(ctx, r) },
+		"DeleteNotebook":          func() error { return s.DeleteNotebook(ctx, "nb1") },
+		"AddNotebookEvent":        func() error { return s.AddNotebookEvent(ctx, "nb1", meta.NotebookEvent{Message: "x"}) },
+		"ListNotebookEvents":      func() error { _, _, err := s.ListNotebookEvents(ctx, "nb1", opts); return err },
 	} {
 		err := call()
 		if err == nil || errs.Is(err, errs.NotFound) || errs.Is(err, errs.Exists) || errs.Is(err, errs.Conflict) {
