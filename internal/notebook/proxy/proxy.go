@@ -1,0 +1,314 @@
+package proxy
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/atelier-dev/atelier/internal/errs"
+)
+
+// Target is where a notebook's Jupyter listens, as the Resolver knows it.
+type Target struct {
+	OwnerID string // the user who may open it
+	Socket  string // Jupyter's Unix socket, <notebook dir>/jupyter.sock
+	Token   string // Jupyter's token, sent as "Authorization: token …"
+	Running bool   // Jupyter answers on Socket
+	Status  string // the notebook's status, shown when it is not running
+}
+
+// Resolver finds a notebook's Jupyter: errs.NotFound for an unknown id.
+type Resolver interface {
+	Target(ctx context.Context, id string) (Target, error)
+}
+
+// Authenticator authenticates a request by the platform credentials it
+// carries in a header (X-Auth-Token): ("", nil) when it carries none, an
+// error when they are refused (errs.Unavailable when they cannot be
+// checked).
+type Authenticator interface {
+	Authenticate(r *http.Request) (userID string, err error)
+}
+
+// Activity is told what a user does in a notebook: Note(id,
+// ActivityExecute, t) for each execute_request sent to a kernel and
+// Note(id, ActivityTerminal, t) for each input to a terminal. It is
+// called on the websocket relay's goroutine: it must not block.
+type Activity interface {
+	Note(id, kind string, at time.Time)
+}
+
+// Kinds of activity.
+const (
+	ActivityExecute  = "execute"
+	ActivityTerminal = "terminal"
+)
+
+// DefaultMaxMessage is the default bound of one websocket message.
+const DefaultMaxMessage = 64 << 20
+
+// Options configure a Proxy. Resolver, Logins and SessionKey are needed.
+type Options struct {
+	Resolver      Resolver
+	Authenticator Authenticator // nil: sessions only
+	Activity      Activity      // nil: nothing recorded
+	Logins        *Logins       // the links the API mints
+	// SessionKey signs session cookies (HMAC-SHA256, MinKeySize bytes at
+	// least). Keep it across restarts, or every session ends with them.
+	SessionKey []byte
+	Now        func() time.Time // clock of sessions; default time.Now
+	Logger     *slog.Logger     // default slog.Default()
+	// MaxMessage bounds one websocket message either way (default
+	// DefaultMaxMessage); a bigger one closes the websocket with 1009.
+	MaxMessage int64
+}
+
+// Proxy is the notebook listener's handler.
+type Proxy struct {
+	o         Options
+	seal      sealer
+	transport *http.Transport
+	sockets   sync.Map // upstream host key → socket path
+	upgrader  websocket.Upgrader
+}
+
+var _ http.Handler = (*Proxy)(nil)
+
+// New returns a Proxy with o.
+func New(o Options) (*Proxy, error) {
+	const op errs.Op = "proxy.New"
+	switch {
+	case o.Resolver == nil:
+		return nil, errs.E(op, errs.Invalid, "no resolver")
+	case o.Logins == nil:
+		return nil, errs.E(op, errs.Invalid, "no logins")
+	case len(o.SessionKey) < MinKeySize:
+		return nil, errs.Errorf(op, errs.Invalid, "", "the session key has %d bytes, fewer than %d", len(o.SessionKey), MinKeySize)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.MaxMessage <= 0 {
+		o.MaxMessage = DefaultMaxMessage
+	}
+	p := &Proxy{o: o, seal: sealer{key: append([]byte(nil), o.SessionKey...)}}
+	p.transport = &http.Transport{
+		DialContext:           p.dial,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true, // pass the browser's Accept-Encoding and Jupyter's answer as they are
+	}
+	p.upgrader = websocket.Upgrader{
+		HandshakeTimeout: 10 * time.Second,
+		CheckOrigin:      func(*http.Request) bool { return true }, // checked before, with Referer too
+	}
+	return p, nil
+}
+
+// Close drops the idle connections to Jupyter sockets.
+func (p *Proxy) Close() { p.transport.CloseIdleConnections() }
+
+func (p *Proxy) now() time.Time { return p.o.Now() }
+
+// ServeHTTP serves /notebooks/{id}/….
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id, rest, err := parsePath(r)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	switch rest {
+	case "":
+		u := notebookPath(id)
+		if r.URL.RawQuery != "" {
+			u += "?" + r.URL.RawQuery
+		}
+		http.Redirect(w, r, u, http.StatusPermanentRedirect)
+		return
+	case "/login":
+		p.login(w, r, id)
+		return
+	}
+	user, byHeader, err := p.authenticate(r, id)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	ws := websocket.IsWebSocketUpgrade(r)
+	if ws || !safeMethod(r.Method) {
+		if err := checkOrigin(r, byHeader); err != nil {
+			fail(w, err)
+			return
+		}
+	}
+	t, err := p.target(r.Context(), id, user)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if ws {
+		p.websocket(w, r, id, rest, t)
+		return
+	}
+	p.forward(w, r, id, t)
+}
+
+// login redeems a login link: it sets the session cookie and sends the
+// browser to the notebook's tree, a URL without the code.
+func (p *Proxy) login(w http.ResponseWriter, r *http.Request, id string) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		failStatus(w, http.StatusMethodNotAllowed, errs.E("proxy.Login", errs.Invalid, CodeLoginMethod,
+			"a login link is opened with GET, not "+r.Method))
+		return
+	}
+	user, err := p.o.Logins.redeem(id, r.URL.Query().Get("code"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	http.SetCookie(w, p.seal.cookie(id, user, p.now(), r.TLS != nil))
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	http.Redirect(w, r, notebookPath(id)+"tree", http.StatusSeeOther)
+}
+
+func openHint(id string) errs.Hint {
+	return errs.Hint("open the notebook with `atelier notebook open " + id + "` or `atelier notebook url " + id + "`")
+}
+
+// authenticate is the caller's user id, by the X-Auth-Token first
+// (byHeader), else by a session cookie for notebook id.
+func (p *Proxy) authenticate(r *http.Request, id string) (user string, byHeader bool, err error) {
+	const op errs.Op = "proxy.Authenticate"
+	if p.o.Authenticator != nil {
+		user, err := p.o.Authenticator.Authenticate(r)
+		if err != nil {
+			kind, code := errs.Unauthenticated, CodeBadToken
+			if errs.Is(err, errs.Unavailable) {
+				kind, code = errs.Unavailable, CodeUnavailable
+				p.o.Logger.Warn("notebook proxy: credentials could not be checked", "notebook", id, "err", err)
+			}
+			if c := errs.CodeOf(err); c != "" {
+				code = c
+			}
+			return "", false, errs.E(op, kind, code, "the X-Auth-Token was refused", err)
+		}
+		if user != "" {
+			return user, true, nil
+		}
+	}
+	var bad error
+	for _, c := range r.CookiesNamed(CookieName) {
+		if c.Value == "" {
+			continue // a cleared cookie
+		}
+		user, err := p.seal.open(c.Value, id, p.now())
+		if err == nil {
+			return user, false, nil
+		}
+		bad = err
+	}
+	switch bad {
+	case nil:
+		return "", false, errs.E(op, errs.Unauthenticated, CodeNoCredentials, "not signed in to notebook "+id, openHint(id))
+	case errExpired:
+		return "", false, errs.E(op, errs.Unauthenticated, CodeBadSession, "the session of notebook "+id+" has expired", openHint(id))
+	default:
+		return "", false, errs.E(op, errs.Unauthenticated, CodeBadSession, "the session cookie is not valid for notebook "+id, openHint(id))
+	}
+}
+
+// target resolves notebook id for user: found, user's own and running.
+func (p *Proxy) target(ctx context.Context, id, user string) (Target, error) {
+	const op errs.Op = "proxy.Target"
+	t, err := p.o.Resolver.Target(ctx, id)
+	switch {
+	case errs.Is(err, errs.NotFound):
+		return t, errs.E(op, errs.NotFound, CodeNoNotebook, "notebook "+id+" not found",
+			errs.Hint("list your notebooks with `atelier notebook list`"))
+	case err != nil:
+		p.o.Logger.Warn("notebook proxy: cannot resolve notebook", "notebook", id, "err", err)
+		return t, errs.E(op, errs.Unavailable, CodeUnavailable, "notebook "+id+" cannot be looked up now",
+			errs.Hint("try again in a moment"))
+	case t.OwnerID != user:
+		return t, errs.E(op, errs.PermissionDenied, CodeNotOwner, "notebook "+id+" belongs to another user",
+			errs.Hint("only a notebook's owner can open it"))
+	case !t.Running:
+		status := t.Status
+		if status == "" {
+			status = "not running"
+		}
+		return t, errs.E(op, errs.Unavailable, CodeNotRunning, "notebook "+id+" is not running (status "+status+")",
+			errs.Hint("start it with `atelier notebook start "+id+"`; see why with `atelier notebook show "+id+"`"))
+	}
+	return t, nil
+}
+
+// safeMethod reports whether method does not change state.
+func safeMethod(method string) bool {
+	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
+}
+
+// checkOrigin requires a request's Origin, or without one its Referer, to
+// be the listener's own origin (scheme of the request, its Host). A
+// request that has neither passes only when its credentials came in a
+// header, which a cross-site page cannot add.
+func checkOrigin(r *http.Request, byHeader bool) error {
+	from := r.Header.Get("Origin")
+	if from == "" {
+		from = r.Header.Get("Referer")
+	}
+	if from == "" && byHeader {
+		return nil
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if from != "" && r.Host != "" && sameOrigin(from, scheme, r.Host) {
+		return nil
+	}
+	return errs.E("proxy.Origin", errs.PermissionDenied, CodeCrossOrigin,
+		"a "+r.Method+" request or websocket from another site (or without an Origin) is refused",
+		errs.Hint("use the notebook from its own page; scripts send their X-Auth-Token header"))
+}
+
+// sameOrigin reports whether the URL from (an Origin or a Referer) has
+// the scheme and the host and port of host.
+func sameOrigin(from, scheme, host string) bool {
+	u, err := url.Parse(from)
+	if err != nil || !strings.EqualFold(u.Scheme, scheme) || u.Host == "" {
+		return false
+	}
+	h1, p1 := splitHostPort(u.Host, scheme)
+	h2, p2 := splitHostPort(host, scheme)
+	return strings.EqualFold(h1, h2) && p1 == p2
+}
+
+// splitHostPort splits host[:port], the port defaulted from scheme.
+func splitHostPort(hostport, scheme string) (host, port string) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, port = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), ""
+	}
+	if port == "" {
+		port = "80"
+		if scheme == "https" {
+			port = "443"
+		}
+	}
+	return host, port
+}

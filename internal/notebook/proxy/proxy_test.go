@@ -1,0 +1,412 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLogin(t *testing.T) {
+	e := newEnv(t)
+	code, exp := e.logins.Mint("nb1", "alice")
+	if want := e.clock.Now().Add(LoginTTL); !exp.Equal(want) {
+		t.Errorf("expires %v, want %v", exp, want)
+	}
+	if len(code) != 43 {
+		t.Errorf("code %q: want 256 bits in base64url", code)
+	}
+	res := e.do(http.MethodGet, LoginPath("nb1", code), nil, nil)
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("status %d, want 303", res.StatusCode)
+	}
+	if loc := res.Header.Get("Location"); loc != "/notebooks/nb1/tree" {
+		t.Errorf("Location %q", loc)
+	}
+	var c *http.Cookie
+	for _, k := range res.Cookies() {
+		if k.Name == CookieName {
+			c = k
+		}
+	}
+	if c == nil {
+		t.Fatal("no session cookie")
+	}
+	if c.Path != "/notebooks/nb1/" || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Secure ||
+		c.MaxAge != int(SessionTTL/time.Second) || strings.Contains(c.Value, code) {
+		t.Errorf("cookie %+v", c)
+	}
+	if s := text(t, e.do(http.MethodGet, "/notebooks/nb1/tree", withCookie(c, nil), nil)); !strings.Contains(s, `"host"`) {
+		t.Errorf("with the cookie: %s", s)
+	}
+
+	// Each refusal is its own fresh link unless it is a reuse.
+	other, _ := e.logins.Mint("nb2", "bob")
+	expired, _ := e.logins.Mint("nb1", "alice")
+	tests := []struct {
+		name, path, code string
+		status           int
+		advance          time.Duration
+	}{
+		{"reused", LoginPath("nb1", code), "ATL.NB.0006", http.StatusForbidden, 0},
+		{"other notebook", LoginPath("nb1", other), "ATL.NB.0007", http.StatusForbidden, 0},
+		{"other notebook, then its own", LoginPath("nb2", other), "ATL.NB.0006", http.StatusForbidden, 0},
+		{"wrong code", LoginPath("nb1", strings.Repeat("A", 43)), "ATL.NB.0006", http.StatusForbidden, 0},
+		{"no code", "/notebooks/nb1/login", "ATL.NB.0006", http.StatusForbidden, 0},
+		{"expired", LoginPath("nb1", expired), "ATL.NB.0006", http.StatusForbidden, LoginTTL},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e.clock.Add(tt.advance)
+			res := e.do(http.MethodGet, tt.path, nil, nil)
+			body := text(t, res)
+			if res.StatusCode != tt.status || !strings.HasPrefix(body, tt.code+": ") {
+				t.Errorf("status %d, body %q; want %d %s", res.StatusCode, body, tt.status, tt.code)
+			}
+			if len(res.Cookies()) != 0 {
+				t.Errorf("cookies set: %v", res.Cookies())
+			}
+		})
+	}
+
+	t.Run("method", func(t *testing.T) {
+		code, _ := e.logins.Mint("nb1", "alice")
+		res := e.do(http.MethodPost, LoginPath("nb1", code), http.Header{"Origin": {e.origin}}, nil)
+		if body := text(t, res); res.StatusCode != http.StatusMethodNotAllowed || !strings.HasPrefix(body, "ATL.NB.0008") {
+			t.Errorf("status %d %q", res.StatusCode, body)
+		}
+		// Not used up by the refused method.
+		res = e.do(http.MethodGet, LoginPath("nb1", code), nil, nil)
+		res.Body.Close()
+		if res.StatusCode != http.StatusSeeOther {
+			t.Errorf("then GET: %d", res.StatusCode)
+		}
+	})
+
+	t.Run("secure over TLS", func(t *testing.T) {
+		code, _ := e.logins.Mint("nb1", "alice")
+		r := httptest.NewRequest(http.MethodGet, "https://nb.example"+LoginPath("nb1", code), nil)
+		r.TLS = &tls.ConnectionState{}
+		w := httptest.NewRecorder()
+		e.proxy.ServeHTTP(w, r)
+		cs := w.Result().Cookies()
+		if w.Code != http.StatusSeeOther || len(cs) != 1 || !cs[0].Secure {
+			t.Errorf("status %d, cookies %+v", w.Code, cs)
+		}
+	})
+}
+
+func TestSessionCookie(t *testing.T) {
+	e := newEnv(t)
+	good := e.cookie("nb1", "alice")
+	payload, sig, _ := strings.Cut(good.Value, ".")
+	tampered, _ := json.Marshal(session{Notebook: "nb1", User: "alice", Expires: e.clock.Now().Add(100 * SessionTTL).Unix()})
+	forged := sealer{key: bytes.Repeat([]byte{7}, 32)}.cookie("nb1", "alice", e.clock.Now(), false)
+	old := sealer{key: testKey}.cookie("nb1", "alice", e.clock.Now().Add(-SessionTTL), false)
+	tests := []struct {
+		name   string
+		value  string
+		status int
+		code   string
+	}{
+		{"valid", good.Value, http.StatusOK, ""},
+		{"forged", forged.Value, http.StatusUnauthorized, "ATL.NB.0002"},
+		{"tampered payload", b64(tampered) + "." + sig, http.StatusUnauthorized, "ATL.NB.0002"},
+		{"tampered signature", payload + "." + b64([]byte("0123456789abcdef0123456789abcdef")), http.StatusUnauthorized, "ATL.NB.0002"},
+		{"expired", old.Value, http.StatusUnauthorized, "ATL.NB.0002"},
+		{"other notebook", e.cookie("nb2", "alice").Value, http.StatusUnauthorized, "ATL.NB.0002"},
+		{"another user", e.cookie("nb1", "bob").Value, http.StatusForbidden, "ATL.NB.0004"},
+		{"garbage", "x", http.StatusUnauthorized, "ATL.NB.0002"},
+		{"empty", "", http.StatusUnauthorized, "ATL.NB.0001"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := e.do(http.MethodGet, "/notebooks/nb1/api/x", http.Header{"Cookie": {CookieName + "=" + tt.value}}, nil)
+			body := text(t, res)
+			if res.StatusCode != tt.status || (tt.code != "" && !strings.HasPrefix(body, tt.code+": ")) {
+				t.Errorf("status %d %q, want %d %s", res.StatusCode, body, tt.status, tt.code)
+			}
+		})
+	}
+	t.Run("expires after its TTL", func(t *testing.T) {
+		c := e.cookie("nb1", "alice")
+		e.clock.Add(SessionTTL)
+		res := e.do(http.MethodGet, "/notebooks/nb1/api/x", withCookie(c, nil), nil)
+		if body := text(t, res); res.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "expired") {
+			t.Errorf("status %d %q", res.StatusCode, body)
+		}
+	})
+	t.Run("ownership checked on each request", func(t *testing.T) {
+		c := e.cookie("nb1", "alice")
+		e.resolver.mu.Lock()
+		nb := e.resolver.targets["nb1"]
+		nb.OwnerID = "carol"
+		e.resolver.targets["nb1"] = nb
+		e.resolver.mu.Unlock()
+		if res := e.do(http.MethodGet, "/notebooks/nb1/api/x", withCookie(c, nil), nil); res.StatusCode != http.StatusForbidden {
+			t.Errorf("status %d", res.StatusCode)
+		}
+	})
+}
+
+func TestAccess(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name, path, token string
+		status            int
+		code, contains    string
+	}{
+		{"no credentials", "/notebooks/nb1/tree", "", 401, "ATL.NB.0001", "atelier notebook open nb1` or `atelier notebook url nb1`"},
+		{"owner's token", "/notebooks/nb1/tree", "tok-alice", 200, "", `"authorization":["token tok-nb1"]`},
+		{"another user's token", "/notebooks/nb1/tree", "tok-bob", 403, "ATL.NB.0004", "another user"},
+		{"bad token", "/notebooks/nb1/tree", "tok-eve", 401, "ATL.NB.0003", "refused"},
+		{"not running", "/notebooks/nb3/tree", "tok-alice", 503, "ATL.NB.0020", "status STOPPED"},
+		{"unknown", "/notebooks/nb9/tree", "tok-alice", 404, "ATL.NB.0010", "not found"},
+		{"unknown, no credentials", "/notebooks/nb9/tree", "", 401, "ATL.NB.0001", ""},
+		{"not a notebook path", "/favicon.ico", "tok-alice", 404, "ATL.NB.0011", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			if tt.token != "" {
+				h.Set("X-Auth-Token", tt.token)
+			}
+			res := e.do(http.MethodGet, tt.path, h, nil)
+			body := text(t, res)
+			if res.StatusCode != tt.status || !strings.HasPrefix(body, tt.code) || !strings.Contains(body, tt.contains) {
+				t.Errorf("status %d %q, want %d %s …%s…", res.StatusCode, body, tt.status, tt.code, tt.contains)
+			}
+			if tt.status >= 400 && res.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+				t.Errorf("Content-Type %q", res.Header.Get("Content-Type"))
+			}
+		})
+	}
+}
+
+func TestPaths(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		target string
+		status int
+		code   string
+	}{
+		{"/notebooks/nb1/tree", 200, ""},
+		{"/notebooks/nb1/tree/", 200, ""},
+		{"/notebooks/nb1/api/contents/a%20b.ipynb?type=file", 200, ""},
+		{"/notebooks/nb1", 308, ""},
+		{"/notebooks/nb1/%2e%2e/nb2/tree", 400, "ATL.NB.0012"},
+		{"/notebooks/nb1/%2E%2E/nb2/tree", 400, "ATL.NB.0012"},
+		{"/notebooks/nb1/../nb2/tree", 400, "ATL.NB.0012"},
+		{"/notebooks/nb1/tree/../../nb2/api", 400, "ATL.NB.0012"},
+		{"/notebooks/nb1/./tree", 400, "ATL.NB.0012"},
+		{"/notebooks/nb1/tree/..", 400, "ATL.NB.0012"},
+		{"/notebooks/nb1%2F..%2Fnb2/tree", 400, "ATL.NB.0012"},
+		{"/notebooks/nb1/..%2fnb2/tree", 400, "ATL.NB.0012"},
+		{"/notebooks/nb1/files/a%5c..%5cb", 400, "ATL.NB.0012"},
+		{"/notebooks/nb1/files/a%00", 400, "ATL.NB.0012"},
+		{"/notebooks//nb1/tree", 400, "ATL.NB.0012"},
+		{"/notebooks/nb1//tree", 400, "ATL.NB.0012"},
+		{"/notebooks/nb1/api//contents", 400, "ATL.NB.0012"},
+		{"//notebooks/nb1/tree", 404, "ATL.NB.0011"},
+		{"/notebooks/..", 400, "ATL.NB.0012"},
+		{"/notebooks/%2e%2e/nb1/tree", 400, "ATL.NB.0012"},
+		{"/notebooks/n%62%31/tree", 400, "ATL.NB.0012"},
+		{"/notebooks/a%20b/tree", 404, "ATL.NB.0010"},
+		{"/NOTEBOOKS/nb1/tree", 404, "ATL.NB.0011"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.target, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, tt.target, nil)
+			r.Host = e.host
+			r.Header.Set("X-Auth-Token", "tok-alice")
+			w := httptest.NewRecorder()
+			e.proxy.ServeHTTP(w, r)
+			if w.Code != tt.status || !strings.HasPrefix(w.Body.String(), tt.code) {
+				t.Errorf("status %d %q, want %d %s", w.Code, w.Body.String(), tt.status, tt.code)
+			}
+			if tt.status == 200 {
+				var s seen
+				if err := json.Unmarshal(w.Body.Bytes(), &s); err != nil || s.Path != strings.Split(tt.target, "?")[0] {
+					t.Errorf("Jupyter saw %+v (%v)", s, err)
+				}
+			}
+		})
+	}
+	if e.resolver.askedFor("nb2") {
+		t.Error("a traversal reached the resolver with nb2")
+	}
+	r := httptest.NewRequest(http.MethodGet, "/notebooks/nb1?x=1", nil)
+	w := httptest.NewRecorder()
+	e.proxy.ServeHTTP(w, r)
+	if loc := w.Header().Get("Location"); loc != "/notebooks/nb1/?x=1" {
+		t.Errorf("redirect to %q", loc)
+	}
+}
+
+func TestOrigin(t *testing.T) {
+	e := newEnv(t)
+	c := e.cookie("nb1", "alice")
+	tests := []struct {
+		name, method  string
+		token         bool
+		origin, refer string
+		status        int
+	}{
+		{"same origin", "POST", false, e.origin, "", 200},
+		{"same origin, upper case", "POST", false, strings.ToUpper(e.origin), "", 200},
+		{"cross origin", "POST", false, "http://evil.example", "", 403},
+		{"other port", "PUT", false, "http://127.0.0.1:1", "", 403},
+		{"https is another origin", "DELETE", false, "https://" + e.host, "", 403},
+		{"null origin", "POST", false, "null", "", 403},
+		{"referer, same origin", "PATCH", false, "", e.origin + "/notebooks/nb1/tree", 200},
+		{"referer, cross origin", "POST", false, "", "http://evil.example/notebooks/nb1/", 403},
+		{"origin wins over referer", "POST", false, "http://evil.example", e.origin + "/", 403},
+		{"neither, cookie", "POST", false, "", "", 403},
+		{"neither, token", "POST", true, "", "", 200},
+		{"cross origin, token", "POST", true, "http://evil.example", "", 403},
+		{"GET cross origin", "GET", false, "http://evil.example", "", 200},
+		{"HEAD cross origin", "HEAD", false, "http://evil.example", "", 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			if tt.token {
+				h.Set("X-Auth-Token", "tok-alice")
+			} else {
+				withCookie(c, h)
+			}
+			if tt.origin != "" {
+				h.Set("Origin", tt.origin)
+			}
+			if tt.refer != "" {
+				h.Set("Referer", tt.refer)
+			}
+			res := e.do(tt.method, "/notebooks/nb1/api/contents/x", h, strings.NewReader("{}"))
+			body := text(t, res)
+			if res.StatusCode != tt.status || (tt.status == 403 && !strings.HasPrefix(body, "ATL.NB.0005")) {
+				t.Errorf("status %d %q, want %d", res.StatusCode, body, tt.status)
+			}
+		})
+	}
+}
+
+func TestForwardedHeaders(t *testing.T) {
+	e := newEnv(t)
+	c := e.cookie("nb1", "alice")
+	h := http.Header{
+		"Authorization": {"token stolen", "Bearer x"},
+		"Cookie":        {"_xsrf=abc; " + CookieName + "=" + c.Value + "; other=1", CookieName + "=zz"},
+		"Connection":    {"X-Hop"},
+		"X-Hop":         {"1"},
+	}
+	res := e.do(http.MethodGet, "/notebooks/nb1/api/x", h, nil)
+	body := text(t, res)
+	var s seen
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		t.Fatalf("%d %s", res.StatusCode, body)
+	}
+	if len(s.Authorization) != 1 || s.Authorization[0] != "token tok-nb1" {
+		t.Errorf("Authorization %q", s.Authorization)
+	}
+	if len(s.Cookie) != 1 || s.Cookie[0] != "_xsrf=abc; other=1" {
+		t.Errorf("Cookie %q", s.Cookie)
+	}
+	if s.Host != e.host || len(s.XHop) != 0 || len(s.XAuthToken) != 0 {
+		t.Errorf("Jupyter saw %+v", s)
+	}
+	var names []string
+	for _, k := range res.Cookies() {
+		names = append(names, k.Name)
+	}
+	if strings.Join(names, ",") != "_xsrf" {
+		t.Errorf("cookies set by Jupyter that passed: %v", names)
+	}
+
+	// With a token, the X-Auth-Token stays here too.
+	res = e.do(http.MethodGet, "/notebooks/nb1/api/x", http.Header{"X-Auth-Token": {"tok-alice"}, "Authorization": {"token x"}}, nil)
+	if err := json.Unmarshal([]byte(text(t, res)), &s); err != nil || len(s.XAuthToken) != 0 || s.Authorization[0] != "token tok-nb1" {
+		t.Errorf("Jupyter saw %+v (%v)", s, err)
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	e := newEnv(t)
+	e.resolver.targets["nb3"] = Target{OwnerID: "alice", Socket: e.resolver.targets["nb3"].Socket, Token: "t", Running: true}
+	res := e.do(http.MethodGet, "/notebooks/nb3/tree", http.Header{"X-Auth-Token": {"tok-alice"}}, nil)
+	if body := text(t, res); res.StatusCode != http.StatusBadGateway || !strings.HasPrefix(body, "ATL.NB.0022") {
+		t.Errorf("status %d %q", res.StatusCode, body)
+	}
+}
+
+// TestStreamingDownload: Jupyter sends the rest of a 64 MiB body only
+// once the client has read the first half MiB, so a proxy that held the
+// body would hang here (until the test's deadline).
+func TestStreamingDownload(t *testing.T) {
+	e := newEnv(t)
+	res := e.do(http.MethodGet, "/notebooks/nb1/files/big", http.Header{"X-Auth-Token": {"tok-alice"}}, nil)
+	defer res.Body.Close()
+	if res.StatusCode != 200 || res.ContentLength != bigSize {
+		t.Fatalf("status %d, length %d", res.StatusCode, res.ContentLength)
+	}
+	if _, err := io.CopyN(io.Discard, res.Body, firstSize/2); err != nil {
+		t.Fatal(err)
+	}
+	close(e.jupyter.downloadGot)
+	n, err := io.Copy(io.Discard, res.Body)
+	if err != nil || n+firstSize/2 != bigSize {
+		t.Fatalf("read %d more: %v", n, err)
+	}
+}
+
+// TestStreamingUpload: the client sends the rest of a 64 MiB body only
+// once Jupyter has read the first half MiB.
+func TestStreamingUpload(t *testing.T) {
+	e := newEnv(t)
+	pr, pw := io.Pipe()
+	go func() {
+		chunk := make([]byte, 64<<10)
+		for sent := 0; sent < firstSize; sent += len(chunk) {
+			if _, err := pw.Write(chunk); err != nil {
+				return
+			}
+		}
+		select {
+		case <-e.jupyter.uploadGot:
+		case <-t.Context().Done():
+			pw.CloseWithError(t.Context().Err())
+			return
+		}
+		for sent := firstSize; sent < bigSize; sent += len(chunk) {
+			if _, err := pw.Write(chunk); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	h := http.Header{"X-Auth-Token": {"tok-alice"}, "Origin": {e.origin}}
+	res := e.do(http.MethodPut, "/notebooks/nb1/api/upload", h, pr)
+	if body := text(t, res); res.StatusCode != 200 || body != "67108864" {
+		t.Errorf("status %d %q", res.StatusCode, body)
+	}
+}
+
+func TestLoginCodeNotInURLs(t *testing.T) {
+	e := newEnv(t)
+	code, _ := e.logins.Mint("nb1", "alice")
+	res := e.do(http.MethodGet, LoginPath("nb1", code), nil, nil)
+	res.Body.Close()
+	for k, vs := range res.Header {
+		for _, v := range vs {
+			if strings.Contains(v, code) || strings.Contains(v, url.QueryEscape(code)) {
+				t.Errorf("header %s has the code", k)
+			}
+		}
+	}
+}

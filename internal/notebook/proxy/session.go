@@ -1,0 +1,102 @@
+package proxy
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// CookieName is the session cookie of the notebook listener. The REST API
+// never reads it.
+const CookieName = "atelier_nb"
+
+// SessionTTL is how long a session cookie is valid after its login.
+const SessionTTL = 12 * time.Hour
+
+// MinKeySize is the least size of a session key, in bytes.
+const MinKeySize = 32
+
+// sessionDomain separates session MACs from any other use of the key.
+const sessionDomain = "atelier notebook session v1\x00"
+
+// session is what a session cookie says.
+type session struct {
+	Notebook string `json:"n"`
+	User     string `json:"u"`
+	Expires  int64  `json:"e"` // unix seconds
+}
+
+var (
+	errMalformed = errors.New("malformed session cookie")
+	errSignature = errors.New("session cookie signature does not match")
+	errExpired   = errors.New("session expired")
+	errOther     = errors.New("session cookie of another notebook")
+)
+
+// sealer signs and checks session cookies with one HMAC-SHA256 key.
+type sealer struct{ key []byte }
+
+func (s sealer) mac(payload string) []byte {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte(sessionDomain))
+	m.Write([]byte(payload))
+	return m.Sum(nil)
+}
+
+// seal is the cookie value of ss: base64url(JSON) "." base64url(MAC).
+func (s sealer) seal(ss session) string {
+	b, _ := json.Marshal(ss)
+	payload := base64.RawURLEncoding.EncodeToString(b)
+	return payload + "." + base64.RawURLEncoding.EncodeToString(s.mac(payload))
+}
+
+// open checks value's signature (in constant time), then its expiry
+// against now and its notebook against notebookID, and returns its user.
+func (s sealer) open(value, notebookID string, now time.Time) (string, error) {
+	payload, sig, ok := strings.Cut(value, ".")
+	if !ok || payload == "" {
+		return "", errMalformed
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil {
+		return "", errMalformed
+	}
+	if !hmac.Equal(got, s.mac(payload)) {
+		return "", errSignature
+	}
+	b, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil {
+		return "", errMalformed
+	}
+	var ss session
+	if err := json.Unmarshal(b, &ss); err != nil || ss.User == "" || ss.Notebook == "" {
+		return "", errMalformed
+	}
+	if now.Unix() >= ss.Expires {
+		return "", errExpired
+	}
+	if ss.Notebook != notebookID {
+		return "", errOther
+	}
+	return ss.User, nil
+}
+
+// cookie is the session cookie of user on notebookID, made at now.
+func (s sealer) cookie(notebookID, user string, now time.Time, secure bool) *http.Cookie {
+	exp := now.Add(SessionTTL)
+	return &http.Cookie{
+		Name:     CookieName,
+		Value:    s.seal(session{Notebook: notebookID, User: user, Expires: exp.Unix()}),
+		Path:     notebookPath(notebookID),
+		Expires:  exp,
+		MaxAge:   int(SessionTTL / time.Second),
+		HttpOnly: true,
+		Secure:   secure,
+		SameSite: http.SameSiteLaxMode,
+	}
+}
