@@ -7,24 +7,24 @@ import (
 	"github.com/atelier-dev/atelier/internal/errs"
 )
 
-// Error codes of the notebook proxy (ATL.NB.NNNN). The listener answers
+// Error codes of the notebook proxy (ATL.NB.0100–0149). The listener answers
 // them as plain text: "CODE: message", then the hint on a second line.
 const (
-	CodeNoCredentials    errs.Code = "ATL.NB.0001" // 401: no session cookie and no X-Auth-Token
-	CodeBadSession       errs.Code = "ATL.NB.0002" // 401: the session cookie is forged, tampered with, expired or for another notebook
-	CodeBadToken         errs.Code = "ATL.NB.0003" // 401: the X-Auth-Token was refused (unless the authenticator gave a code of its own)
-	CodeNotOwner         errs.Code = "ATL.NB.0004" // 403: the caller is not the notebook's owner
-	CodeCrossOrigin      errs.Code = "ATL.NB.0005" // 403: a state-changing request or websocket upgrade from another origin (Origin/Referer)
-	CodeBadLogin         errs.Code = "ATL.NB.0006" // 403: the login link is unknown, already used or expired (or has no code)
-	CodeLoginOther       errs.Code = "ATL.NB.0007" // 403: the login link is for another notebook
-	CodeLoginMethod      errs.Code = "ATL.NB.0008" // 405: a login link is opened with GET
-	CodeNoNotebook       errs.Code = "ATL.NB.0010" // 404: no notebook with that id
-	CodeNotNotebook      errs.Code = "ATL.NB.0011" // 404: not a /notebooks/{id}/ path
-	CodeBadPath          errs.Code = "ATL.NB.0012" // 400: a path with dot segments, empty segments, encoded slashes or an escaped id
-	CodeNotRunning       errs.Code = "ATL.NB.0020" // 503: the notebook is not running (its status is given)
-	CodeUnavailable      errs.Code = "ATL.NB.0021" // 503: the notebook or the credentials could not be looked up (the store does not answer)
-	CodeUnreachable      errs.Code = "ATL.NB.0022" // 502: Jupyter's socket could not be reached or broke the exchange
-	CodeWebsocketRefused errs.Code = "ATL.NB.0023" // Jupyter's status (502 if not an error): Jupyter refused the websocket handshake (unknown kernel, …)
+	CodeNoCredentials    errs.Code = "ATL.NB.0101" // 401: no session cookie and no X-Auth-Token
+	CodeBadSession       errs.Code = "ATL.NB.0102" // 401: the session cookie is forged, tampered with, expired or for another notebook
+	CodeBadToken         errs.Code = "ATL.NB.0103" // 401: the X-Auth-Token was refused (unless the authenticator gave a code of its own)
+	CodeNotOwner         errs.Code = "ATL.NB.0104" // 403: the caller is not the notebook's owner
+	CodeCrossOrigin      errs.Code = "ATL.NB.0105" // 403: a state-changing request or websocket upgrade from another origin (Origin/Referer)
+	CodeBadLogin         errs.Code = "ATL.NB.0106" // 403: the login link is unknown, already used or expired (or has no code)
+	CodeLoginOther       errs.Code = "ATL.NB.0107" // 403: the login link is for another notebook
+	CodeLoginMethod      errs.Code = "ATL.NB.0108" // 405: a login link is opened with GET
+	CodeNoNotebook       errs.Code = "ATL.NB.0110" // 404: no notebook with that id
+	CodeNotNotebook      errs.Code = "ATL.NB.0111" // 404: not a /notebooks/{id}/ path
+	CodeBadPath          errs.Code = "ATL.NB.0112" // 400: a path with dot segments, empty segments, encoded slashes or an escaped id
+	CodeNotRunning       errs.Code = "ATL.NB.0120" // 503: the notebook is not running (its status is given)
+	CodeUnavailable      errs.Code = "ATL.NB.0121" // 503: the notebook or the credentials could not be looked up (the store does not answer)
+	CodeUnreachable      errs.Code = "ATL.NB.0122" // 502: Jupyter's socket could not be reached or broke the exchange
+	CodeWebsocketRefused errs.Code = "ATL.NB.0123" // Jupyter's status (502 if not an error): Jupyter refused the websocket handshake (unknown kernel, …)
 )
 
 // fail answers err as text/plain with the status of its kind.

@@ -55,12 +55,12 @@ func TestLogin(t *testing.T) {
 		status           int
 		advance          time.Duration
 	}{
-		{"reused", LoginPath("nb1", code), "ATL.NB.0006", http.StatusForbidden, 0},
-		{"other notebook", LoginPath("nb1", other), "ATL.NB.0007", http.StatusForbidden, 0},
-		{"other notebook, then its own", LoginPath("nb2", other), "ATL.NB.0006", http.StatusForbidden, 0},
-		{"wrong code", LoginPath("nb1", strings.Repeat("A", 43)), "ATL.NB.0006", http.StatusForbidden, 0},
-		{"no code", "/notebooks/nb1/login", "ATL.NB.0006", http.StatusForbidden, 0},
-		{"expired", LoginPath("nb1", expired), "ATL.NB.0006", http.StatusForbidden, LoginTTL},
+		{"reused", LoginPath("nb1", code), "ATL.NB.0106", http.StatusForbidden, 0},
+		{"other notebook", LoginPath("nb1", other), "ATL.NB.0107", http.StatusForbidden, 0},
+		{"other notebook, then its own", LoginPath("nb2", other), "ATL.NB.0106", http.StatusForbidden, 0},
+		{"wrong code", LoginPath("nb1", strings.Repeat("A", 43)), "ATL.NB.0106", http.StatusForbidden, 0},
+		{"no code", "/notebooks/nb1/login", "ATL.NB.0106", http.StatusForbidden, 0},
+		{"expired", LoginPath("nb1", expired), "ATL.NB.0106", http.StatusForbidden, LoginTTL},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,7 +79,7 @@ func TestLogin(t *testing.T) {
 	t.Run("method", func(t *testing.T) {
 		code, _ := e.logins.Mint("nb1", "alice")
 		res := e.do(http.MethodPost, LoginPath("nb1", code), http.Header{"Origin": {e.origin}}, nil)
-		if body := text(t, res); res.StatusCode != http.StatusMethodNotAllowed || !strings.HasPrefix(body, "ATL.NB.0008") {
+		if body := text(t, res); res.StatusCode != http.StatusMethodNotAllowed || !strings.HasPrefix(body, "ATL.NB.0108") {
 			t.Errorf("status %d %q", res.StatusCode, body)
 		}
 		// Not used up by the refused method.
@@ -117,14 +117,14 @@ func TestSessionCookie(t *testing.T) {
 		code   string
 	}{
 		{"valid", good.Value, http.StatusOK, ""},
-		{"forged", forged.Value, http.StatusUnauthorized, "ATL.NB.0002"},
-		{"tampered payload", b64(tampered) + "." + sig, http.StatusUnauthorized, "ATL.NB.0002"},
-		{"tampered signature", payload + "." + b64([]byte("0123456789abcdef0123456789abcdef")), http.StatusUnauthorized, "ATL.NB.0002"},
-		{"expired", old.Value, http.StatusUnauthorized, "ATL.NB.0002"},
-		{"other notebook", e.cookie("nb2", "alice").Value, http.StatusUnauthorized, "ATL.NB.0002"},
-		{"another user", e.cookie("nb1", "bob").Value, http.StatusForbidden, "ATL.NB.0004"},
-		{"garbage", "x", http.StatusUnauthorized, "ATL.NB.0002"},
-		{"empty", "", http.StatusUnauthorized, "ATL.NB.0001"},
+		{"forged", forged.Value, http.StatusUnauthorized, "ATL.NB.0102"},
+		{"tampered payload", b64(tampered) + "." + sig, http.StatusUnauthorized, "ATL.NB.0102"},
+		{"tampered signature", payload + "." + b64([]byte("0123456789abcdef0123456789abcdef")), http.StatusUnauthorized, "ATL.NB.0102"},
+		{"expired", old.Value, http.StatusUnauthorized, "ATL.NB.0102"},
+		{"other notebook", e.cookie("nb2", "alice").Value, http.StatusUnauthorized, "ATL.NB.0102"},
+		{"another user", e.cookie("nb1", "bob").Value, http.StatusForbidden, "ATL.NB.0104"},
+		{"garbage", "x", http.StatusUnauthorized, "ATL.NB.0102"},
+		{"empty", "", http.StatusUnauthorized, "ATL.NB.0101"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,14 +163,14 @@ func TestAccess(t *testing.T) {
 		status            int
 		code, contains    string
 	}{
-		{"no credentials", "/notebooks/nb1/tree", "", 401, "ATL.NB.0001", "atelier notebook open nb1` or `atelier notebook url nb1`"},
+		{"no credentials", "/notebooks/nb1/tree", "", 401, "ATL.NB.0101", "atelier notebook open nb1` or `atelier notebook url nb1`"},
 		{"owner's token", "/notebooks/nb1/tree", "tok-alice", 200, "", `"authorization":["token tok-nb1"]`},
-		{"another user's token", "/notebooks/nb1/tree", "tok-bob", 403, "ATL.NB.0004", "another user"},
-		{"bad token", "/notebooks/nb1/tree", "tok-eve", 401, "ATL.NB.0003", "refused"},
-		{"not running", "/notebooks/nb3/tree", "tok-alice", 503, "ATL.NB.0020", "status STOPPED"},
-		{"unknown", "/notebooks/nb9/tree", "tok-alice", 404, "ATL.NB.0010", "not found"},
-		{"unknown, no credentials", "/notebooks/nb9/tree", "", 401, "ATL.NB.0001", ""},
-		{"not a notebook path", "/favicon.ico", "tok-alice", 404, "ATL.NB.0011", ""},
+		{"another user's token", "/notebooks/nb1/tree", "tok-bob", 403, "ATL.NB.0104", "another user"},
+		{"bad token", "/notebooks/nb1/tree", "tok-eve", 401, "ATL.NB.0103", "refused"},
+		{"not running", "/notebooks/nb3/tree", "tok-alice", 503, "ATL.NB.0120", "status STOPPED"},
+		{"unknown", "/notebooks/nb9/tree", "tok-alice", 404, "ATL.NB.0110", "not found"},
+		{"unknown, no credentials", "/notebooks/nb9/tree", "", 401, "ATL.NB.0101", ""},
+		{"not a notebook path", "/favicon.ico", "tok-alice", 404, "ATL.NB.0111", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,25 +201,25 @@ func TestPaths(t *testing.T) {
 		{"/notebooks/nb1/tree/", 200, ""},
 		{"/notebooks/nb1/api/contents/a%20b.ipynb?type=file", 200, ""},
 		{"/notebooks/nb1", 308, ""},
-		{"/notebooks/nb1/%2e%2e/nb2/tree", 400, "ATL.NB.0012"},
-		{"/notebooks/nb1/%2E%2E/nb2/tree", 400, "ATL.NB.0012"},
-		{"/notebooks/nb1/../nb2/tree", 400, "ATL.NB.0012"},
-		{"/notebooks/nb1/tree/../../nb2/api", 400, "ATL.NB.0012"},
-		{"/notebooks/nb1/./tree", 400, "ATL.NB.0012"},
-		{"/notebooks/nb1/tree/..", 400, "ATL.NB.0012"},
-		{"/notebooks/nb1%2F..%2Fnb2/tree", 400, "ATL.NB.0012"},
-		{"/notebooks/nb1/..%2fnb2/tree", 400, "ATL.NB.0012"},
-		{"/notebooks/nb1/files/a%5c..%5cb", 400, "ATL.NB.0012"},
-		{"/notebooks/nb1/files/a%00", 400, "ATL.NB.0012"},
-		{"/notebooks//nb1/tree", 400, "ATL.NB.0012"},
-		{"/notebooks/nb1//tree", 400, "ATL.NB.0012"},
-		{"/notebooks/nb1/api//contents", 400, "ATL.NB.0012"},
-		{"//notebooks/nb1/tree", 404, "ATL.NB.0011"},
-		{"/notebooks/..", 400, "ATL.NB.0012"},
-		{"/notebooks/%2e%2e/nb1/tree", 400, "ATL.NB.0012"},
-		{"/notebooks/n%62%31/tree", 400, "ATL.NB.0012"},
-		{"/notebooks/a%20b/tree", 404, "ATL.NB.0010"},
-		{"/NOTEBOOKS/nb1/tree", 404, "ATL.NB.0011"},
+		{"/notebooks/nb1/%2e%2e/nb2/tree", 400, "ATL.NB.0112"},
+		{"/notebooks/nb1/%2E%2E/nb2/tree", 400, "ATL.NB.0112"},
+		{"/notebooks/nb1/../nb2/tree", 400, "ATL.NB.0112"},
+		{"/notebooks/nb1/tree/../../nb2/api", 400, "ATL.NB.0112"},
+		{"/notebooks/nb1/./tree", 400, "ATL.NB.0112"},
+		{"/notebooks/nb1/tree/..", 400, "ATL.NB.0112"},
+		{"/notebooks/nb1%2F..%2Fnb2/tree", 400, "ATL.NB.0112"},
+		{"/notebooks/nb1/..%2fnb2/tree", 400, "ATL.NB.0112"},
+		{"/notebooks/nb1/files/a%5c..%5cb", 400, "ATL.NB.0112"},
+		{"/notebooks/nb1/files/a%00", 400, "ATL.NB.0112"},
+		{"/notebooks//nb1/tree", 400, "ATL.NB.0112"},
+		{"/notebooks/nb1//tree", 400, "ATL.NB.0112"},
+		{"/notebooks/nb1/api//contents", 400, "ATL.NB.0112"},
+		{"//notebooks/nb1/tree", 404, "ATL.NB.0111"},
+		{"/notebooks/..", 400, "ATL.NB.0112"},
+		{"/notebooks/%2e%2e/nb1/tree", 400, "ATL.NB.0112"},
+		{"/notebooks/n%62%31/tree", 400, "ATL.NB.0112"},
+		{"/notebooks/a%20b/tree", 404, "ATL.NB.0110"},
+		{"/NOTEBOOKS/nb1/tree", 404, "ATL.NB.0111"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.target, func(t *testing.T) {
@@ -290,7 +290,7 @@ func TestOrigin(t *testing.T) {
 			}
 			res := e.do(tt.method, "/notebooks/nb1/api/contents/x", h, strings.NewReader("{}"))
 			body := text(t, res)
-			if res.StatusCode != tt.status || (tt.status == 403 && !strings.HasPrefix(body, "ATL.NB.0005")) {
+			if res.StatusCode != tt.status || (tt.status == 403 && !strings.HasPrefix(body, "ATL.NB.0105")) {
 				t.Errorf("status %d %q, want %d", res.StatusCode, body, tt.status)
 			}
 		})
@@ -340,7 +340,7 @@ func TestUnreachable(t *testing.T) {
 	e := newEnv(t)
 	e.resolver.targets["nb3"] = Target{OwnerID: "alice", Socket: e.resolver.targets["nb3"].Socket, Token: "t", Running: true}
 	res := e.do(http.MethodGet, "/notebooks/nb3/tree", http.Header{"X-Auth-Token": {"tok-alice"}}, nil)
-	if body := text(t, res); res.StatusCode != http.StatusBadGateway || !strings.HasPrefix(body, "ATL.NB.0022") {
+	if body := text(t, res); res.StatusCode != http.StatusBadGateway || !strings.HasPrefix(body, "ATL.NB.0122") {
 		t.Errorf("status %d %q", res.StatusCode, body)
 	}
 }
