@@ -114,6 +114,15 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 		return err
 	}
 	defer s3Ln.Close()
+	nbAddr := cfg.NotebookListen
+	if nbAddr == "" {
+		nbAddr = config.DefaultNotebookListen
+	}
+	nbLn, err := listen(nbAddr, "--notebook-listen")
+	if err != nil {
+		return err
+	}
+	defer nbLn.Close()
 
 	adminPath := filepath.Join(cfg.DataDir, AdminConfigFile)
 	admin := &config.ClientConfig{Endpoint: "http://" + apiLn.Addr().String(), S3Endpoint: "http://" + s3Ln.Addr().String(), AccessKey: ak, SecretKey: sk}
@@ -144,21 +153,30 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	if err != nil {
 		return err
 	}
+	nbs, err := newNotebooks(cfg, iso, store, iam, jobs.Jobs, ledger, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(),
+		notebookBaseURL(cfg, nbLn), key, log)
+	if err != nil {
+		return err
+	}
+	defer nbs.proxy.Close()
 	ledger.OnFree(jobs.Controller.Kick)
 	ledger.OnFree(wake.Kick)
+	ledger.OnFree(nbs.controller.Kick)
 	api := apiserver.New(apiserver.Deps{Auth: iam, Store: store, Registry: reg, Logger: log, Region: cfg.Region, Version: version,
 		Jobs:    apiserver.JobDeps{Submit: jobs.Jobs, Read: jobs.Jobs, Act: jobs.Jobs, Catalog: jobs.Jobs},
 		Runners: apiserver.RunnerDeps{Feed: jobs.Runners, Reports: jobs.Runners}, Models: models, Datasets: datasets, Gateway: gw,
 		Services: services.deployments, ServiceActivity: services.deployments, Usage: services.deployments, InstanceRunners: services.runners,
+		Notebooks: nbs.api, NotebookRunners: nbs.runners,
 		Capacity: capacity.NewView(ledger, iam, store, capacity.NewCgroupMeter(cgroup.Options{}), sources)})
 
 	servers := []*http.Server{
 		{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
 		{Handler: s3.NewServer(s3.Deps{OBS: objects, IAM: iam, Region: cfg.Region, Domain: cfg.S3Domain, Logger: log, Registry: reg}),
 			ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
+		{Handler: nbs.proxy, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
 	}
 	log.Info("atelier server started", "version", version, "api", admin.Endpoint, "s3", admin.S3Endpoint,
-		"data_dir", cfg.DataDir, "meta", redactDSN(cfg.MetaDSN), "admin_config", adminPath)
+		"notebooks", notebookBaseURL(cfg, nbLn), "data_dir", cfg.DataDir, "meta", redactDSN(cfg.MetaDSN), "admin_config", adminPath)
 
 	// One group runs every component; the first that fails ends them all,
 	// and the server returns its error.
@@ -173,7 +191,7 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 		}
 		return nil
 	})
-	for i, ln := range []net.Listener{front.Fallback(), s3Ln} {
+	for i, ln := range []net.Listener{front.Fallback(), s3Ln, nbLn} {
 		g.Go(func() error {
 			if err := servers[i].Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return errs.E(op, errs.IO, "serving "+ln.Addr().String(), err)
@@ -185,6 +203,7 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	loop(func(ctx context.Context) { gcLoop(ctx, iam, jobs.Janitor, log) })
 	loop(jobs.Controller.Run)
 	loop(services.controller.Run)
+	loop(nbs.controller.Run)
 	loop(func(ctx context.Context) { objects.Background(ctx, time.Duration(cfg.LifecycleInterval), started) })
 	// Shutdown, when the server is asked to stop or a component failed.
 	g.Go(func() error {

@@ -12,7 +12,7 @@ import (
 // part from its records on every pass.
 func newLedger(cfg *config.Server) (*capacity.Ledger, capacity.Sources) {
 	c, src := machineCapacity(cfg)
-	return capacity.New(c, capacity.Job, capacity.Instance), src
+	return capacity.New(c, capacity.Job, capacity.Instance, capacity.Notebook), src
 }
 
 // machineCapacity is the machine jobs and instances share and how it is

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
@@ -44,10 +43,7 @@ func newJobService(ctx context.Context, cfg *config.Server, iso *isolation, stor
 			return nil, errs.E(op, err)
 		}
 	}
-	advertise := cfg.AdvertiseURL
-	if advertise == "" || advertise == "http://"+cfg.Listen || strings.HasSuffix(advertise, ":0") {
-		advertise = "http://" + apiAddr
-	}
+	advertise := advertiseURL(cfg, apiAddr)
 	var flavors []api.Flavor
 	for _, f := range cfg.Flavors {
 		flavors = append(flavors, api.Flavor{ID: f.ID, CPU: f.CPU, Memory: int64(f.Memory), GPU: f.GPU, Disk: int64(f.Disk),

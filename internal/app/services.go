@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"log/slog"
-	"strings"
 
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/capacity"
@@ -38,10 +37,7 @@ func newServing(ctx context.Context, cfg *config.Server, iso *isolation, store m
 	if err != nil {
 		return nil, errs.E(op, errs.Internal, "cannot find the atelier binary for the runner", err)
 	}
-	advertise := cfg.AdvertiseURL
-	if advertise == "" || advertise == "http://"+cfg.Listen || strings.HasSuffix(advertise, ":0") {
-		advertise = "http://" + apiAddr
-	}
+	advertise := advertiseURL(cfg, apiAddr)
 	d, r, c := serving.New(store, models, iam, iam, local.New(local.Options{Logger: log}), router, system, serving.Options{
 		Flavors: jobs.Flavors(), Engines: jobs.Engines(), ServicesPerUser: cfg.Quotas.ServicesPerUser, Ledger: ledger, Wakeup: wake, Sandbox: cfg.Sandbox, SandboxUser: cfg.SandboxUser, SandboxError: iso.err, RemoveAll: iso.sb.Identity().RemoveAll,
 		DataDir: cfg.DataDir, WorkDir: cfg.WorkDir, ServerURL: advertise, S3Endpoint: s3URL, Region: cfg.Region,

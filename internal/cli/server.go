@@ -16,7 +16,7 @@ import (
 func newServerCmd() *cobra.Command {
 	var (
 		dataDir, listen, s3Listen, nbListen, configFile, metaDSN, s3Domain string
-		logLevel, logFormat                                      string
+		logLevel, logFormat                                                string
 	)
 	cmd := &cobra.Command{
 		Use:   "server",

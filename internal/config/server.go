@@ -55,6 +55,9 @@ type Server struct {
 	Flavors      []Flavor `json:"flavors,omitempty"`
 	Engines      []Engine `json:"engines,omitempty"`
 	Quotas       Quotas   `json:"quotas,omitempty"`
+	// NotebookDomain gives each notebook an origin of its own:
+	// <id>.<domain> on the notebook listener (wildcard DNS to it).
+	NotebookDomain string `json:"notebook_domain,omitempty"`
 	// Notebooks are the defaults and limits of notebooks.
 	Notebooks Notebooks `json:"notebooks,omitempty"`
 	// Capacity declares the machine: each key set replaces what is
@@ -387,6 +390,9 @@ func (c *Server) Validate() error {
 	}
 	if !regionRe.MatchString(c.Region) {
 		return invalid("region", "%q must be lower-case letters, digits and dashes, like us-east-1", c.Region)
+	}
+	if c.NotebookDomain != "" && !domainRe.MatchString(c.NotebookDomain) {
+		return invalid("notebook_domain", "%q is not a DNS name such as nb.example.com (each notebook is served at <id>.<notebook_domain>)", c.NotebookDomain)
 	}
 	if c.S3Domain != "" && !domainRe.MatchString(c.S3Domain) {
 		return invalid("s3_domain", "%q is not a DNS name such as s3.example.com", c.S3Domain)

@@ -46,6 +46,9 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 }
 
+// Kick wakes the controller (capacity was freed).
+func (c *Controller) Kick() { c.kick() }
+
 // Note records evidence of work the proxy saw (kind "execute" or
 // "terminal"); the next pass stores it.
 func (c *Controller) Note(id, kind string, at time.Time) {

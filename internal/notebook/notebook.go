@@ -3,7 +3,10 @@ package notebook
 import (
 	"context"
 	"log/slog"
+	"net"
+	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/executor"
 	"github.com/atelier-dev/atelier/internal/meta"
+	"github.com/atelier-dev/atelier/internal/notebook/proxy"
 	"github.com/atelier-dev/atelier/internal/optimistic"
 )
 
@@ -77,6 +81,9 @@ type Options struct {
 	// NotebookURL is the notebook listener's base URL (the proxy's own
 	// origin), e.g. http://127.0.0.1:8888.
 	NotebookURL string
+	// Domain, when set, gives each notebook its own origin: it is served
+	// at <id>.<Domain> on the listener's port (config notebook_domain).
+	Domain      string
 	S3Endpoint  string
 	Region      string
 	RunnerArgv0 string
@@ -217,6 +224,25 @@ func (s *shared) each(ctx context.Context, statuses []string, fn func(r *record)
 		fn(r)
 	}
 	return nil
+}
+
+// baseURL is where notebook id is served: the listener, or its own host
+// there under Domain.
+func (s *shared) baseURL(id string) string {
+	base := strings.TrimRight(s.o.NotebookURL, "/")
+	if s.o.Domain == "" {
+		return base
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return base
+	}
+	if port := u.Port(); port != "" {
+		u.Host = net.JoinHostPort(proxy.Host(s.o.Domain, id), port)
+	} else {
+		u.Host = proxy.Host(s.o.Domain, id)
+	}
+	return u.String()
 }
 
 // dir is a notebook's dir: its volume, home, socket and runner files.

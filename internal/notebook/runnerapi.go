@@ -10,6 +10,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/bearer"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/notebook/proxy"
 	"github.com/atelier-dev/atelier/internal/text"
 )
 
@@ -208,27 +209,18 @@ func clipKernels(ks []api.NotebookKernel) []api.NotebookKernel {
 	return out
 }
 
-// Target is how the proxy reaches a notebook.
-type Target struct {
-	OwnerID string
-	Socket  string
-	Token   string
-	Running bool
-	Status  string
-}
-
 // Target is what the proxy needs of notebook id: its owner, its socket
 // and Jupyter's token (only while it runs).
-func (rs *Runners) Target(ctx context.Context, id string) (Target, error) {
+func (rs *Runners) Target(ctx context.Context, id string) (proxy.Target, error) {
 	raw, err := rs.store.GetNotebook(ctx, id)
 	if err != nil {
-		return Target{}, err
+		return proxy.Target{}, err
 	}
 	r, err := decode(raw)
 	if err != nil {
-		return Target{}, err
+		return proxy.Target{}, err
 	}
-	t := Target{OwnerID: raw.OwnerID, Status: r.st.Status, Running: r.st.Status == api.NotebookRunning && r.rt.JupyterToken != ""}
+	t := proxy.Target{OwnerID: raw.OwnerID, Status: r.st.Status, Running: r.st.Status == api.NotebookRunning && r.rt.JupyterToken != ""}
 	if t.Running {
 		t.Socket, t.Token = filepath.Join(r.rt.Dir, api.NotebookSocket), r.rt.JupyterToken
 	}

@@ -301,7 +301,7 @@ func (n *Notebooks) Login(ctx context.Context, p *auth.Principal, ref string) (*
 			errs.Hint("a notebook runs with its owner's credentials"))
 	}
 	code, exp := n.logins.Mint(r.raw.ID, p.User.ID)
-	u := strings.TrimRight(n.o.NotebookURL, "/") + "/notebooks/" + r.raw.ID + "/login?code=" + url.QueryEscape(code)
+	u := n.baseURL(r.raw.ID) + "/notebooks/" + r.raw.ID + "/login?code=" + url.QueryEscape(code)
 	return &api.NotebookLogin{URL: u, ExpiresAt: exp.UnixMilli()}, nil
 }
 
@@ -330,7 +330,7 @@ func (s *shared) view(r *record) *api.Notebook {
 		Volume: api.NotebookVolume{Category: "LOCAL", Capacity: r.spec.VolumeBytes, Used: r.st.VolumeUsed,
 			MountPath: api.NotebookMountPath, Limit: r.st.VolumeLimit},
 		Lease:      api.NotebookLease{IdleStop: r.spec.IdleStop, MaxRuntime: r.spec.MaxRuntime, ExtendedUntil: r.st.ExtendedUntil},
-		URL:        strings.TrimRight(s.o.NotebookURL, "/") + "/notebooks/" + r.raw.ID + "/tree",
+		URL:        s.baseURL(r.raw.ID) + "/notebooks/" + r.raw.ID + "/tree",
 		StopReason: r.st.StopReason, FailReason: r.st.FailReason, Waiting: r.st.Waiting,
 		CreateTime: ms(r.raw.CreateTime), UpdateTime: ms(r.raw.UpdateTime), StartTime: r.st.StartTime, StopTime: r.st.StopTime}
 	if r.st.Status == api.NotebookRunning {

@@ -20,6 +20,7 @@ const (
 	CodeLoginMethod      errs.Code = "ATL.NB.0108" // 405: a login link is opened with GET
 	CodeNoNotebook       errs.Code = "ATL.NB.0110" // 404: no notebook with that id
 	CodeNotNotebook      errs.Code = "ATL.NB.0111" // 404: not a /notebooks/{id}/ path
+	CodeWrongHost        errs.Code = "ATL.NB.0113" // 404: with per-notebook origins, the request's host is not the notebook's own
 	CodeBadPath          errs.Code = "ATL.NB.0112" // 400: a path with dot segments, empty segments, encoded slashes or an escaped id
 	CodeNotRunning       errs.Code = "ATL.NB.0120" // 503: the notebook is not running (its status is given)
 	CodeUnavailable      errs.Code = "ATL.NB.0121" // 503: the notebook or the credentials could not be looked up (the store does not answer)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -68,6 +69,16 @@ type Options struct {
 	// MaxMessage bounds one websocket message either way (default
 	// DefaultMaxMessage); a bigger one closes the websocket with 1009.
 	MaxMessage int64
+	// Domain, when set, gives every notebook an origin of its own: it is
+	// served only at the host <id>.<Domain> (any port), so a page of one
+	// notebook can never script another (config notebook_domain). Empty:
+	// every notebook shares the listener's origin.
+	Domain string
+}
+
+// Host is the host notebook id is served at under domain.
+func Host(domain, id string) string {
+	return strings.ToLower(id) + "." + strings.TrimPrefix(domain, ".")
 }
 
 // Proxy is the notebook listener's handler.
@@ -128,6 +139,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	if err := p.checkHost(r, id); err != nil {
+		fail(w, err)
+		return
+	}
 	switch rest {
 	case "":
 		u := notebookPath(id)
@@ -183,6 +198,20 @@ func (p *Proxy) login(w http.ResponseWriter, r *http.Request, id string) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Referrer-Policy", "no-referrer")
 	http.Redirect(w, r, notebookPath(id)+"tree", http.StatusSeeOther)
+}
+
+// checkHost refuses, with per-notebook origins (Domain), a request for
+// notebook id at any other host than its own.
+func (p *Proxy) checkHost(r *http.Request, id string) error {
+	if p.o.Domain == "" {
+		return nil
+	}
+	h, _ := splitHostPort(r.Host, "http")
+	if want := Host(p.o.Domain, id); !strings.EqualFold(h, want) {
+		return errs.E("proxy.Host", errs.NotFound, CodeWrongHost, fmt.Sprintf("notebook %s is served at its own host, %s", quoteID(id), want),
+			errs.Hint("open it with `atelier notebook open "+id+"`, which gives its address"))
+	}
+	return nil
 }
 
 func openHint(id string) errs.Hint {

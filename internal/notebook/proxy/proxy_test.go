@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -408,5 +409,62 @@ func TestLoginCodeNotInURLs(t *testing.T) {
 				t.Errorf("header %s has the code", k)
 			}
 		}
+	}
+}
+
+// TestPerNotebookHost: with a domain, each notebook is served only at its
+// own host, so a page of another notebook (another origin) cannot use
+// the victim's session there.
+func TestPerNotebookHost(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Domain = "nb.test" })
+	_, port, _ := net.SplitHostPort(e.host)
+	own := Host("nb.test", "nb1") + ":" + port
+	e.jupyter.expectHost(own)
+	send := func(method, host, path string, h http.Header) *http.Response {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, e.srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		for k, vs := range h {
+			req.Header[k] = vs
+		}
+		c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	code, _ := e.logins.Mint("nb1", "alice")
+	res := send(http.MethodGet, own, LoginPath("nb1", code), nil)
+	res.Body.Close()
+	var c *http.Cookie
+	for _, k := range res.Cookies() {
+		if k.Name == CookieName {
+			c = k
+		}
+	}
+	if res.StatusCode != http.StatusSeeOther || c == nil || c.Domain != "" {
+		t.Fatalf("login at its own host: %d, cookie %+v (want a host-only cookie)", res.StatusCode, c)
+	}
+	if res := send(http.MethodGet, own, "/notebooks/nb1/tree", withCookie(c, nil)); res.StatusCode != http.StatusOK {
+		t.Fatalf("own host: %d %s", res.StatusCode, text(t, res))
+	} else {
+		res.Body.Close()
+	}
+	for _, host := range []string{e.host, Host("nb.test", "nb2") + ":" + port, "nb1.nb.test.evil:" + port, "NB1.nb.test.:" + port} {
+		res := send(http.MethodGet, host, "/notebooks/nb1/tree", withCookie(c, nil))
+		if body := text(t, res); res.StatusCode != http.StatusNotFound || !strings.Contains(body, string(CodeWrongHost)) {
+			t.Errorf("host %s: %d %s", host, res.StatusCode, body)
+		}
+	}
+	// A page of nb2 (its own origin) posting to nb1 with alice's cookie.
+	h := withCookie(c, http.Header{"Origin": {"http://" + Host("nb.test", "nb2") + ":" + port}})
+	if res := send(http.MethodPost, own, "/notebooks/nb1/api/contents", h); res.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-notebook POST: %d", res.StatusCode)
+	} else {
+		res.Body.Close()
 	}
 }
