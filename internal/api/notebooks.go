@@ -96,6 +96,11 @@ type NotebookKernel struct {
 	ID    string `json:"id"`
 	Name  string `json:"name,omitempty"`
 	State string `json:"execution_state"` // busy | idle | starting | dead …
+	// LastActivity is when the kernel last sent a message (ms; a cell
+	// that ran between two reports shows here).
+	LastActivity int64 `json:"last_activity,omitempty"`
+	// Connections is how many clients (browser tabs) are connected to it.
+	Connections int `json:"connections,omitempty"`
 }
 
 // CreateNotebookRequest is the body of POST /api/v1/notebooks. Sizes and
@@ -205,6 +210,10 @@ type NotebookReport struct {
 	VolumeLimit string `json:"volume_limit,omitempty"`
 	// Kernels are Jupyter's kernels (its /api/kernels) and their states.
 	Kernels []NotebookKernel `json:"kernels,omitempty"`
+	// LastActivity is Jupyter's own last activity (ms, its /api/status):
+	// the latest kernel message, terminal I/O or request of a user; the
+	// runner's calls do not count. 0 when not known.
+	LastActivity int64 `json:"last_activity,omitempty"`
 	// ExitCode is Jupyter's exit status once it ended.
 	ExitCode *int `json:"exit_code,omitempty"`
 }

@@ -4,5 +4,5 @@
 // machine; exectest is the conformance suite every executor passes.
 // JobGroup names the cgroup of an attempt's user code, shared by the
 // runner that makes it and the server that sweeps it (and measures it);
-// InstanceGroup names a service instance's.
+// InstanceGroup names a service instance's, NotebookGroup a notebook's.
 package executor

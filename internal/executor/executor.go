@@ -75,6 +75,10 @@ func JobOfGroup(name string) (string, bool) {
 // server, which its runner makes.
 func InstanceGroup(instanceID string) string { return "instance-" + instanceID }
 
+// NotebookGroup is the name of the cgroup of a notebook's Jupyter and
+// kernels, which its runner makes.
+func NotebookGroup(notebookID string) string { return "notebook-" + notebookID }
+
 // Executor starts, observes and stops runners. Handles are strings the caller
 // persists (in the job record) so that a restarted server can re-adopt
 // runners that kept running while it was away.

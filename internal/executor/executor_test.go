@@ -35,4 +35,10 @@ func TestGroupNames(t *testing.T) {
 	if got := InstanceGroup(id); got != "instance-"+id {
 		t.Errorf("InstanceGroup = %q", got)
 	}
+	if got := NotebookGroup(id); got != "notebook-"+id {
+		t.Errorf("NotebookGroup = %q", got)
+	}
+	if _, ok := JobOfGroup(NotebookGroup(id)); ok {
+		t.Errorf("JobOfGroup takes a notebook's group")
+	}
 }

@@ -126,6 +126,65 @@
 // platform, hung, max_runtime or completed) and exits 0; the controller
 // decides about restarts, the runner never restarts the server.
 //
+// # A notebook
+//
+// With --notebook (RunNotebook) the runner runs Jupyter for one run of a
+// notebook:
+//
+//	atelier runner --notebook ID --server URL --dir NOTEBOOK_DIR \
+//	    --token-file NOTEBOOK_DIR/token --work-dir WORK_DIR [--data-dir DIR]
+//
+// It fetches the notebook (GET /api/v1/runner/notebooks/{id}, retried for
+// two minutes) and reports with POST …/status (api.NotebookReport) at once
+// on every phase change (Starting, Running, then Failed or Exited) and
+// every heartbeat_seconds; a report that fails (the server away or
+// restarting) is only logged, the notebook keeps running. The answer may
+// stop it (with its reason) or carry renewed credentials. The notebook dir
+// is kept across runs (NotebookLayout): home/ is /home/ma-user, volume/
+// is /home/ma-user/work, creds/ is /opt/atelier/credentials (read-only),
+// jupyter.sock is where the server's proxy connects, guest/ holds the
+// sandbox's relay sockets and notebook.log Jupyter's and the runner's
+// output (no line goes to the server).
+//
+//  1. The volume (notebook_volume.go): a root runner with mkfs.ext4 makes a
+//     sparse ext4 image volume.img of volume_bytes once (its root dir user
+//     code's) and loop-mounts it at volume/ for the run (VolumeLoop: the
+//     size is hard); a mount a killed runner left is detached first.
+//     Otherwise (or when volume/ already holds files) the volume is a plain
+//     dir measured every heartbeat without following links (VolumeWatch):
+//     a warning at 90 %, a stop with reason volume_full at 100 %.
+//  2. The environment: the venv /home/ma-user/work/.venv, made when missing
+//     or made by another interpreter with the engine's python -m venv
+//     --system-site-packages --without-pip as user code in the sandbox
+//     (python -m pip is then the engine's pip installing into the venv, so
+//     what %pip installs lasts), its pip.conf from the engine's index
+//     pip_args (PipConf), which the egress proxy lets it reach. The OBS
+//     credentials are files, never variables, so that they renew while the
+//     notebook runs: credentials.json (the format of an AWS
+//     credential_process, which moxing reads through
+//     ATELIER_CREDENTIALS_FILE) and aws-config (AWS_CONFIG_FILE) whose
+//     default profile cats it, each written atomically into a directory
+//     bound read-only, so that a rename shows through.
+//  3. Jupyter: the venv's python -m atelier.notebook_server
+//     (NotebookInvocation) in the sandbox and the cgroup
+//     executor.NotebookGroup with the flavor's limits, serving on the
+//     socket the runner made (descriptor 3, mode 0600) with the token the
+//     proxy sends read from a pipe (descriptor 4), base_url
+//     /notebooks/<id>/. Its kernel is the venv's python. Running once GET
+//     {base_url}api/status with the token answers; Failed with Jupyter's
+//     last lines when it exits before or does not answer within the start
+//     timeout.
+//  4. While it runs, each heartbeat reports Jupyter's kernels (GET
+//     {base_url}api/kernels over the socket), the cores its cgroup used
+//     since the last report and the volume's usage.
+//  5. A stop (the server's answer, SIGTERM: reason user, a full volume):
+//     SIGTERM to Jupyter, which ends its kernels, the grace period, then
+//     SIGKILL to its cgroup. Jupyter that ends by itself is Exited with
+//     reason failed. The cgroup, the volume's mount, the relays and the
+//     socket are released, final.json written (its reason the stop's
+//     reason, failed for a failure; user_started is when Jupyter first
+//     answered, 0 when it never did), and only then the last report sent.
+//
 // # Limits
 //
 // The content cache is bounded (cachetrim.go): after staging, a runner

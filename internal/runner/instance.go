@@ -85,10 +85,19 @@ type InstanceConfig struct {
 
 // validate checks the command line.
 func (c *InstanceConfig) validate() error {
-	const op errs.Op = "runner.InstanceConfig"
+	return checkWorkloadFlags("runner.InstanceConfig", "--instance", c.InstanceID, "an instance id", c.Server,
+		c.Dir, c.TokenFile, c.WorkDir, &c.Dir, &c.WorkDir, &c.DataDir)
+}
+
+// checkWorkloadFlags checks the command line of a service instance's or a
+// notebook's runner: the workload's id (idFlag, what it names), --server,
+// and --dir, --token-file, --work-dir (required, in that order) are given,
+// the id can name a directory, the server is an http(s) URL; the paths
+// are made absolute.
+func checkWorkloadFlags(op errs.Op, idFlag, id, what, server, dir, tokenFile, workDir string, paths ...*string) error {
 	var missing []string
 	for _, f := range []struct{ name, v string }{
-		{"--server", c.Server}, {"--instance", c.InstanceID}, {"--dir", c.Dir}, {"--token-file", c.TokenFile}, {"--work-dir", c.WorkDir},
+		{"--server", server}, {idFlag, id}, {"--dir", dir}, {"--token-file", tokenFile}, {"--work-dir", workDir},
 	} {
 		if f.v == "" {
 			missing = append(missing, f.name)
@@ -97,13 +106,13 @@ func (c *InstanceConfig) validate() error {
 	if len(missing) > 0 {
 		return errs.E(op, errs.Invalid, CodeUsage, "missing "+strings.Join(missing, ", "))
 	}
-	if !validName(c.InstanceID) {
-		return errs.E(op, errs.Invalid, CodeUsage, fmt.Sprintf("--instance %q is not an instance id", c.InstanceID))
+	if !validName(id) {
+		return errs.E(op, errs.Invalid, CodeUsage, fmt.Sprintf("%s %q is not %s", idFlag, id, what))
 	}
-	if u, err := url.Parse(c.Server); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return errs.E(op, errs.Invalid, CodeUsage, fmt.Sprintf("--server %q is not an http(s) URL", c.Server))
+	if u, err := url.Parse(server); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errs.E(op, errs.Invalid, CodeUsage, fmt.Sprintf("--server %q is not an http(s) URL", server))
 	}
-	for _, p := range []*string{&c.Dir, &c.WorkDir, &c.DataDir} {
+	for _, p := range paths {
 		if *p == "" {
 			continue
 		}
@@ -619,30 +628,39 @@ func (in *instance) runServer() ending {
 // Unix socket at the instance's socket path (the gateway connects there;
 // only the server's user may) and a pipe holding the instance's secret.
 func (in *instance) serverFiles() ([]*os.File, error) {
-	const op errs.Op = "runner.instance.serverFiles"
 	if in.ri.Secret == "" {
-		return nil, errs.E(op, errs.Invalid, CodeModelServer, "the server sent no secret for the instance")
+		return nil, errs.E("runner.instance.serverFiles", errs.Invalid, CodeModelServer, "the server sent no secret for the instance")
 	}
-	ln, err := relay.ListenUnix(in.layout.Socket(), 0o600)
+	return listenFiles(in.layout.Socket(), in.ri.Secret, CodeInstanceTree)
+}
+
+// listenFiles are the descriptors listenFD and secretFD of a server
+// behind the platform (a model server, Jupyter): a Unix socket listening
+// at sock, mode 0600 (only the platform's server, this runner's user,
+// connects), and a pipe holding secret, which is in neither the command
+// line nor the environment. code is the error code of a failure.
+func listenFiles(sock, secret string, code errs.Code) ([]*os.File, error) {
+	const op errs.Op = "runner.listenFiles"
+	ln, err := relay.ListenUnix(sock, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	f, err := ln.File()
 	ln.Close() // f holds the socket
 	if err != nil {
-		return nil, errs.E(op, errs.IO, CodeInstanceTree, because("cannot pass the instance's socket", err), err)
+		return nil, errs.E(op, errs.IO, code, because("cannot pass the socket", err), err)
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		f.Close()
-		return nil, errs.E(op, errs.IO, CodeInstanceTree, because("cannot make a pipe", err), err)
+		return nil, errs.E(op, errs.IO, code, because("cannot make a pipe", err), err)
 	}
-	_, err = w.WriteString(in.ri.Secret)
+	_, err = w.WriteString(secret)
 	w.Close()
 	if err != nil {
 		f.Close()
 		r.Close()
-		return nil, errs.E(op, errs.IO, CodeInstanceTree, because("cannot pass the instance's secret", err), err)
+		return nil, errs.E(op, errs.IO, code, because("cannot pass the secret", err), err)
 	}
 	return []*os.File{f, r}, nil
 }

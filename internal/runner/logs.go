@@ -38,7 +38,7 @@ const (
 // logSink numbers the lines of an attempt (seq from 1, strictly
 // increasing, user code's and the runner's own), keeps the full log in
 // job.log and the undelivered lines in the spool, and remembers the last
-// lines of user code.
+// lines of user code. Without a spool (a notebook's) nothing is delivered.
 type logSink struct {
 	attempt int
 	log     *slog.Logger
@@ -97,6 +97,9 @@ func (k *logSink) add(stream string, texts []string) {
 			k.log.Warn("cannot write job.log", "err", err)
 			k.full = nil
 		}
+	}
+	if k.spool == nil {
+		return // a notebook's log: kept in its file only
 	}
 	dropped, err := k.spool.append(lines)
 	if err != nil {

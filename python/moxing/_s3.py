@@ -5,6 +5,11 @@ Settings come from the environment (S3_ENDPOINT or AWS_ENDPOINT_URL,
 AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
 AWS_DEFAULT_REGION) and are overridden by mox.file.set_auth. They are read
 at each request, so a change of the environment takes effect at once.
+
+Without keys in the environment, the keys come from the JSON file named by
+ATELIER_CREDENTIALS_FILE (an AWS credential_process's output: AccessKeyId,
+SecretAccessKey, SessionToken), which an Atelier notebook's runner renews
+while the notebook runs: it is read again whenever it changed.
 """
 
 import base64
@@ -12,6 +17,7 @@ import datetime
 import email.utils
 import hashlib
 import http.client
+import json
 import os
 import ssl
 import threading
@@ -40,6 +46,8 @@ DEFAULTS = {
     "multipart_threshold": 64 * MiB,
     "part_size": 16 * MiB,
 }
+
+CREDENTIALS_FILE_ENV = "ATELIER_CREDENTIALS_FILE"
 
 _NOT_FOUND_CODES = ("NoSuchKey", "NoSuchBucket", "NotFound", "NoSuchUpload")
 _RETRY_STATUS = (500, 502, 503, 504)
@@ -99,6 +107,40 @@ def _as_number(name, v, kind, minimum):
     return n
 
 
+class _CredentialsFile:
+    """The keys of a credentials file (CREDENTIALS_FILE_ENV), read again
+    when the file changed (another inode after an atomic rename, another
+    mtime or size)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._stamp = None
+        self._keys = ("", "", "")
+
+    def keys(self, path):
+        """(access key, secret key, session token) of the file at path."""
+        try:
+            st = os.stat(path)
+            stamp = (path, st.st_ino, st.st_mtime_ns, st.st_size)
+            with self._lock:
+                if stamp == self._stamp:
+                    return self._keys
+            with open(path, "rb") as f:
+                doc = json.loads(f.read(1 << 20).decode("utf-8"))
+        except (OSError, ValueError) as e:
+            raise MoxFileConfigException("cannot read the credentials file %s (%s): %s" % (
+                path, CREDENTIALS_FILE_ENV, e)) from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("AccessKeyId"), str) or not isinstance(
+                doc.get("SecretAccessKey"), str):
+            raise MoxFileConfigException("the credentials file %s (%s) has no AccessKeyId and SecretAccessKey" % (
+                path, CREDENTIALS_FILE_ENV))
+        token = doc.get("SessionToken")
+        keys = (doc["AccessKeyId"], doc["SecretAccessKey"], token if isinstance(token, str) else "")
+        with self._lock:
+            self._stamp, self._keys = stamp, keys
+        return keys
+
+
 class Client:
     """The S3 client shared by every mox.file function. Thread-safe."""
 
@@ -106,6 +148,7 @@ class Client:
         self._overrides = {}
         self._local = threading.local()
         self._lock = threading.Lock()
+        self._creds_file = _CredentialsFile()
 
     # ---- settings -------------------------------------------------------
 
@@ -185,9 +228,16 @@ class Client:
             port = o["port"]
         s.scheme, s.host = scheme, host
         s.port = port or (443 if scheme == "https" else 80)
-        s.ak = o.get("ak", env.get("AWS_ACCESS_KEY_ID") or env.get("ACCESS_KEY_ID") or "")
-        s.sk = o.get("sk", env.get("AWS_SECRET_ACCESS_KEY") or env.get("SECRET_ACCESS_KEY") or "")
-        s.token = o.get("security_token", env.get("AWS_SESSION_TOKEN") or env.get("AWS_SECURITY_TOKEN") or "")
+        ak = env.get("AWS_ACCESS_KEY_ID") or env.get("ACCESS_KEY_ID") or ""
+        sk = env.get("AWS_SECRET_ACCESS_KEY") or env.get("SECRET_ACCESS_KEY") or ""
+        token = env.get("AWS_SESSION_TOKEN") or env.get("AWS_SECURITY_TOKEN") or ""
+        creds_file = (env.get(CREDENTIALS_FILE_ENV) or "").strip()
+        if not ak and not sk and creds_file and not ("ak" in o and "sk" in o):
+            ak, sk, file_token = self._creds_file.keys(creds_file)
+            token = token or file_token
+        s.ak = o.get("ak", ak)
+        s.sk = o.get("sk", sk)
+        s.token = o.get("security_token", token)
         s.region = o.get("region") or env.get("AWS_DEFAULT_REGION") or env.get("AWS_REGION") or "us-east-1"
         verify = o.get("ssl_verify")
         if verify is None:

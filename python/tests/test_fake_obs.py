@@ -18,7 +18,7 @@ from moxing.file import _ops  # noqa: E402
 AK, SK = "AKFAKE00000000000001", "fake-secret"
 TMP_AK, TMP_SK, TOKEN = "AKTEMP00000000000002", "temp-secret", "session-token-123"
 ENV = ("S3_ENDPOINT", "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-       "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "MOX_TEST_BUCKET", "S3_USE_HTTPS")
+       "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "MOX_TEST_BUCKET", "S3_USE_HTTPS", "ATELIER_CREDENTIALS_FILE")
 
 
 class FakeServer:
@@ -121,6 +121,51 @@ class FakeOnlyTests(unittest.TestCase):
         finally:
             os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"] = AK, SK
             os.environ.pop("AWS_SESSION_TOKEN", None)
+
+    def test_credentials_file(self):
+        """Without keys in the environment, ATELIER_CREDENTIALS_FILE's are
+        used, and read again after the file was replaced (renewed)."""
+        import json
+        import tempfile
+        mox.file.write("obs://bkt/cf/a.txt", "cf")
+        d = tempfile.mkdtemp()
+        path = os.path.join(d, "credentials.json")
+
+        def renew(ak, sk, token=None):
+            doc = {"Version": 1, "AccessKeyId": ak, "SecretAccessKey": sk}
+            if token:
+                doc["SessionToken"] = token
+            with open(path + ".tmp", "w") as f:
+                json.dump(doc, f)
+            os.replace(path + ".tmp", path)
+
+        saved = {k: os.environ.pop(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+        os.environ["ATELIER_CREDENTIALS_FILE"] = path
+        try:
+            with self.assertRaises(mox.file.MoxFileConfigException) as cm:
+                mox.file.read("obs://bkt/cf/a.txt")
+            self.assertIn("cannot read the credentials file", str(cm.exception))
+            renew(TMP_AK, TMP_SK, TOKEN)
+            self.assertEqual(mox.file.read("obs://bkt/cf/a.txt"), "cf")
+            renew(TMP_AK, TMP_SK)  # no token: the fake refuses a temporary key without one
+            with self.assertRaises(mox.file.MoxFileRespException) as cm:
+                mox.file.read("obs://bkt/cf/a.txt")
+            self.assertIn("InvalidToken", str(cm.exception))
+            renew(AK, SK)
+            self.assertEqual(mox.file.read("obs://bkt/cf/a.txt"), "cf")
+            with open(path, "w") as f:
+                f.write("{}")
+            with self.assertRaises(mox.file.MoxFileConfigException):
+                mox.file.read("obs://bkt/cf/a.txt")
+            # Keys in the environment win over the file.
+            os.environ.update(saved)
+            self.assertEqual(mox.file.read("obs://bkt/cf/a.txt"), "cf")
+        finally:
+            os.environ.update(saved)
+            os.environ.pop("ATELIER_CREDENTIALS_FILE", None)
+            for name in os.listdir(d):
+                os.remove(os.path.join(d, name))
+            os.rmdir(d)
 
     def test_endpoint_forms(self):
         mox.file.write("obs://bkt/e/a.txt", "e")
