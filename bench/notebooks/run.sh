@@ -87,7 +87,7 @@ peer_round() { # → seconds from starting jupyter to a cell run
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 	mkdir -p "$WORK/peer"
 	t0=$(now)
-	HOME=$WORK/peer "$py" -m notebook --no-browser --ip 127.0.0.1 --port "$port" --NotebookApp.token=bench \
+	HOME=$WORK/peer "$py" -m notebook --no-browser --ip 127.0.0.1 --port "$port" --NotebookApp.token=bench --allow-root \
 		--notebook-dir "$WORK/peer" >"$WORK/peer.log" 2>&1 &
 	PEER_PID=$!
 	out=$("$PROBE" -base "http://127.0.0.1:$port/" -token bench)

@@ -74,6 +74,7 @@ type CapacityUsage struct {
 const (
 	CapacityJob      = "job"      // a training job's attempt
 	CapacityInstance = "instance" // a service instance
+	CapacityNotebook = "notebook" // a notebook
 )
 
 // CapacityHolder is a job attempt or a service instance that holds what it

@@ -11,7 +11,8 @@ import (
 
 // CgroupMeter measures holders through their cgroups, which runners make
 // under one parent and name after what runs there: a job attempt's
-// executor.JobGroup, an instance's executor.InstanceGroup. It implements
+// executor.JobGroup, an instance's executor.InstanceGroup, a notebook's
+// executor.NotebookGroup. It implements
 // Meter.
 type CgroupMeter struct {
 	o     cgroup.Options
@@ -44,6 +45,8 @@ func (m *CgroupMeter) Measure(ctx context.Context, holders []Holder) Measured {
 			k = HolderKey{Kind: Job, ID: id}
 		} else if id, ok := strings.CutPrefix(n, executor.InstanceGroup("")); ok {
 			k = HolderKey{Kind: Instance, ID: id}
+		} else if id, ok := strings.CutPrefix(n, executor.NotebookGroup("")); ok {
+			k = HolderKey{Kind: Notebook, ID: id}
 		} else {
 			continue
 		}

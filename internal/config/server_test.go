@@ -149,6 +149,24 @@ storage_reserve: 1GiB
 		{name: "negative request memory", yaml: "requests: {notebook: {memory: -1}}\n", code: CodeConfigInvalid, wantMsg: "requests.notebook.memory"},
 		{name: "overcommit below 1", yaml: "overcommit: {memory: 0.5}\n", code: CodeConfigInvalid, wantMsg: "overcommit.memory: 0.5 is not a ratio of at least 1.0"},
 		{name: "gpu overcommit", yaml: "overcommit: {gpu: 2}\n", code: CodeConfigUnknown, wantMsg: `unknown key "overcommit.gpu"`},
+		{name: "notebook defaults", yaml: "region: us-east-1\n",
+			check: func(t *testing.T, c *Server) {
+				nb := c.Notebooks
+				if *nb.IdleStop != Duration(time.Hour) || nb.IdleWarning != Duration(10*time.Minute) || nb.IdleCPUThreshold != 0.05 ||
+					nb.Volume != 5<<30 || nb.MaxVolume != 100<<30 || c.Quotas.NotebooksPerUser != 0 {
+					t.Errorf("notebooks %+v", nb)
+				}
+			}},
+		{name: "notebooks set", yaml: "notebooks: {idle_stop: 0s, idle_cpu_threshold: 0.2, volume: 1GiB}\nquotas: {notebooks_per_user: 2}\nnotebook_domain: localhost\n",
+			check: func(t *testing.T, c *Server) {
+				if *c.Notebooks.IdleStop != 0 || c.Notebooks.IdleCPUThreshold != 0.2 || c.Notebooks.Volume != 1<<30 || c.Quotas.NotebooksPerUser != 2 || c.NotebookDomain != "localhost" {
+					t.Errorf("notebooks %+v, quotas %+v, domain %q", c.Notebooks, c.Quotas, c.NotebookDomain)
+				}
+			}},
+		{name: "notebook threshold above 1", yaml: "notebooks: {idle_cpu_threshold: 5}\n", code: CodeConfigInvalid, wantMsg: "notebooks.idle_cpu_threshold"},
+		{name: "notebook volume above max", yaml: "notebooks: {volume: 10GiB, max_volume: 1GiB}\n", code: CodeConfigInvalid, wantMsg: "notebooks.volume"},
+		{name: "negative notebook quota", yaml: "quotas: {notebooks_per_user: -1}\n", code: CodeConfigInvalid, wantMsg: "quotas"},
+		{name: "bad notebook domain", yaml: "notebook_domain: \"nb .example\"\n", code: CodeConfigInvalid, wantMsg: "notebook_domain"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

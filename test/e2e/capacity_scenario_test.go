@@ -82,8 +82,9 @@ func runLaptopScenario(t *testing.T, s *svcServer, declared bool) {
 			t.Fatalf("flavor %+v, cpu %+v, memory %+v", cpu1, cpu, mem)
 		}
 	}
-	// Six instances book 0.25 CPU and 512 MiB each; the job its flavor.
-	fits := 6*0.25+cpu1.CPU <= cpu.Bookable && 6*512*mib+float64(cpu1.Memory) <= mem.Bookable
+	// Six instances and an idle notebook book 0.25 CPU and 512 MiB each;
+	// the job its flavor.
+	fits := 7*0.25+cpu1.CPU <= cpu.Bookable && 7*512*mib+float64(cpu1.Memory) <= mem.Bookable
 	t.Logf("bookable %v CPU, %.1f GiB; cpu.1 = %v CPU, %.1f GiB; all fit: %v", cpu.Bookable, mem.Bookable/gib, cpu1.CPU, float64(cpu1.Memory)/gib, fits)
 
 	demo := s.echoModel("demo", "1.0.0")
@@ -120,12 +121,16 @@ func runLaptopScenario(t *testing.T, s *svcServer, declared bool) {
 	if j := s.get(train); j.Status.Phase != api.PhaseRunning {
 		t.Fatalf("the job is %s beside the services", j.Status.Phase)
 	}
+	// An idle notebook beside them books its share, not a whole core.
+	var nb api.Notebook
+	mustJSON(t, s.must(nil, "notebook", "create", "--name", "idle", "--flavor", "cpu.1", "--volume", "128MiB", "--wait", "--timeout", "2m", "-o", "json"), &nb)
+	t.Cleanup(func() { s.run(time.Minute, nil, "notebook", "delete", nb.ID, "--yes") })
 
 	now := s.capacity()
-	if len(now.Holders) != 7 || len(now.Waiting) != 0 {
+	if len(now.Holders) != 8 || len(now.Waiting) != 0 {
 		t.Fatalf("holders %+v, waiting %+v", now.Holders, now.Waiting)
 	}
-	if r := resourceOf(now, "cpu"); math.Abs(r.Requested-(6*0.25+cpu1.CPU)) > 1e-9 || r.Limits != 7*cpu1.CPU {
+	if r := resourceOf(now, "cpu"); math.Abs(r.Requested-(7*0.25+cpu1.CPU)) > 1e-9 || r.Limits != 8*cpu1.CPU {
 		t.Errorf("cpu %+v", r)
 	}
 	for _, h := range now.Holders {
@@ -139,6 +144,13 @@ func runLaptopScenario(t *testing.T, s *svcServer, declared bool) {
 			if h.Request != h.Limit || h.Limit.Memory != cpu1.Memory || h.Name != "train" {
 				t.Errorf("job %+v", h)
 			}
+		case api.CapacityNotebook:
+			if h.Request.CPU != 0.25 || h.Request.Memory != 512*mib || h.Limit.CPU != cpu1.CPU || h.Name != "idle" {
+				t.Errorf("notebook %+v", h)
+			}
+			checkCgroupLimit(t, "notebook-"+h.ID, cpu1.Memory)
+		default:
+			t.Errorf("holder %+v", h)
 		}
 	}
 	if out := s.must(nil, "capacity"); !strings.Contains(out, "canary") || !strings.Contains(out, "0.25 CPU, 512.0 MiB") {
@@ -184,7 +196,7 @@ func runLaptopScenario(t *testing.T, s *svcServer, declared bool) {
 	big := s.create(nil, "--name", "big", "--flavor", "cpu.2", "--code-dir", src, "--boot-file", "train.py")
 	t.Cleanup(func() { s.run(time.Minute, nil, "job", "stop", big) })
 	_, errOut, code := s.run(time.Minute, nil, "job", "wait", big, "--timeout", "5s")
-	const why = "waiting (queue position 1): cpu: needs 2, 1.5 free of 4; memory: needs 6.4 GiB, 1.8 GiB free of 8.0 GiB; in use by"
+	const why = "waiting (queue position 1): cpu: needs 2, 1.25 free of 4; memory: needs 6.4 GiB, 1.3 GiB free of 8.0 GiB; in use by"
 	if code != 1 || !strings.Contains(errOut, "job big ("+big+"): "+why) || !strings.Contains(errOut, "is still Pending after 5s; "+why) {
 		t.Errorf("job wait: exit %d:\n%s", code, errOut)
 	}
