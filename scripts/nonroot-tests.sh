@@ -63,7 +63,7 @@ run_as() { # dir, command…
 echo "== sandbox tests as $user (uid $(id -u "$user"))"
 run_as internal/sandbox "$out/sandbox.test" -test.count=1
 echo "== runner tests as $user"
-run_as internal/runner "$out/runner.test" -test.count=1 -test.run "'Bubblewrap|Install|Instance'"
+run_as internal/runner "$out/runner.test" -test.count=1 -test.run "'Bubblewrap|Install|Instance|Notebook'"
 echo "== e2e attack suite as $user"
 run_as test/e2e ATELIER_E2E_BIN="$out/atelier" "$out/e2e.test" -test.count=1 -test.timeout 20m \
-  -test.run "'TestAttack|TestJobSeedScriptCompletes|TestServiceDeployPredictAndLimits'"
+  -test.run "'TestAttack|TestJobSeedScriptCompletes|TestServiceDeployPredictAndLimits|TestNotebookEndToEnd'"
