@@ -2,7 +2,6 @@ package cli
 
 import (
 	"archive/tar"
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/client"
+	"github.com/atelier-dev/atelier/internal/codeignore"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/strictjson"
 	"github.com/atelier-dev/atelier/internal/text"
@@ -49,7 +49,7 @@ const (
 )
 
 // ignoreFile is the file in a code dir that lists what not to upload.
-const ignoreFile = ".atelierignore"
+const ignoreFile = codeignore.FileName
 
 const createHelp = `Create a training job from a job spec file (-f job.yaml; YAML or JSON, the
 ModelArts v2 shape: kind, metadata, algorithm, spec) and/or flags. Flags
@@ -718,7 +718,7 @@ func planCodeDir(root string, lim codeLimits) (*codePlan, error) {
 		default:
 			return nil // sockets, devices, pipes
 		}
-		if rules.ignored(rel, isDir) {
+		if rules.Ignored(rel, isDir) {
 			if isDir {
 				return filepath.SkipDir
 			}
@@ -955,21 +955,12 @@ func (j *jobCmds) uploadCode(ctx context.Context, c *client.Client, p *codePlan)
 	return codeDir, nil
 }
 
-// ignoreRule is one pattern of an .atelierignore file.
-type ignoreRule struct {
-	negate, dirOnly bool
-	segs            []string // path segments; "**" matches any number of them
-}
-
-// ignoreRules are the patterns of an .atelierignore file, in order.
-type ignoreRules struct{ rules []ignoreRule }
-
 // loadIgnoreFile reads root/.atelierignore; a missing file ignores nothing.
-func loadIgnoreFile(root string) (*ignoreRules, error) {
+func loadIgnoreFile(root string) (*codeignore.Rules, error) {
 	p := filepath.Join(root, ignoreFile)
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &ignoreRules{}, nil
+		return &codeignore.Rules{}, nil
 	}
 	if err != nil {
 		return nil, errs.E("cli.job.pack", errs.IO, codeCodeRead, fmt.Sprintf("cannot read %s: %v", p, pathErrText(err)))
@@ -978,104 +969,21 @@ func loadIgnoreFile(root string) (*ignoreRules, error) {
 	return parseIgnore(p, f)
 }
 
-// parseIgnore reads gitignore-style patterns: blank lines and lines
-// starting with # are skipped (\# and \! escape a leading # or !); !
-// negates; a trailing / matches directories only; a pattern with a / at its
-// start or middle is relative to the code dir, one without matches at any
-// depth; * ? and [...] match within a path segment and ** any number of
-// segments.
-func parseIgnore(src string, r io.Reader) (*ignoreRules, error) {
-	rules := &ignoreRules{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		s := strings.TrimRight(sc.Text(), " \t\r")
-		if s == "" || strings.HasPrefix(s, "#") {
-			continue
-		}
-		var rule ignoreRule
-		switch {
-		case strings.HasPrefix(s, `\#`), strings.HasPrefix(s, `\!`):
-			s = s[1:]
-		case strings.HasPrefix(s, "!"):
-			rule.negate, s = true, s[1:]
-		}
-		if strings.HasSuffix(s, "/") {
-			rule.dirOnly, s = true, strings.TrimRight(s, "/")
-		}
-		anchored := strings.Contains(s, "/")
-		for _, seg := range strings.Split(strings.TrimPrefix(s, "/"), "/") {
-			if seg == "" {
-				continue
-			}
-			if seg != "**" {
-				if _, err := path.Match(seg, ""); err != nil {
-					return nil, errs.E("cli.job.pack", errs.Invalid, codeIgnoreSyntax,
-						fmt.Sprintf("%s line %d: bad pattern %q", src, n, sc.Text()),
-						errs.Hint("close every [ of a character class, or escape it as \\["))
-				}
-			}
-			rule.segs = append(rule.segs, seg)
-		}
-		if len(rule.segs) == 0 {
-			continue
-		}
-		if !anchored {
-			rule.segs = append([]string{"**"}, rule.segs...)
-		}
-		rules.rules = append(rules.rules, rule)
-	}
-	if err := sc.Err(); err != nil {
+// parseIgnore reads gitignore-style patterns (package codeignore, which
+// the server's notebook snapshots use too) from src.
+func parseIgnore(src string, r io.Reader) (*codeignore.Rules, error) {
+	rules, err := codeignore.Parse(r)
+	var se *codeignore.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return nil, errs.E("cli.job.pack", errs.Invalid, codeIgnoreSyntax,
+			fmt.Sprintf("%s line %d: bad pattern %q", src, se.Line, se.Text),
+			errs.Hint("close every [ of a character class, or escape it as \\["))
+	case errors.Is(err, codeignore.ErrTooLarge):
+		return nil, errs.E("cli.job.pack", errs.Invalid, codeIgnoreSyntax,
+			fmt.Sprintf("%s has more than %d patterns or a line longer than %d bytes", src, codeignore.MaxRules, codeignore.MaxLineLen))
+	case err != nil:
 		return nil, errs.E("cli.job.pack", errs.IO, codeCodeRead, fmt.Sprintf("cannot read %s: %v", src, err))
 	}
 	return rules, nil
-}
-
-// ignored reports whether the entry at rel (slash-separated, relative to
-// the code dir) is left out: the last pattern that matches decides.
-func (r *ignoreRules) ignored(rel string, dir bool) bool {
-	if r == nil || len(r.rules) == 0 {
-		return false
-	}
-	parts := strings.Split(rel, "/")
-	out := false
-	for _, rule := range r.rules {
-		if rule.dirOnly && !dir {
-			continue
-		}
-		if matchSegments(rule.segs, parts) {
-			out = !rule.negate
-		}
-	}
-	return out
-}
-
-// matchSegments matches path segments against pattern segments, where
-// "**" stands for any number of segments (a trailing "**" for at least
-// one).
-func matchSegments(pat, name []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for len(pat) > 1 && pat[1] == "**" {
-				pat = pat[1:]
-			}
-			if len(pat) == 1 {
-				return len(name) > 0
-			}
-			for i := 0; i <= len(name); i++ {
-				if matchSegments(pat[1:], name[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(name) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pat[0], name[0]); !ok {
-			return false
-		}
-		pat, name = pat[1:], name[1:]
-	}
-	return len(name) == 0
 }
