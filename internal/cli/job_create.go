@@ -65,6 +65,20 @@ The server checks the job (a dry run) before the code dir is uploaded, so
 a job it refuses leaves nothing behind.
 An obs:// (or s3://, or ModelArts' /bucket/prefix/) code dir is used as is.
 
+--from-notebook NB makes the job from your notebook NB: the server
+snapshots its work dir (/home/ma-user/work) as an immutable code dir —
+leaving out .venv/, .git/, __pycache__/, .ipynb_checkpoints/, caches, links
+and what its .atelierignore lists — with a requirements.txt that pins the
+packages installed into the notebook's venv (%pip install), appended to the
+work dir's own; it fails naming the packages a job cannot reinstall from the
+package index (editable or local installs). The job runs on the notebook's
+engine and links back to the notebook and the snapshot (job get).
+--boot-file is then relative to the work dir; --notebook-file X.ipynb runs a
+notebook headless instead (its cell tagged "parameters" is filled from
+--param, inputs and outputs, as papermill does; the executed notebook is
+saved as X.executed.ipynb into the first --output). --name defaults to
+NB-<date>-<time>.
+
   --retries N        retry up to N times, also after a non-zero exit
                      (fault-tolerance/job-retry-num=N and
                      fault-tolerance/job-unconditional-retry=true)
@@ -92,6 +106,7 @@ exit code is the one of ` + "`atelier job wait`" + `.
 // createFlags are the flags of `job create`.
 type createFlags struct {
 	file, name, description, codeDir, bootFile, command, engine, flavor, logExport string
+	fromNotebook, notebookFile                                                     string
 	inputs, outputs, params, envs                                                  []string
 	retries, priority                                                              int
 	maxRuntime, syncInterval, hangTimeout                                          time.Duration
@@ -116,6 +131,8 @@ func (j *jobCmds) create() *cobra.Command {
 	fl.StringVar(&f.codeDir, "code-dir", "", "code: a local directory (uploaded) or obs://BUCKET/PREFIX/")
 	fl.StringVar(&f.bootFile, "boot-file", "", "script to run, relative to the code dir")
 	fl.StringVar(&f.command, "command", "", "shell command to run instead of a boot file")
+	fl.StringVar(&f.fromNotebook, "from-notebook", "", "make the job from a snapshot of this notebook's work dir, on its engine")
+	fl.StringVar(&f.notebookFile, "notebook-file", "", "notebook (.ipynb) to run headless instead of a boot file, relative to the code dir")
 	fl.StringVar(&f.engine, "engine", "", "engine name (atelier job engines)")
 	fl.StringArrayVar(&f.inputs, "input", nil, "input channel NAME=obs://BUCKET/PREFIX/ or NAME=dataset:DATASET@VERSION (repeatable)")
 	// --output names output channels here, and keeps -o/--output FORMAT
@@ -174,6 +191,9 @@ func (j *jobCmds) runCreate(ctx context.Context, f createFlags, changed func(str
 	if err := applyCreateFlags(job, f, changed); err != nil {
 		return err
 	}
+	if f.fromNotebook != "" {
+		return j.createFromNotebook(ctx, job, f, changed)
+	}
 	if err := checkJobShape(job); err != nil {
 		return err
 	}
@@ -184,7 +204,7 @@ func (j *jobCmds) runCreate(ctx context.Context, f createFlags, changed func(str
 	if changed("code-dir") {
 		codeBase = ""
 	}
-	if changed("boot-file") {
+	if changed("boot-file") || changed("notebook-file") {
 		bootBase = ""
 	}
 	localDir, isLocal, err := localCodeDir(job.Algorithm.CodeDir, codeBase)
@@ -368,6 +388,15 @@ func applyCreateFlags(job *api.Job, f createFlags, changed func(string) bool) er
 	switch {
 	case changed("boot-file") && changed("command"):
 		return usagef("give --boot-file or --command, not both")
+	case changed("notebook-file") && changed("command"):
+		return usagef("give --notebook-file or --command, not both")
+	case changed("boot-file") && changed("notebook-file"):
+		return usagef("give --boot-file or --notebook-file, not both")
+	case changed("notebook-file"):
+		if !strings.HasSuffix(f.notebookFile, ".ipynb") {
+			return usagef("--notebook-file %s: a notebook file ends in .ipynb (give a script as --boot-file)", f.notebookFile)
+		}
+		alg.BootFile, alg.Command = f.notebookFile, ""
 	case changed("boot-file"):
 		alg.BootFile, alg.Command = f.bootFile, ""
 	case changed("command"):
