@@ -75,6 +75,17 @@ type JobAlgorithm struct {
 	Inputs       []JobChannel      `json:"inputs,omitempty"`
 	Outputs      []JobChannel      `json:"outputs,omitempty"`
 	Environments map[string]string `json:"environments,omitempty"`
+	// SourceNotebook is the notebook the code was snapshotted from (an
+	// Atelier extension: `job create --from-notebook`).
+	SourceNotebook *SourceNotebook `json:"source_notebook,omitempty"`
+}
+
+// SourceNotebook links a job to the notebook its code dir is a snapshot
+// of. CodeDir is the snapshot; it is the job's code_dir.
+type SourceNotebook struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	CodeDir string `json:"code_dir"`
 }
 
 // JobEngine names an engine of the server's configuration.

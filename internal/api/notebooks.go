@@ -158,6 +158,38 @@ type NotebookEvent struct {
 	Message string `json:"message"`
 }
 
+// NotebookSnapshotRequest is the body of POST
+// /api/v1/notebooks/{id}/snapshot (optional).
+type NotebookSnapshotRequest struct {
+	// BootFile, when set, must be a file of the snapshot (relative to the
+	// work dir): the snapshot is refused before anything is uploaded
+	// otherwise.
+	BootFile string `json:"boot_file,omitempty"`
+}
+
+// NotebookSnapshot is an immutable copy of a notebook's work dir made
+// for a training job (POST /api/v1/notebooks/{id}/snapshot): CodeDir is
+// a job's code_dir, its requirements.txt pins what was installed into the
+// notebook's venv.
+type NotebookSnapshot struct {
+	NotebookID   string `json:"notebook_id"`
+	NotebookName string `json:"notebook_name"`
+	Engine       string `json:"engine"` // the notebook's engine: the job's
+	CodeDir      string `json:"code_dir"`
+	Files        int    `json:"files"`
+	Bytes        int64  `json:"bytes"`
+	// Requirements are the packages of the notebook's venv (name==version,
+	// as pip freeze lists them); RequirementsAdded those of them written
+	// into the snapshot's requirements.txt (the work dir's own
+	// requirements.txt named the others).
+	Requirements      []string `json:"requirements,omitempty"`
+	RequirementsAdded []string `json:"requirements_added,omitempty"`
+	// Excluded is what was left out, each with why (built-in excludes,
+	// .atelierignore, symbolic links, special files), at most 100.
+	Excluded   []string `json:"excluded,omitempty"`
+	CreateTime int64    `json:"create_time"`
+}
+
 // RunnerNotebook is what the runner of a notebook needs (GET
 // /api/v1/runner/notebooks/{id}).
 type RunnerNotebook struct {

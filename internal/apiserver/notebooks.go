@@ -20,6 +20,7 @@ type Notebooks interface {
 	Extend(ctx context.Context, p *auth.Principal, ref string, req *api.ExtendNotebookRequest) (*api.Notebook, error)
 	Login(ctx context.Context, p *auth.Principal, ref string) (*api.NotebookLogin, error)
 	Events(ctx context.Context, p *auth.Principal, ref string, opts api.ListOptions) ([]api.NotebookEvent, int, error)
+	Snapshot(ctx context.Context, p *auth.Principal, ref string, req *api.NotebookSnapshotRequest) (*api.NotebookSnapshot, error)
 }
 
 // NotebookRunners is the runner protocol of notebooks.
@@ -39,6 +40,7 @@ func (s *Server) notebookRoutes() []route {
 		{method: "PATCH", path: "/api/v1/notebooks/{id}/lease", h: s.extendNotebook},
 		{method: "POST", path: "/api/v1/notebooks/{id}/url", h: s.notebookLogin},
 		{method: "GET", path: "/api/v1/notebooks/{id}/events", h: s.notebookEvents},
+		{method: "POST", path: "/api/v1/notebooks/{id}/snapshot", h: s.notebookSnapshot},
 
 		{method: "GET", path: "/api/v1/runner/notebooks/{id}", public: true, h: s.runnerNotebook},
 		{method: "POST", path: "/api/v1/runner/notebooks/{id}/status", public: true, h: s.runnerNotebookStatus, maxBody: RunnerMaxBody},
@@ -178,6 +180,27 @@ func (s *Server) notebookEvents(w http.ResponseWriter, r *http.Request, p *auth.
 		return err
 	}
 	writeJSON(w, http.StatusOK, list(evs, total))
+	return nil
+}
+
+// notebookSnapshot is POST …/snapshot: a code dir of the work dir for a
+// job. The body ({"boot_file": …}) is optional.
+func (s *Server) notebookSnapshot(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	nb, err := s.notebooks()
+	if err != nil {
+		return err
+	}
+	var req api.NotebookSnapshotRequest
+	if r.ContentLength != 0 {
+		if err := decodeJSON(r, &req); err != nil {
+			return err
+		}
+	}
+	v, err := nb.Snapshot(r.Context(), p, r.PathValue("id"), &req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, v)
 	return nil
 }
 

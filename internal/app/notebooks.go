@@ -95,7 +95,7 @@ func newNotebooks(cfg *config.Server, iso *isolation, store meta.Store, iam *aut
 		Volume: int64(nb.Volume), MaxVolume: int64(nb.MaxVolume), Sandbox: cfg.Sandbox, SandboxUser: cfg.SandboxUser,
 		SandboxError: iso.err, RemoveAll: iso.sb.Identity().RemoveAll, WorkDir: cfg.WorkDir, DataDir: cfg.DataDir,
 		ServerURL: advertiseURL(cfg, apiAddr), NotebookURL: nbURL, Domain: cfg.NotebookDomain, S3Endpoint: s3URL, Region: cfg.Region,
-		RunnerArgv0: self, Ledger: ledger, Logger: log}
+		RunnerArgv0: self, Ledger: ledger, Code: jobs, Logger: log}
 	api, runners, ctl := notebook.New(store, iam, iam, local.New(local.Options{Logger: log}), logins, o)
 	px, err := proxy.New(proxy.Options{Resolver: runners, Authenticator: tokenAuth{iam}, Activity: ctl, Logins: logins,
 		SessionKey: sessionKey(master), Logger: log, Domain: cfg.NotebookDomain})

@@ -469,6 +469,9 @@ func jobDetail(w io.Writer, job *api.Job) {
 	}
 	field(w, "Engine", orDash(engine))
 	field(w, "Code dir", orDash(job.Algorithm.CodeDir))
+	if sn := job.Algorithm.SourceNotebook; sn != nil {
+		field(w, "From notebook", fmt.Sprintf("%s (%s), snapshot %s", oneLine(sn.Name), oneLine(sn.ID), oneLine(sn.CodeDir)))
+	}
 	if job.Algorithm.Command != "" {
 		field(w, "Command", oneLine(job.Algorithm.Command))
 	} else {

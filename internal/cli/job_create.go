@@ -2,7 +2,6 @@ package cli
 
 import (
 	"archive/tar"
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/client"
+	"github.com/atelier-dev/atelier/internal/codeignore"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/strictjson"
 	"github.com/atelier-dev/atelier/internal/text"
@@ -49,7 +49,7 @@ const (
 )
 
 // ignoreFile is the file in a code dir that lists what not to upload.
-const ignoreFile = ".atelierignore"
+const ignoreFile = codeignore.FileName
 
 const createHelp = `Create a training job from a job spec file (-f job.yaml; YAML or JSON, the
 ModelArts v2 shape: kind, metadata, algorithm, spec) and/or flags. Flags
@@ -64,6 +64,20 @@ At most 1 GiB and 10,000 files. --boot-file is relative to the code dir.
 The server checks the job (a dry run) before the code dir is uploaded, so
 a job it refuses leaves nothing behind.
 An obs:// (or s3://, or ModelArts' /bucket/prefix/) code dir is used as is.
+
+--from-notebook NB makes the job from your notebook NB: the server
+snapshots its work dir (/home/ma-user/work) as an immutable code dir —
+leaving out .venv/, .git/, __pycache__/, .ipynb_checkpoints/, caches, links
+and what its .atelierignore lists — with a requirements.txt that pins the
+packages installed into the notebook's venv (%pip install), appended to the
+work dir's own; it fails naming the packages a job cannot reinstall from the
+package index (editable or local installs). The job runs on the notebook's
+engine and links back to the notebook and the snapshot (job get).
+--boot-file is then relative to the work dir; --notebook-file X.ipynb runs a
+notebook headless instead (its cell tagged "parameters" is filled from
+--param, inputs and outputs, as papermill does; the executed notebook is
+saved as X.executed.ipynb into the first --output). --name defaults to
+NB-<date>-<time>.
 
   --retries N        retry up to N times, also after a non-zero exit
                      (fault-tolerance/job-retry-num=N and
@@ -92,6 +106,7 @@ exit code is the one of ` + "`atelier job wait`" + `.
 // createFlags are the flags of `job create`.
 type createFlags struct {
 	file, name, description, codeDir, bootFile, command, engine, flavor, logExport string
+	fromNotebook, notebookFile                                                     string
 	inputs, outputs, params, envs                                                  []string
 	retries, priority                                                              int
 	maxRuntime, syncInterval, hangTimeout                                          time.Duration
@@ -116,6 +131,8 @@ func (j *jobCmds) create() *cobra.Command {
 	fl.StringVar(&f.codeDir, "code-dir", "", "code: a local directory (uploaded) or obs://BUCKET/PREFIX/")
 	fl.StringVar(&f.bootFile, "boot-file", "", "script to run, relative to the code dir")
 	fl.StringVar(&f.command, "command", "", "shell command to run instead of a boot file")
+	fl.StringVar(&f.fromNotebook, "from-notebook", "", "make the job from a snapshot of this notebook's work dir, on its engine")
+	fl.StringVar(&f.notebookFile, "notebook-file", "", "notebook (.ipynb) to run headless instead of a boot file, relative to the code dir")
 	fl.StringVar(&f.engine, "engine", "", "engine name (atelier job engines)")
 	fl.StringArrayVar(&f.inputs, "input", nil, "input channel NAME=obs://BUCKET/PREFIX/ or NAME=dataset:DATASET@VERSION (repeatable)")
 	// --output names output channels here, and keeps -o/--output FORMAT
@@ -174,6 +191,9 @@ func (j *jobCmds) runCreate(ctx context.Context, f createFlags, changed func(str
 	if err := applyCreateFlags(job, f, changed); err != nil {
 		return err
 	}
+	if f.fromNotebook != "" {
+		return j.createFromNotebook(ctx, job, f, changed)
+	}
 	if err := checkJobShape(job); err != nil {
 		return err
 	}
@@ -184,7 +204,7 @@ func (j *jobCmds) runCreate(ctx context.Context, f createFlags, changed func(str
 	if changed("code-dir") {
 		codeBase = ""
 	}
-	if changed("boot-file") {
+	if changed("boot-file") || changed("notebook-file") {
 		bootBase = ""
 	}
 	localDir, isLocal, err := localCodeDir(job.Algorithm.CodeDir, codeBase)
@@ -368,6 +388,15 @@ func applyCreateFlags(job *api.Job, f createFlags, changed func(string) bool) er
 	switch {
 	case changed("boot-file") && changed("command"):
 		return usagef("give --boot-file or --command, not both")
+	case changed("notebook-file") && changed("command"):
+		return usagef("give --notebook-file or --command, not both")
+	case changed("boot-file") && changed("notebook-file"):
+		return usagef("give --boot-file or --notebook-file, not both")
+	case changed("notebook-file"):
+		if !strings.HasSuffix(f.notebookFile, ".ipynb") {
+			return usagef("--notebook-file %s: a notebook file ends in .ipynb (give a script as --boot-file)", f.notebookFile)
+		}
+		alg.BootFile, alg.Command = f.notebookFile, ""
 	case changed("boot-file"):
 		alg.BootFile, alg.Command = f.bootFile, ""
 	case changed("command"):
@@ -718,7 +747,7 @@ func planCodeDir(root string, lim codeLimits) (*codePlan, error) {
 		default:
 			return nil // sockets, devices, pipes
 		}
-		if rules.ignored(rel, isDir) {
+		if rules.Ignored(rel, isDir) {
 			if isDir {
 				return filepath.SkipDir
 			}
@@ -955,21 +984,12 @@ func (j *jobCmds) uploadCode(ctx context.Context, c *client.Client, p *codePlan)
 	return codeDir, nil
 }
 
-// ignoreRule is one pattern of an .atelierignore file.
-type ignoreRule struct {
-	negate, dirOnly bool
-	segs            []string // path segments; "**" matches any number of them
-}
-
-// ignoreRules are the patterns of an .atelierignore file, in order.
-type ignoreRules struct{ rules []ignoreRule }
-
 // loadIgnoreFile reads root/.atelierignore; a missing file ignores nothing.
-func loadIgnoreFile(root string) (*ignoreRules, error) {
+func loadIgnoreFile(root string) (*codeignore.Rules, error) {
 	p := filepath.Join(root, ignoreFile)
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &ignoreRules{}, nil
+		return &codeignore.Rules{}, nil
 	}
 	if err != nil {
 		return nil, errs.E("cli.job.pack", errs.IO, codeCodeRead, fmt.Sprintf("cannot read %s: %v", p, pathErrText(err)))
@@ -978,104 +998,21 @@ func loadIgnoreFile(root string) (*ignoreRules, error) {
 	return parseIgnore(p, f)
 }
 
-// parseIgnore reads gitignore-style patterns: blank lines and lines
-// starting with # are skipped (\# and \! escape a leading # or !); !
-// negates; a trailing / matches directories only; a pattern with a / at its
-// start or middle is relative to the code dir, one without matches at any
-// depth; * ? and [...] match within a path segment and ** any number of
-// segments.
-func parseIgnore(src string, r io.Reader) (*ignoreRules, error) {
-	rules := &ignoreRules{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		s := strings.TrimRight(sc.Text(), " \t\r")
-		if s == "" || strings.HasPrefix(s, "#") {
-			continue
-		}
-		var rule ignoreRule
-		switch {
-		case strings.HasPrefix(s, `\#`), strings.HasPrefix(s, `\!`):
-			s = s[1:]
-		case strings.HasPrefix(s, "!"):
-			rule.negate, s = true, s[1:]
-		}
-		if strings.HasSuffix(s, "/") {
-			rule.dirOnly, s = true, strings.TrimRight(s, "/")
-		}
-		anchored := strings.Contains(s, "/")
-		for _, seg := range strings.Split(strings.TrimPrefix(s, "/"), "/") {
-			if seg == "" {
-				continue
-			}
-			if seg != "**" {
-				if _, err := path.Match(seg, ""); err != nil {
-					return nil, errs.E("cli.job.pack", errs.Invalid, codeIgnoreSyntax,
-						fmt.Sprintf("%s line %d: bad pattern %q", src, n, sc.Text()),
-						errs.Hint("close every [ of a character class, or escape it as \\["))
-				}
-			}
-			rule.segs = append(rule.segs, seg)
-		}
-		if len(rule.segs) == 0 {
-			continue
-		}
-		if !anchored {
-			rule.segs = append([]string{"**"}, rule.segs...)
-		}
-		rules.rules = append(rules.rules, rule)
-	}
-	if err := sc.Err(); err != nil {
+// parseIgnore reads gitignore-style patterns (package codeignore, which
+// the server's notebook snapshots use too) from src.
+func parseIgnore(src string, r io.Reader) (*codeignore.Rules, error) {
+	rules, err := codeignore.Parse(r)
+	var se *codeignore.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return nil, errs.E("cli.job.pack", errs.Invalid, codeIgnoreSyntax,
+			fmt.Sprintf("%s line %d: bad pattern %q", src, se.Line, se.Text),
+			errs.Hint("close every [ of a character class, or escape it as \\["))
+	case errors.Is(err, codeignore.ErrTooLarge):
+		return nil, errs.E("cli.job.pack", errs.Invalid, codeIgnoreSyntax,
+			fmt.Sprintf("%s has more than %d patterns or a line longer than %d bytes", src, codeignore.MaxRules, codeignore.MaxLineLen))
+	case err != nil:
 		return nil, errs.E("cli.job.pack", errs.IO, codeCodeRead, fmt.Sprintf("cannot read %s: %v", src, err))
 	}
 	return rules, nil
-}
-
-// ignored reports whether the entry at rel (slash-separated, relative to
-// the code dir) is left out: the last pattern that matches decides.
-func (r *ignoreRules) ignored(rel string, dir bool) bool {
-	if r == nil || len(r.rules) == 0 {
-		return false
-	}
-	parts := strings.Split(rel, "/")
-	out := false
-	for _, rule := range r.rules {
-		if rule.dirOnly && !dir {
-			continue
-		}
-		if matchSegments(rule.segs, parts) {
-			out = !rule.negate
-		}
-	}
-	return out
-}
-
-// matchSegments matches path segments against pattern segments, where
-// "**" stands for any number of segments (a trailing "**" for at least
-// one).
-func matchSegments(pat, name []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for len(pat) > 1 && pat[1] == "**" {
-				pat = pat[1:]
-			}
-			if len(pat) == 1 {
-				return len(name) > 0
-			}
-			for i := 0; i <= len(name); i++ {
-				if matchSegments(pat[1:], name[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(name) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pat[0], name[0]); !ok {
-			return false
-		}
-		pat, name = pat[1:], name[1:]
-	}
-	return len(name) == 0
 }

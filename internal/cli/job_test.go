@@ -581,7 +581,7 @@ func TestIgnoreRules(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", tt.patterns, err)
 		}
-		if got := rules.ignored(tt.path, tt.dir); got != tt.want {
+		if got := rules.Ignored(tt.path, tt.dir); got != tt.want {
 			t.Errorf("patterns %q, path %q (dir %v): ignored = %v, want %v", tt.patterns, tt.path, tt.dir, got, tt.want)
 		}
 	}
@@ -606,8 +606,8 @@ func FuzzIgnoreRules(f *testing.F) {
 		if strings.Count(p, "/") > 20 || strings.Count(patterns, "**") > 10 {
 			return
 		}
-		_ = rules.ignored(p, false)
-		_ = rules.ignored(p, true)
+		_ = rules.Ignored(p, false)
+		_ = rules.Ignored(p, true)
 	})
 }
 

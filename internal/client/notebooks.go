@@ -69,3 +69,14 @@ func (c *Client) NotebookLogin(ctx context.Context, ref string) (*api.NotebookLo
 func (c *Client) NotebookEvents(ctx context.Context, ref string, opts ListOptions) (*api.List[api.NotebookEvent], error) {
 	return getList[api.NotebookEvent](ctx, c, "client.NotebookEvents", apiPath("notebooks", ref, "events"), nil, opts)
 }
+
+// SnapshotNotebook snapshots a notebook's work dir as a code dir for a
+// training job; req may be nil.
+func (c *Client) SnapshotNotebook(ctx context.Context, ref string, req *api.NotebookSnapshotRequest) (*api.NotebookSnapshot, error) {
+	if req == nil {
+		req = &api.NotebookSnapshotRequest{}
+	}
+	out := &api.NotebookSnapshot{}
+	err := c.do(ctx, "client.SnapshotNotebook", call{method: http.MethodPost, path: apiPath("notebooks", ref, "snapshot"), body: req, out: out})
+	return ret(out, err)
+}

@@ -213,6 +213,10 @@ func clone(j *api.Job) api.Job {
 			a.Environments[k] = v
 		}
 	}
+	if j.Algorithm.SourceNotebook != nil {
+		v := *j.Algorithm.SourceNotebook
+		a.SourceNotebook = &v
+	}
 	if j.Spec.AutoStop != nil {
 		v := *j.Spec.AutoStop
 		c.Spec.AutoStop = &v
@@ -343,6 +347,7 @@ func normAlgorithm(a *api.JobAlgorithm, env Env, ps *problems) {
 		}
 	}
 	normEngine(&a.Engine, env, ps)
+	normSourceNotebook(a, codeOK, ps)
 
 	// Parameters, inputs and outputs all become --name=value arguments:
 	// their names are unique together.
@@ -374,6 +379,38 @@ func normAlgorithm(a *api.JobAlgorithm, env Env, ps *problems) {
 	}
 	checkOverlaps(dirs, ps)
 	normEnvironments(a.Environments, ps)
+}
+
+// MaxSourceNotebookField bounds source_notebook's id and name.
+const MaxSourceNotebookField = 128
+
+// normSourceNotebook checks the link to the notebook the code dir is a
+// snapshot of: an id and a name (one line each), and its code_dir, which
+// must be the job's own (so the link names the code that runs).
+func normSourceNotebook(a *api.JobAlgorithm, codeOK bool, ps *problems) {
+	sn := a.SourceNotebook
+	if sn == nil {
+		return
+	}
+	const f = "algorithm.source_notebook."
+	c := *sn
+	c.ID, c.Name = strings.TrimSpace(c.ID), strings.TrimSpace(c.Name)
+	for _, v := range []struct{ field, v string }{{"id", c.ID}, {"name", c.Name}} {
+		switch {
+		case v.v == "":
+			ps.addHint(f+v.field, "required", "source_notebook is set by `atelier job create --from-notebook`; remove it, or give id, name and code_dir")
+		case len(v.v) > MaxSourceNotebookField || strings.ContainsAny(v.v, "\x00\n\r\t") || !utf8.ValidString(v.v):
+			ps.add(f+v.field, fmt.Sprintf("must be one line of at most %d bytes", MaxSourceNotebookField))
+		}
+	}
+	if u, ok := normDirURL(f+"code_dir", c.CodeDir, true, ps); ok {
+		c.CodeDir = u
+		if codeOK && u != a.CodeDir {
+			ps.addHint(f+"code_dir", fmt.Sprintf("%q is not the job's code_dir %q", text.Clip(u, 200), text.Clip(a.CodeDir, 200)),
+				"a job made from a notebook runs its snapshot: code_dir is the snapshot's code_dir")
+		}
+	}
+	a.SourceNotebook = &c
 }
 
 // normBootFile makes boot_file a clean path relative to code_dir.
@@ -429,13 +466,10 @@ func normBootFile(b, codeDir string, codeOK bool, ps *problems) (string, bool) {
 	}
 	rel = path.Clean(rel)
 	switch {
-	case strings.HasSuffix(rel, ".py"), strings.HasSuffix(rel, ".sh"):
+	case strings.HasSuffix(rel, ".py"), strings.HasSuffix(rel, ".sh"), strings.HasSuffix(rel, ".ipynb"):
 		return rel, true
-	case strings.HasSuffix(rel, ".ipynb"):
-		ps.addHint(field, fmt.Sprintf("%q is a notebook: boot_file must end in .py (run with the engine's Python) or .sh (run with /bin/sh)", text.Clip(b, 200)),
-			"export the notebook as a script: jupyter nbconvert --to script NOTEBOOK.ipynb")
 	default:
-		ps.add(field, fmt.Sprintf("%q must end in .py (run with the engine's Python) or .sh (run with /bin/sh)", text.Clip(b, 200)))
+		ps.add(field, fmt.Sprintf("%q must end in .py (run with the engine's Python), .sh (run with /bin/sh) or .ipynb (a notebook, run headless)", text.Clip(b, 200)))
 	}
 	return "", false
 }

@@ -182,10 +182,12 @@ func TestNormalizeProblems(t *testing.T) {
 		}, want: []string{`algorithm.boot_file: "../x.py" leaves code_dir`}},
 		{name: "boot file extension", edit: func(j *api.Job) {
 			j.Algorithm.Command, j.Algorithm.CodeDir, j.Algorithm.BootFile = "", "obs://b00/c/", "train"
-		}, want: []string{`algorithm.boot_file: "train" must end in .py (run with the engine's Python) or .sh (run with /bin/sh)`}},
-		{name: "boot file notebook", edit: func(j *api.Job) {
+		}, want: []string{`algorithm.boot_file: "train" must end in .py (run with the engine's Python), .sh (run with /bin/sh) or .ipynb (a notebook, run headless)`}},
+		{name: "source notebook", edit: func(j *api.Job) {
 			j.Algorithm.Command, j.Algorithm.CodeDir, j.Algorithm.BootFile = "", "obs://b00/c/", "train.ipynb"
-		}, want: []string{"is a notebook"}, hint: "nbconvert"},
+			j.Algorithm.SourceNotebook = &api.SourceNotebook{ID: "", Name: "dev\nx", CodeDir: "obs://b00/other/"}
+		}, want: []string{"algorithm.source_notebook.id: required", "algorithm.source_notebook.name: must be one line",
+			`algorithm.source_notebook.code_dir: "obs://b00/other/" is not the job's code_dir "obs://b00/c/"`}, hint: "--from-notebook"},
 		{name: "boot file malformed url", edit: func(j *api.Job) {
 			j.Algorithm.Command, j.Algorithm.CodeDir, j.Algorithm.BootFile = "", "obs://b00/c/", "obs:/b00/c/train.py"
 		}, want: []string{"malformed OBS URL"}},
@@ -359,6 +361,7 @@ func TestNormalizeBootFile(t *testing.T) {
 		{"obs://b00/code", "s3://b00/code/a/b.py", "a/b.py"},
 		{"/b00/code/", "/b00/code/train.py", "train.py"},
 		{"obs://b00/code/", "my train.py", "my train.py"},
+		{"obs://b00/code/", "nb/exp.ipynb", "nb/exp.ipynb"},
 	}
 	for _, tt := range tests {
 		j := minimal()
@@ -370,6 +373,27 @@ func TestNormalizeBootFile(t *testing.T) {
 		if j.Algorithm.BootFile != tt.want {
 			t.Errorf("%q in %q → %q, want %q", tt.boot, tt.codeDir, j.Algorithm.BootFile, tt.want)
 		}
+	}
+}
+
+func TestNormalizeSourceNotebook(t *testing.T) {
+	j := minimal()
+	j.Algorithm.Command, j.Algorithm.CodeDir, j.Algorithm.BootFile = "", "s3://atelier-system/code/u/1/dev", "exp.ipynb"
+	sn := &api.SourceNotebook{ID: " nb-1 ", Name: "dev", CodeDir: "/atelier-system/code/u/1/dev/"}
+	j.Algorithm.SourceNotebook = sn
+	if err := Normalize(j, testEnv); err != nil {
+		t.Fatal(err)
+	}
+	want := api.SourceNotebook{ID: "nb-1", Name: "dev", CodeDir: "obs://atelier-system/code/u/1/dev/"}
+	if got := j.Algorithm.SourceNotebook; got == sn || *got != want || j.Algorithm.CodeDir != want.CodeDir {
+		t.Errorf("source notebook %+v (code_dir %s), want %+v", got, j.Algorithm.CodeDir, want)
+	}
+	if sn.ID != " nb-1 " {
+		t.Error("Normalize changed the caller's source_notebook")
+	}
+	again := *j
+	if err := Normalize(&again, testEnv); err != nil || !reflect.DeepEqual(again, *j) {
+		t.Errorf("not idempotent: %v", err)
 	}
 }
 

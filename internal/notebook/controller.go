@@ -119,6 +119,9 @@ func (c *Controller) one(ctx context.Context, r *record) {
 
 // place starts r's runner when the ledger has room for it.
 func (c *Controller) place(ctx context.Context, r *record) {
+	if _, busy := c.snapshots.Load(r.raw.ID); busy {
+		return // its start waits for the snapshot of its work dir
+	}
 	need, limit := c.limits(r)
 	var p capacity.Placement
 	if c.o.Ledger != nil {
@@ -161,6 +164,9 @@ func (c *Controller) launch(ctx context.Context, r *record, gpus []int) {
 	u, err := c.update(ctx, id, func(u *record) (bool, error) {
 		if u.st.Status != api.NotebookCreating || u.rt.TokenHash != "" {
 			return false, nil
+		}
+		if _, busy := c.snapshots.Load(id); busy {
+			return false, nil // Snapshot marks, then reads under this lock
 		}
 		u.st.Status, u.st.Waiting, u.st.StartTime, u.st.ReadyTime = api.NotebookStarting, "", ms(now), 0
 		u.st.LastActive, u.st.LastActiveWhy, u.st.ExtendedUntil, u.st.WarnedIdle, u.st.WarnedMax = 0, "", 0, 0, 0
@@ -468,6 +474,9 @@ func (c *Controller) remove(ctx context.Context, r *record) {
 		handle := r.rt.Handle
 		c.stopRunnerThen(id, handle, func() { c.finish(context.Background(), id, api.NotebookStopped, api.StopUser, "") })
 		return
+	}
+	if _, busy := c.snapshots.Load(id); busy {
+		return // removed once the snapshot is done
 	}
 	if _, busy := c.removing.LoadOrStore(id, struct{}{}); busy {
 		return

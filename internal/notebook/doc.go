@@ -21,6 +21,13 @@
 // stop; a start resets the clock; extend pushes the idle stop; max runtime
 // stops a busy notebook too.
 //
+// Snapshot copies a notebook's work dir into an immutable code dir for a
+// training job (job create --from-notebook), through package userfs only,
+// with a requirements.txt frozen from the metadata of the packages in the
+// notebook's venv; nothing of the volume is run. A stopped notebook's
+// image is mounted read-only for it, and its runner does not start (nor
+// its dir go) until the snapshot is done.
+//
 // The proxy (package proxy) reaches a running notebook through Target:
 // its owner, its Unix socket and Jupyter's token, which never leaves the
 // server.

@@ -14,4 +14,12 @@ const (
 	CodeRunnerToken errs.Code = "ATL.NB.0008" // a runner call whose token is not the notebook's current runner's
 	CodeSandbox     errs.Code = "ATL.NB.0009" // the configured sandbox cannot run here
 	CodeReport      errs.Code = "ATL.NB.0010" // a runner report that is not valid
+
+	// Snapshots of a work dir (job create --from-notebook).
+	CodeSnapshotTooLarge errs.Code = "ATL.NB.0011" // the work dir is over the code dir limits
+	CodeUnfreezable      errs.Code = "ATL.NB.0012" // venv packages that cannot be reinstalled from an index
+	CodeIgnoreSyntax     errs.Code = "ATL.NB.0013" // a bad .atelierignore
+	CodeVolumeRead       errs.Code = "ATL.NB.0014" // the work dir cannot be read (not made yet, image not mountable, I/O)
+	CodeSnapshotOwner    errs.Code = "ATL.NB.0015" // only the owner may snapshot a notebook
+	CodeSnapshotBootFile errs.Code = "ATL.NB.0016" // the boot file asked for is not in the snapshot
 )

@@ -99,6 +99,9 @@ type Options struct {
 	StopGrace time.Duration
 	Logger    *slog.Logger
 	Now       func() time.Time
+	// Code stores the snapshots of work dirs as jobs' code dirs (job.Jobs;
+	// nil: no snapshots).
+	Code CodeStore
 }
 
 func (o *Options) defaults() {
@@ -143,6 +146,15 @@ type shared struct {
 
 	seen     sync.Map // notebook id → time.Time of the last runner contact
 	activity sync.Map // notebook id → note: the proxy's latest evidence of work
+	// snapshots are the notebooks whose work dir is being snapshotted:
+	// their runner does not start and they are not removed meanwhile.
+	snapshots sync.Map // notebook id → struct{}
+
+	// mountRO and unmountRO mount a stopped notebook's volume image
+	// read-only for a snapshot (mountImage, unmountImage; tests replace
+	// them).
+	mountRO   func(ctx context.Context, image, dir string) error
+	unmountRO func(dir string) error
 }
 
 // note is the latest work the proxy saw.
@@ -157,7 +169,7 @@ type note struct {
 func New(store Store, authz Authorizer, creds Credentials, exec executor.Executor, logins Logins, o Options) (*Notebooks, *Runners, *Controller) {
 	o.defaults()
 	s := &shared{store: store, authz: authz, creds: creds, exec: exec, o: o, log: o.Logger.With("component", "notebooks"),
-		wake: make(chan struct{}, 1)}
+		wake: make(chan struct{}, 1), mountRO: mountImage, unmountRO: unmountImage}
 	c := &Controller{shared: s}
 	return &Notebooks{shared: s, logins: logins}, &Runners{shared: s}, c
 }

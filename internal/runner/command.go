@@ -78,9 +78,16 @@ func (iv Invocation) channelPath(c Channel) string {
 	return iv.Layout.View(c.Dir) + "/"
 }
 
+// NotebookRunModule runs a notebook headless (python/atelier/nbrun.py).
+const NotebookRunModule = "atelier.nbrun"
+
 // Argv is user code's command line: [python, boot file, args…], ["/bin/sh",
-// boot.sh, args…] for a shell script, or ["/bin/sh", "-c", command] with the
-// arguments appended to the command, shell-quoted.
+// boot.sh, args…] for a shell script, [python, -m, atelier.nbrun,
+// boot.ipynb, --output-dir, DIR, --, args…] for a notebook (executed
+// headless with its parameters cell filled from the args, saved into the
+// first output's dir, or the log dir without outputs), or ["/bin/sh",
+// "-c", command] with the arguments appended to the command,
+// shell-quoted.
 func (iv Invocation) Argv() ([]string, error) {
 	args := iv.Args()
 	if cmd := iv.Job.Job.Algorithm.Command; cmd != "" {
@@ -105,7 +112,21 @@ func (iv Invocation) Argv() ([]string, error) {
 		return nil, errs.E("runner.Argv", errs.Invalid, CodeNoProgram,
 			fmt.Sprintf("engine %q has no python interpreter", iv.Job.Engine.Name))
 	}
+	if strings.HasSuffix(boot, ".ipynb") {
+		argv := []string{prog, "-m", NotebookRunModule, iv.Layout.View(boot), "--output-dir", iv.NotebookOutputDir(), "--"}
+		return append(argv, args...), nil
+	}
 	return append([]string{prog, iv.Layout.View(boot)}, args...), nil
+}
+
+// NotebookOutputDir is where a notebook boot file's executed copy is
+// saved, as user code sees it: the first output's dir (synced to OBS),
+// else the log dir.
+func (iv Invocation) NotebookOutputDir() string {
+	if outs := iv.Layout.Outputs; len(outs) > 0 {
+		return iv.Layout.View(outs[0].Dir)
+	}
+	return iv.Layout.View(iv.Layout.LogDir)
 }
 
 // shellQuote quotes s for /bin/sh when it has anything but safe characters.

@@ -37,6 +37,23 @@ func envMap(env []string) map[string]string {
 	return m
 }
 
+// TestNotebookArgvWithoutOutputs: a notebook job without outputs saves
+// the executed notebook into the log dir.
+func TestNotebookArgvWithoutOutputs(t *testing.T) {
+	rj := testJob("bubblewrap")
+	rj.Job.Algorithm.BootFile, rj.Job.Algorithm.Outputs, rj.Job.Algorithm.Inputs = "exp.ipynb", nil, nil
+	l, err := NewLayout("/w", rj, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv, err := Invocation{Job: rj, Layout: l, Python: "/usr/bin/python3"}.Argv()
+	want := []string{"/usr/bin/python3", "-m", "atelier.nbrun", "/home/ma-user/modelarts/user-job-dir/mnist/exp.ipynb",
+		"--output-dir", "/home/ma-user/modelarts/log", "--", "--epochs=3", "--note=a b"}
+	if err != nil || !slices.Equal(argv, want) {
+		t.Errorf("argv %q (%v), want %q", argv, err, want)
+	}
+}
+
 func TestInvocation(t *testing.T) {
 	const work = "/w"
 	home := "/w/jobs/j1/home"
@@ -79,6 +96,13 @@ func TestInvocation(t *testing.T) {
 			argv: []string{"/bin/sh", home + "/modelarts/user-job-dir/mnist/scripts/boot.sh",
 				"--data_url=" + home + "/modelarts/inputs/data_url_0/",
 				"--train_url=" + home + "/modelarts/outputs/train_url_0/", "--epochs=3", "--note=a b"},
+		},
+		{
+			sandbox: "bubblewrap", bootFile: "nb/exp.ipynb",
+			argv: []string{"/w/cache/venvs/v/bin/python", "-m", "atelier.nbrun", "/home/ma-user/modelarts/user-job-dir/mnist/nb/exp.ipynb",
+				"--output-dir", "/home/ma-user/modelarts/outputs/train_url_0", "--",
+				"--data_url=/home/ma-user/modelarts/inputs/data_url_0/",
+				"--train_url=/home/ma-user/modelarts/outputs/train_url_0/", "--epochs=3", "--note=a b"},
 		},
 		{
 			sandbox: "bubblewrap", command: "python -m mnist.train",

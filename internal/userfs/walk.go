@@ -47,11 +47,19 @@ type walker struct {
 	maxEntries int
 	entries    int
 	buf        []byte // for getdents
+	// all: fn is also called for directories (before their contents)
+	// and for the entries Walk skips (symlinks, FIFOs, sockets,
+	// devices), as WalkAll documents.
+	all bool
 }
 
 const walkOp errs.Op = "userfs.Walk"
 
 func (d *Dir) walk(fn func(string, fs.FileInfo) error, maxDepth, maxEntries int) error {
+	return d.walkWith(&walker{d: d, fn: fn, maxDepth: maxDepth, maxEntries: maxEntries})
+}
+
+func (d *Dir) walkWith(w *walker) error {
 	return d.withFD(walkOp, func(dirfd int) error {
 		// A descriptor of its own: reading d's would move d's offset
 		// under a concurrent Walk.
@@ -60,7 +68,7 @@ func (d *Dir) walk(fn func(string, fs.FileInfo) error, maxDepth, maxEntries int)
 		if err != nil {
 			return errs.E(walkOp, errs.IO, "cannot read the directory", &fs.PathError{Op: "open", Path: d.path, Err: err})
 		}
-		w := &walker{d: d, fn: fn, maxDepth: maxDepth, maxEntries: maxEntries, buf: make([]byte, 32<<10)}
+		w.buf = make([]byte, 32<<10)
 		switch err := w.dir(fd, "", 0); err {
 		case filepath.SkipAll, filepath.SkipDir:
 			return nil
@@ -122,8 +130,28 @@ func (w *walker) dir(fd int, rel string, depth int) error {
 				}
 				return f.err(walkOp, w.d.path, child)
 			}
+			if w.all {
+				switch err := w.fn(child, &fileInfo{name: name, st: st}); err {
+				case nil:
+				case filepath.SkipDir:
+					unix.Close(sub)
+					continue // this directory only, unread
+				default:
+					unix.Close(sub)
+					return err
+				}
+			}
 			if err := w.dir(sub, child, depth+1); err != nil {
 				return err
+			}
+		default:
+			if w.all {
+				if err := w.fn(child, &fileInfo{name: name, st: st}); err != nil {
+					if err == filepath.SkipDir {
+						return nil
+					}
+					return err
+				}
 			}
 		}
 	}
