@@ -295,6 +295,38 @@ except OSError as e:
 	if st != http.StatusOK || !strings.Contains(string(b), `"content": "kept"`) && !strings.Contains(string(b), `"content":"kept"`) {
 		t.Fatalf("after stop and start: %d %s", st, b)
 	}
+	// From notebook to job: what ran in the notebook runs the same in a job.
+	_, ws2 := nb2.kernel()
+	out = execute(t, ws2, `import nbformat
+open("/home/ma-user/work/train.py", "w").write("import argparse, moxing\np = argparse.ArgumentParser(); p.add_argument('--lr'); p.add_argument('--train_url')\na, _ = p.parse_known_args(); print('TRAIN lr', a.lr)\n")
+nb = nbformat.v4.new_notebook()
+c = nbformat.v4.new_code_cell("lr = 0.1"); c.metadata["tags"] = ["parameters"]
+nb.cells = [c, nbformat.v4.new_code_cell("print('NB lr', lr)")]
+nbformat.write(nb, "/home/ma-user/work/exp.ipynb")
+open("/home/ma-user/work/.atelierignore", "w").write("big.bin\n")
+open("/home/ma-user/work/big.bin", "wb").write(b"x" * 1000)
+print("written")`, time.Minute)
+	if !strings.Contains(out, "written") {
+		t.Fatalf("writing the work dir: %s", out)
+	}
+	pyJob := s.create(nil, "--name", "from-nb-py", "--from-notebook", "dev", "--boot-file", "train.py", "--param", "lr=0.5",
+		"--output", "train_url=obs://nbdata/out-py/")
+	ipy := s.create(nil, "--name", "from-nb-ipynb", "--from-notebook", "dev", "--notebook-file", "exp.ipynb", "--param", "lr=0.25",
+		"--output", "train_url=obs://nbdata/out-ipynb/")
+	for id, want := range map[string]string{pyJob: "TRAIN lr 0.5", ipy: "NB lr 0.25"} {
+		j := s.wait(id, 3*time.Minute)
+		s.expectPhase(j, api.PhaseCompleted, "")
+		if logs := s.logs(id); !strings.Contains(logs, want) {
+			t.Errorf("job %s log lacks %q:\n%s", id, want, tail(logs, 2000))
+		}
+		if got := s.must(nil, "job", "get", id); !strings.Contains(got, "dev") {
+			t.Errorf("job get does not link back to the notebook:\n%s", got)
+		}
+	}
+	if out := s.must(nil, "obs", "ls", "-r", s.get(pyJob).Algorithm.CodeDir); strings.Contains(out, "big.bin") || strings.Contains(out, ".venv") || !strings.Contains(out, "train.py") {
+		t.Errorf("the snapshot: %s", out)
+	}
+
 	ev := s.must(nil, "notebook", "events", "dev")
 	for _, want := range []string{"Jupyter is ready", "stop asked by admin", "stopped (asked by its owner)"} {
 		if !strings.Contains(ev, want) {
