@@ -60,7 +60,7 @@ func (n *notebookCmds) create() *cobra.Command {
 		timeout                      time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "create --name NAME --flavor FLAVOR",
+		Use:   "create --name NAME [--flavor FLAVOR]",
 		Short: "Create a notebook and start it",
 		Long: `Create a notebook: a Jupyter server with the engine's interpreter as its
 kernel, the Python SDK (moxing, atelier) importable and OBS credentials for
@@ -95,7 +95,7 @@ comes first.`,
 	f.StringVar(&req.Name, "name", "", "notebook name (1-64 letters, digits, '.', '_' or '-')")
 	f.StringVar(&req.Description, "description", "", "description")
 	f.StringVar(&req.Engine, "engine", "", "engine of the kernel (default: the server's default engine)")
-	f.StringVar(&req.Flavor, "flavor", "", "flavor (resource size)")
+	f.StringVar(&req.Flavor, "flavor", "", "flavor (resource size; default: the first flavor)")
 	f.StringVar(&volume, "volume", "", "size of the work dir, e.g. 10GiB (default: the server's notebooks.volume)")
 	f.StringVar(&idleStop, "idle-stop", "", "stop after this long idle, e.g. 60m, or off (default: the server's notebooks.idle_stop)")
 	f.StringVar(&maxRuntime, "max-runtime", "", "stop after this long running, even when busy, e.g. 8h (default: never)")

@@ -71,15 +71,19 @@ func validate(req *api.CreateNotebookRequest, env Env) (spec, error) {
 		return s, errs.E("notebook.validate", errs.Invalid, CodeEngine, fmt.Sprintf("engine: %q is not an engine of this server", s.Engine),
 			errs.Hint("one of: "+strings.Join(names, ", ")))
 	}
-	fl, ok := api.FlavorByID(env.Flavors, req.Flavor)
+	flavor := req.Flavor
+	if flavor == "" && len(env.Flavors) > 0 {
+		flavor = env.Flavors[0].ID // the first flavor is the default wherever one is optional
+	}
+	fl, ok := api.FlavorByID(env.Flavors, flavor)
 	if !ok {
 		var ids []string
 		for _, f := range env.Flavors {
 			ids = append(ids, f.ID)
 		}
-		what := fmt.Sprintf("flavor: %q is not a flavor of this server", req.Flavor)
-		if req.Flavor == "" {
-			what = "flavor: a notebook needs a flavor"
+		what := fmt.Sprintf("flavor: %q is not a flavor of this server", flavor)
+		if flavor == "" {
+			what = "flavor: this server has no flavors"
 		}
 		return s, errs.E("notebook.validate", errs.Invalid, CodeFlavor, what, errs.Hint("--flavor one of: "+strings.Join(ids, ", ")))
 	}

@@ -124,7 +124,7 @@ func runLaptopScenario(t *testing.T, s *svcServer, declared bool) {
 	// An idle notebook beside them books its share, not a whole core.
 	var nb api.Notebook
 	mustJSON(t, s.must(nil, "notebook", "create", "--name", "idle", "--flavor", "cpu.1", "--volume", "128MiB", "--wait", "--timeout", "2m", "-o", "json"), &nb)
-	t.Cleanup(func() { s.run(time.Minute, nil, "notebook", "delete", nb.ID, "--yes") })
+	t.Cleanup(func() { deleteNotebook(t, s.jobServer, nb.ID) })
 
 	now := s.capacity()
 	if len(now.Holders) != 8 || len(now.Waiting) != 0 {

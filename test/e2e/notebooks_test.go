@@ -178,6 +178,8 @@ func TestNotebookEndToEnd(t *testing.T) {
 	args := []string{"--config", writeJobConfig(t, t.TempDir(), py, ""), "--listen", freeAddr(t), "--s3-listen", freeAddr(t),
 		"--notebook-listen", freeAddr(t)}
 	s := &jobServer{server: startServer(t, dir, args...), py: py}
+	// Whatever happens, no Jupyter is left running (s is the server of the moment).
+	t.Cleanup(func() { deleteNotebook(t, s, "dev") })
 	s.must(nil, "obs", "mb", "obs://nbdata")
 	src := codeDir(t, map[string]string{"hello.txt": "hi"})
 	s.must(nil, "obs", "cp", src+"/hello.txt", "obs://nbdata/in/hello.txt")
@@ -350,6 +352,16 @@ func waitNotebook(t *testing.T, s *jobServer, ref, status string) api.Notebook {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// deleteNotebook deletes a notebook, if it exists, and waits until it is
+// gone: its Jupyter is stopped before the server is.
+func deleteNotebook(t *testing.T, s *jobServer, ref string) {
+	t.Helper()
+	if _, _, code := s.run(time.Minute, nil, "notebook", "delete", ref, "--yes"); code != 0 {
+		return
+	}
+	waitGone(t, s, ref)
 }
 
 func waitGone(t *testing.T, s *jobServer, ref string) {

@@ -55,7 +55,7 @@ func TestREADMETutorial(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := "set -euo pipefail\nset -x\n" + strings.Join(blocks, "\n")
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	cmd.Dir = work
@@ -64,6 +64,7 @@ func TestREADMETutorial(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	// Whatever happened, do not leave instances running.
 	defer s.run(time.Minute, nil, "service", "delete", "digits")
+	defer deleteNotebook(t, s, "dev")
 	if err != nil {
 		t.Fatalf("the README tutorial failed: %v\n%s\nserver log:\n%s", err, tail(string(out), 6000), tail(s.log.String(), 3000))
 	}
