@@ -8,7 +8,8 @@ bin="$PWD/bin/atelier"
 [ -x "$bin" ] || { echo "demo: $bin is missing; run 'make demo' (it builds first)" >&2; exit 1; }
 
 # Python packages the digits example uses; bubblewrap sandboxes jobs.
-pkgs=(python3-torch python3-torchvision python3-numpy python3-pil python3-sklearn bubblewrap)
+pkgs=(python3-torch python3-torchvision python3-numpy python3-pil python3-sklearn bubblewrap
+  jupyter-notebook python3-ipykernel python3-terminado python3-nbclient python3-nbconvert)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -19,7 +20,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "  ${missing[*]}" >&2
     exit 1
   fi
-  echo "demo: installing ${missing[*]} (the digits example trains with PyTorch; bubblewrap sandboxes jobs)"
+  echo "demo: installing ${missing[*]} (the digits example trains with PyTorch; bubblewrap sandboxes jobs; Jupyter runs notebooks)"
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo=sudo
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
@@ -38,6 +39,7 @@ cleanup() {
     # stop what is still running, then make sure nothing is left behind.
     if kill -0 "$pid" 2>/dev/null; then
       timeout 30 "$bin" service stop digits >/dev/null 2>&1 || true
+      timeout 30 "$bin" notebook stop dev >/dev/null 2>&1 && sleep 2 || true
     fi
     kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
     pkill -TERM -f -- "$data/" 2>/dev/null && sleep 1 && pkill -KILL -f -- "$data/" 2>/dev/null || true
@@ -151,6 +153,13 @@ stats=$("$bin" service stats digits -o json)
 p50=$(printf '%s' "$stats" | /usr/bin/python3 -c 'import json,sys; print(round(json.load(sys.stdin)["p50_ms"]))')
 p99=$(printf '%s' "$stats" | /usr/bin/python3 -c 'import json,sys; print(round(json.load(sys.stdin)["p99_ms"]))')
 
+step "12. a notebook on the same engine: Jupyter behind the server, on an origin of its own, stopped when idle"
+run "$bin" notebook create --name dev --idle-stop 60m --wait --timeout 3m
+run "$bin" notebook get dev
+printf '$ %s notebook url dev\n' "$bin"
+"$bin" notebook url dev | sed 's/code=.*/code=…  (single use, valid for a minute)/'
+run "$bin" notebook stop dev
+
 if [ "${KEEP:-0}" = 1 ]; then
   echo
   echo "KEEP=1: the server keeps running (pid $pid). Use it with:"
@@ -163,5 +172,6 @@ echo "      atelier service stats digits · atelier usage · docs/training.md ·
 if [ "${KEEP:-0}" != 1 ]; then
   "$bin" service stop digits >/dev/null && echo "demo: service stopped"
   "$bin" service delete digits >/dev/null 2>&1 || true
+  "$bin" notebook delete dev --yes >/dev/null 2>&1 && sleep 2 || true
 fi
 final="demo: accuracy=$accuracy p50_ms=$p50 p99_ms=$p99 seconds=$(( $(date +%s) - start ))"

@@ -52,7 +52,6 @@ type fakeCreds struct {
 	n       int
 	users   []string
 	revoked []string
-	ttl     time.Duration
 	now     func() time.Time
 }
 

@@ -107,15 +107,6 @@ func running(status string) bool {
 	return false
 }
 
-// ended reports whether the notebook has no runner and wants none.
-func ended(status string) bool {
-	switch status {
-	case api.NotebookStopped, api.NotebookStartFailed, api.NotebookError:
-		return true
-	}
-	return false
-}
-
 func ms(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
