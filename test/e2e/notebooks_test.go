@@ -137,9 +137,13 @@ func execute(t *testing.T, ws *websocket.Conn, code string, timeout time.Duratio
 	defer ws.SetReadDeadline(time.Time{})
 	for {
 		var m struct {
-			Header       struct{ MsgType string `json:"msg_type"` } `json:"header"`
-			ParentHeader struct{ MsgID string `json:"msg_id"` }   `json:"parent_header"`
-			Content      map[string]any                           `json:"content"`
+			Header struct {
+				MsgType string `json:"msg_type"`
+			} `json:"header"`
+			ParentHeader struct {
+				MsgID string `json:"msg_id"`
+			} `json:"parent_header"`
+			Content map[string]any `json:"content"`
 		}
 		if err := ws.ReadJSON(&m); err != nil {
 			t.Fatalf("reading the kernel's answer to %q: %v (so far: %s)", code, err, out.String())

@@ -113,8 +113,12 @@ func run(login, base, token string, timeout time.Duration) error {
 	_ = ws.SetReadDeadline(deadline)
 	for {
 		var m struct {
-			Header       struct{ MsgType string `json:"msg_type"` } `json:"header"`
-			ParentHeader struct{ MsgID string `json:"msg_id"` }   `json:"parent_header"`
+			Header struct {
+				MsgType string `json:"msg_type"`
+			} `json:"header"`
+			ParentHeader struct {
+				MsgID string `json:"msg_id"`
+			} `json:"parent_header"`
 		}
 		if err := ws.ReadJSON(&m); err != nil {
 			return fmt.Errorf("kernel answer: %v", err)
