@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -20,7 +22,7 @@ import (
 // attempt, or (kind "instances") for one service instance.
 type server struct {
 	base   string // e.g. http://127.0.0.1:8080, no trailing slash
-	kind   string // "jobs" or "instances": the collection of the runner protocol
+	kind   string // "jobs", "instances" or "notebooks": the collection of the runner protocol
 	job    string // the job's or the instance's id
 	token  string
 	hc     *http.Client // calls, with a timeout
@@ -183,4 +185,49 @@ func retry(ctx context.Context, limit time.Duration, b *backoff, fn func() error
 			return err
 		}
 	}
+}
+
+// fetchSpec is what fetchWorkload fetches: the runner protocol's record
+// of one instance or notebook.
+type fetchSpec struct {
+	what, kind, id string // "instance", "instances", its id
+	server         string
+	tokenFile, dir string
+	limit          time.Duration // how long the fetch is retried
+	code           errs.Code     // of a fetch that failed
+	reason         string        // final.json's reason when it fails
+}
+
+// fetchWorkload reads the runner token, fetches the workload into out
+// (retrying while the server is away) and returns the server client. When
+// that fails it says so in the log and in final.json (as reason), so the
+// server learns why the runner ended.
+func fetchWorkload(ctx context.Context, f fetchSpec, log *slog.Logger, sink *logSink, out any) (*server, error) {
+	op := errs.Op("runner.fetch " + f.what)
+	fail := func(err error) error {
+		ex := api.RunnerExit{Attempt: 1, ExitCode: -1, Reason: f.reason,
+			Message: "the runner could not start the " + f.what + ": " + errs.UserMessage(err), EndTime: time.Now().UnixMilli()}
+		sink.Runner("%s", ex.Message)
+		ex.LastLogSeq = sink.LastSeq()
+		if werr := writeFinal(f.dir, &ex); werr != nil {
+			log.Error("cannot write final.json", "err", werr)
+		}
+		return err
+	}
+	token, err := os.ReadFile(f.tokenFile)
+	if err != nil {
+		return nil, fail(errs.E(op, errs.IO, CodeToken, because(fmt.Sprintf("cannot read the token file %s", f.tokenFile), err), err))
+	}
+	srv := newServer(f.server, f.id, strings.TrimSpace(string(token)))
+	srv.kind = f.kind
+	log.Info("fetching the "+f.what, "server", f.server)
+	err = retry(ctx, f.limit, newBackoff(250*time.Millisecond, 5*time.Second), func() error {
+		return srv.call(ctx, "GET", "", nil, out)
+	}, func(err error) { log.Warn("cannot fetch the "+f.what+"; retrying", "err", err) })
+	if err != nil {
+		return nil, fail(errs.E(op, errs.Unavailable, f.code,
+			errs.Hint("check that the server is running and reachable at --server (advertise_url)"),
+			because(fmt.Sprintf("cannot fetch %s %s from %s", f.what, f.id, f.server), err), err))
+	}
+	return srv, nil
 }

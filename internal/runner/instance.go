@@ -158,31 +158,11 @@ func RunInstance(ctx context.Context, cfg InstanceConfig) error {
 	sink := newLogSink(1, sp, full, log)
 	defer sp.close()
 
-	fail := func(err error) error {
-		ex := api.RunnerExit{Attempt: 1, ExitCode: -1, Reason: api.FailurePlatform,
-			Message: "the runner could not start the instance: " + errs.UserMessage(err), EndTime: time.Now().UnixMilli()}
-		sink.Runner("%s", ex.Message)
-		ex.LastLogSeq = sink.LastSeq()
-		if werr := writeFinal(cfg.Dir, &ex); werr != nil {
-			log.Error("cannot write final.json", "err", werr)
-		}
-		return err
-	}
-	token, err := os.ReadFile(cfg.TokenFile)
-	if err != nil {
-		return fail(errs.E("runner.RunInstance", errs.IO, CodeToken, because(fmt.Sprintf("cannot read the token file %s", cfg.TokenFile), err), err))
-	}
-	srv := newServer(cfg.Server, cfg.InstanceID, strings.TrimSpace(string(token)))
-	srv.kind = "instances"
 	var ri api.RunnerInstance
-	log.Info("fetching the instance", "server", cfg.Server)
-	err = retry(ctx, cfg.Timing.FetchFor, newBackoff(250*time.Millisecond, 5*time.Second), func() error {
-		return srv.call(ctx, "GET", "", nil, &ri)
-	}, func(err error) { log.Warn("cannot fetch the instance; retrying", "err", err) })
+	srv, err := fetchWorkload(ctx, fetchSpec{what: "instance", kind: "instances", id: cfg.InstanceID, server: cfg.Server,
+		tokenFile: cfg.TokenFile, dir: cfg.Dir, limit: cfg.Timing.FetchFor, code: CodeInstanceFetch, reason: api.FailurePlatform}, log, sink, &ri)
 	if err != nil {
-		return fail(errs.E("runner.RunInstance", errs.Unavailable, CodeInstanceFetch,
-			errs.Hint("check that the server is running and reachable at --server (advertise_url)"),
-			because(fmt.Sprintf("cannot fetch instance %s from %s", cfg.InstanceID, cfg.Server), err), err))
+		return err
 	}
 	if ri.InstanceID != "" && ri.InstanceID != cfg.InstanceID {
 		log.Warn("the server answered for another instance", "server_instance", ri.InstanceID)

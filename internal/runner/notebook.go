@@ -115,31 +115,11 @@ func RunNotebook(ctx context.Context, cfg NotebookConfig) error {
 	defer full.Close()
 	sink := newLogSink(1, nil, full, log)
 
-	fail := func(err error) error {
-		ex := api.RunnerExit{Attempt: 1, ExitCode: -1, Reason: api.StopFailed,
-			Message: "the runner could not start the notebook: " + errs.UserMessage(err), EndTime: time.Now().UnixMilli()}
-		sink.Runner("%s", ex.Message)
-		ex.LastLogSeq = sink.LastSeq()
-		if werr := writeFinal(cfg.Dir, &ex); werr != nil {
-			log.Error("cannot write final.json", "err", werr)
-		}
-		return err
-	}
-	token, err := os.ReadFile(cfg.TokenFile)
-	if err != nil {
-		return fail(errs.E("runner.RunNotebook", errs.IO, CodeToken, because(fmt.Sprintf("cannot read the token file %s", cfg.TokenFile), err), err))
-	}
-	srv := newServer(cfg.Server, cfg.NotebookID, strings.TrimSpace(string(token)))
-	srv.kind = "notebooks"
 	var rn api.RunnerNotebook
-	log.Info("fetching the notebook", "server", cfg.Server)
-	err = retry(ctx, cfg.Timing.FetchFor, newBackoff(250*time.Millisecond, 5*time.Second), func() error {
-		return srv.call(ctx, "GET", "", nil, &rn)
-	}, func(err error) { log.Warn("cannot fetch the notebook; retrying", "err", err) })
+	srv, err := fetchWorkload(ctx, fetchSpec{what: "notebook", kind: "notebooks", id: cfg.NotebookID, server: cfg.Server,
+		tokenFile: cfg.TokenFile, dir: cfg.Dir, limit: cfg.Timing.FetchFor, code: CodeNotebookFetch, reason: api.StopFailed}, log, sink, &rn)
 	if err != nil {
-		return fail(errs.E("runner.RunNotebook", errs.Unavailable, CodeNotebookFetch,
-			errs.Hint("check that the server is running and reachable at --server (advertise_url)"),
-			because(fmt.Sprintf("cannot fetch notebook %s from %s", cfg.NotebookID, cfg.Server), err), err))
+		return err
 	}
 	if rn.NotebookID == "" {
 		rn.NotebookID = cfg.NotebookID
