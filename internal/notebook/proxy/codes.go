@@ -14,6 +14,7 @@ const (
 	CodeBadSession       errs.Code = "ATL.NB.0102" // 401: the session cookie is forged, tampered with, expired or for another notebook
 	CodeBadToken         errs.Code = "ATL.NB.0103" // 401: the X-Auth-Token was refused (unless the authenticator gave a code of its own)
 	CodeNotOwner         errs.Code = "ATL.NB.0104" // 403: the caller is not the notebook's owner
+	CodeServiceWorker    errs.Code = "ATL.NB.0109" // 403: a service worker script is requested (none may be registered on the notebook listener)
 	CodeCrossOrigin      errs.Code = "ATL.NB.0105" // 403: a state-changing request or websocket upgrade from another origin (Origin/Referer)
 	CodeBadLogin         errs.Code = "ATL.NB.0106" // 403: the login link is unknown, already used or expired (or has no code)
 	CodeLoginOther       errs.Code = "ATL.NB.0107" // 403: the login link is for another notebook

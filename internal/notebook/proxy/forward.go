@@ -58,6 +58,9 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, id string, t Tar
 		Transport: p.transport,
 		ModifyResponse: func(res *http.Response) error {
 			dropSetCookie(res.Header)
+			// No page of a notebook may widen a service worker's scope
+			// beyond its path (registrations are refused anyway).
+			res.Header.Del("Service-Worker-Allowed")
 			return nil
 		},
 		FlushInterval: -1, // pass each piece on as it comes (a kernel message, a slow download)
@@ -74,7 +77,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, id string, t Tar
 
 func unreachable(id string, err error) error {
 	return errs.E("proxy.Forward", errs.IO, CodeUnreachable, "Jupyter of notebook "+id+" does not answer", err,
-		errs.Hint("it may have just stopped; see `atelier notebook show "+id+"`"))
+		errs.Hint("it may have just stopped; see `atelier notebook get "+id+"`"))
 }
 
 // upstreamHeader makes h, a request header going to Jupyter, carry

@@ -113,8 +113,9 @@ type jupyter struct {
 	token  string
 	srv    *httptest.Server
 
-	mu   sync.Mutex
-	host string // the Host it expects: the proxy's
+	mu          sync.Mutex
+	host        string      // the Host it expects: the proxy's
+	extraHeader http.Header // sent with every answer
 
 	downloadGot chan struct{} // the client has the head of the download
 	uploadGot   chan struct{} // Jupyter has the head of the upload
@@ -145,6 +146,9 @@ func (j *jupyter) expectHost(h string) {
 func (j *jupyter) serve(w http.ResponseWriter, r *http.Request) {
 	j.mu.Lock()
 	host := j.host
+	for k, vs := range j.extraHeader {
+		w.Header()[k] = vs
+	}
 	j.mu.Unlock()
 	if a := r.Header.Values("Authorization"); len(a) != 1 || a[0] != "token "+j.token {
 		http.Error(w, "jupyter: bad token", http.StatusForbidden)

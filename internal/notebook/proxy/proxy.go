@@ -160,6 +160,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	if r.Header.Get("Service-Worker") != "" {
+		// A service worker on the notebooks' origin would outlive the
+		// page and see every later request there (other notebooks' login
+		// links): Jupyter uses none, so none is registered.
+		fail(w, errs.E("proxy.ServiceWorker", errs.PermissionDenied, CodeServiceWorker,
+			"service workers are not allowed on the notebook listener"))
+		return
+	}
 	ws := websocket.IsWebSocketUpgrade(r)
 	if ws || !safeMethod(r.Method) {
 		if err := checkOrigin(r, byHeader); err != nil {
@@ -197,6 +205,9 @@ func (p *Proxy) login(w http.ResponseWriter, r *http.Request, id string) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("Referrer-Policy", "no-referrer")
+	// Whatever an earlier page on this origin left (storage, a service
+	// worker registered before the proxy refused them) goes.
+	h.Set("Clear-Site-Data", `"storage"`)
 	http.Redirect(w, r, notebookPath(id)+"tree", http.StatusSeeOther)
 }
 

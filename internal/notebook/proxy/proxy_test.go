@@ -468,3 +468,29 @@ func TestPerNotebookHost(t *testing.T) {
 		res.Body.Close()
 	}
 }
+
+// TestNoServiceWorkers: a notebook cannot register a service worker on the
+// shared origin (it would see other notebooks' login links), nor widen
+// one's scope; a login clears what an earlier page left.
+func TestNoServiceWorkers(t *testing.T) {
+	e := newEnv(t)
+	c := e.login()
+	res := e.do(http.MethodGet, "/notebooks/nb1/files/sw.js", withCookie(c, http.Header{"Service-Worker": {"script"}}), nil)
+	if body := text(t, res); res.StatusCode != http.StatusForbidden || !strings.Contains(body, string(CodeServiceWorker)) {
+		t.Errorf("service worker script: %d %s", res.StatusCode, body)
+	}
+	e.jupyter.mu.Lock()
+	e.jupyter.extraHeader = http.Header{"Service-Worker-Allowed": {"/"}}
+	e.jupyter.mu.Unlock()
+	res = e.do(http.MethodGet, "/notebooks/nb1/tree", withCookie(c, nil), nil)
+	res.Body.Close()
+	if v := res.Header.Get("Service-Worker-Allowed"); v != "" {
+		t.Errorf("Service-Worker-Allowed passed through: %q", v)
+	}
+	code, _ := e.logins.Mint("nb1", "alice")
+	res = e.do(http.MethodGet, LoginPath("nb1", code), nil, nil)
+	res.Body.Close()
+	if v := res.Header.Get("Clear-Site-Data"); v != `"storage"` {
+		t.Errorf("login's Clear-Site-Data = %q", v)
+	}
+}
