@@ -16,6 +16,9 @@ const FileName = ".atelierignore"
 const (
 	MaxRules   = 10_000
 	MaxLineLen = 4096
+	// MaxSegments bounds the path segments of one pattern (the deepest
+	// tree worth a pattern), so that matching stays cheap.
+	MaxSegments = 32
 )
 
 // ErrTooLarge is returned for a file with more than MaxRules patterns
@@ -27,6 +30,8 @@ var ErrTooLarge = errors.New("the ignore file is too large")
 type SyntaxError struct {
 	Line int    // 1-based
 	Text string // the line as written
+	// TooDeep: the pattern has more than MaxSegments segments.
+	TooDeep bool
 }
 
 func (e *SyntaxError) Error() string {
@@ -89,6 +94,9 @@ func Parse(rd io.Reader) (*Rules, error) {
 				return nil, &SyntaxError{Line: n, Text: raw}
 			}
 			rl.segs = append(rl.segs, seg)
+		}
+		if len(rl.segs) > MaxSegments {
+			return nil, &SyntaxError{Line: n, Text: raw, TooDeep: true}
 		}
 		if len(rl.segs) == 0 {
 			continue

@@ -171,7 +171,7 @@ func New(store Store, authz Authorizer, creds Credentials, exec executor.Executo
 	s := &shared{store: store, authz: authz, creds: creds, exec: exec, o: o, log: o.Logger.With("component", "notebooks"),
 		wake: make(chan struct{}, 1), mountRO: mountImage, unmountRO: unmountImage}
 	c := &Controller{shared: s}
-	return &Notebooks{shared: s, logins: logins}, &Runners{shared: s}, c
+	return &Notebooks{shared: s, logins: logins, busy: make(chan struct{}, maxSnapshotsAtOnce)}, &Runners{shared: s}, c
 }
 
 func (s *shared) now() time.Time { return s.o.Now().UTC() }

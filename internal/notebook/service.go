@@ -21,6 +21,9 @@ import (
 type Notebooks struct {
 	*shared
 	logins Logins
+	// busy bounds the snapshots taken at once (each walks and
+	// matches a whole work dir).
+	busy chan struct{}
 }
 
 func notFound(op errs.Op, ref string) error {

@@ -77,6 +77,14 @@ func (n *Notebooks) Snapshot(ctx context.Context, p *auth.Principal, ref string,
 	if err != nil {
 		return nil, err
 	}
+	select {
+	case n.busy <- struct{}{}:
+		defer func() { <-n.busy }()
+	default:
+		return nil, errs.E(op, errs.Unavailable, CodeVolumeRead, fmt.Sprintf("%d snapshots are being taken; try again in a moment", maxSnapshotsAtOnce))
+	}
+	ctx, cancel := context.WithTimeout(ctx, snapshotTimeout)
+	defer cancel()
 	if r.raw.OwnerID != p.User.ID {
 		return nil, errs.E(op, errs.PermissionDenied, CodeSnapshotOwner, "only the owner of a notebook can snapshot it",
 			errs.Hint("the snapshot becomes a code dir of the caller's jobs; ask the owner to run the job"))
@@ -114,7 +122,7 @@ func (n *Notebooks) Snapshot(ctx context.Context, p *auth.Principal, ref string,
 	}
 	defer release()
 
-	plan, err := planSnapshot(vol, r.spec.Name)
+	plan, err := planSnapshot(ctx, vol, r.spec.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -125,10 +133,14 @@ func (n *Notebooks) Snapshot(ctx context.Context, p *auth.Principal, ref string,
 	if err != nil {
 		return nil, err
 	}
-	if len(refused) > 0 {
+	nRefused := len(refused)
+	if nRefused > 0 {
+		if n := len(refused); n > 20 {
+			refused = append(refused[:20:20], fmt.Sprintf("… and %d more", n-20))
+		}
 		return nil, errs.E(op, errs.Invalid, CodeUnfreezable,
 			fmt.Sprintf("the venv of notebook %s has %s that a job cannot reinstall from the package index: %s",
-				r.spec.Name, text.Count(len(refused), "package"), strings.Join(refused, "; ")),
+				r.spec.Name, text.Count(nRefused, "package"), strings.Join(refused, "; ")),
 			errs.Hint("publish each to the package index of the engine (pip_args) and install it from there with %pip, "+
 				"or copy its source into the work dir and import it from there; then `%pip uninstall` the local install"))
 	}
@@ -305,10 +317,19 @@ func (p *snapPlan) excludedList() []string {
 	return out
 }
 
+// Bounds of a snapshot: the patterns of .atelierignore it matches every
+// entry against, and how long its walk may take (a request that went away
+// ends it at once).
+const (
+	maxSnapshotRules   = 1000
+	snapshotTimeout    = 5 * time.Minute
+	maxSnapshotsAtOnce = 2
+)
+
 // planSnapshot walks the volume, leaving out the built-in excludes, what
 // .atelierignore lists, symlinks and special files, and checks the code
 // dir limits.
-func planSnapshot(vol *userfs.Dir, name string) (*snapPlan, error) {
+func planSnapshot(ctx context.Context, vol *userfs.Dir, name string) (*snapPlan, error) {
 	const op errs.Op = "notebook.planSnapshot"
 	rules, err := readIgnore(vol, name)
 	if err != nil {
@@ -318,6 +339,9 @@ func planSnapshot(vol *userfs.Dir, name string) (*snapPlan, error) {
 	walkCap := job.MaxCodeFiles * 10 // stop counting far past the limit
 	truncated := false
 	err = vol.WalkAll(func(rel string, fi fs.FileInfo) error {
+		if err := ctx.Err(); err != nil {
+			return errs.E(op, errs.Unavailable, CodeVolumeRead, fmt.Sprintf("the snapshot of notebook %s took longer than %s or was cancelled", name, snapshotTimeout), err)
+		}
 		base := path.Base(rel)
 		isDir := fi.IsDir()
 		switch {
@@ -455,9 +479,15 @@ func readIgnore(vol *userfs.Dir, name string) (*codeignore.Rules, error) {
 	rules, err := codeignore.Parse(strings.NewReader(string(b)))
 	var se *codeignore.SyntaxError
 	switch {
+	case errors.As(err, &se) && se.TooDeep:
+		return nil, errs.E(op, errs.Invalid, CodeIgnoreSyntax, fmt.Sprintf("%s of notebook %s, line %d: a pattern of more than %d path segments", codeignore.FileName, name, se.Line, codeignore.MaxSegments),
+			errs.Hint("name a shallower directory: everything below it is left out"))
 	case errors.As(err, &se):
 		return nil, errs.E(op, errs.Invalid, CodeIgnoreSyntax, fmt.Sprintf("%s of notebook %s, line %d: bad pattern %s", codeignore.FileName, name, se.Line, show(se.Text)),
 			errs.Hint("close every [ of a character class, or escape it as \\["))
+	case err == nil && rules.Len() > maxSnapshotRules:
+		return nil, errs.E(op, errs.Invalid, CodeIgnoreSyntax, fmt.Sprintf("%s of notebook %s has %d patterns; a snapshot takes at most %d", codeignore.FileName, name, rules.Len(), maxSnapshotRules),
+			errs.Hint("ignore whole directories (data/) instead of listing files"))
 	case err != nil:
 		return nil, errs.E(op, errs.Invalid, CodeIgnoreSyntax, fmt.Sprintf("%s of notebook %s has more than %d patterns or a line longer than %d bytes",
 			codeignore.FileName, name, codeignore.MaxRules, codeignore.MaxLineLen))
@@ -619,6 +649,10 @@ func venvPythonDir(cfg string) string {
 // site-packages dir of the venv: *.dist-info (METADATA, direct_url.json),
 // *.egg-info (PKG-INFO, or the file itself) and *.egg-link (a legacy
 // editable install).
+// maxDists bounds the packages of a venv a snapshot reads (each costs a
+// few small reads).
+const maxDists = 5000
+
 func readSitePackages(lib *userfs.Dir, site string) ([]dist, error) {
 	const op errs.Op = "notebook.readSitePackages"
 	sp, err := lib.Sub(site)
@@ -635,6 +669,10 @@ func readSitePackages(lib *userfs.Dir, site string) ([]dist, error) {
 		if strings.Contains(rel, "/") {
 			return filepath.SkipDir // only the top level
 		}
+		if len(found) >= maxDists {
+			return errs.E(op, errs.Invalid, CodeUnfreezable, fmt.Sprintf("the notebook's venv lists more than %d installed packages", maxDists),
+				errs.Hint("a job installs what the notebook's venv holds: remove what it does not need (pip uninstall)"))
+		}
 		switch {
 		case fi.IsDir() && (strings.HasSuffix(rel, ".dist-info") || strings.HasSuffix(rel, ".egg-info")):
 			found[rel] = meta{dir: true}
@@ -646,6 +684,9 @@ func readSitePackages(lib *userfs.Dir, site string) ([]dist, error) {
 		}
 		return nil
 	})
+	if errs.Is(err, errs.Invalid) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, errs.E(op, errs.IO, CodeVolumeRead, "cannot read the venv", err)
 	}
