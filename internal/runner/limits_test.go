@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,5 +48,33 @@ func TestMemoryLimit(t *testing.T) {
 	ex := fs.exit()
 	if ex.Reason != api.FailureOOM || !strings.Contains(ex.Message, "cpu.1") {
 		t.Fatalf("exit %+v\n%q", ex, fs.texts(""))
+	}
+}
+
+// TestFullLogLimit: what user code prints past the full log's limit is
+// not written to the file (it would fill the work dir's disk); the file
+// says where it stops.
+func TestFullLogLimit(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.log")
+	f, err := openJobLog(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	k := newLogSink(1, nil, f, slog.New(slog.DiscardHandler))
+	k.fullLimit = 1000
+	line := strings.Repeat("y", 99)
+	for range 100 {
+		k.add(StreamStdout, []string{line})
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 1200 || !strings.Contains(string(b), "this log file stops here") || strings.Count(string(b), line) != 10 {
+		t.Fatalf("log of %d bytes:\n%s", len(b), b)
+	}
+	if got := k.Tail(); len(got) == 0 || got[len(got)-1] != line {
+		t.Fatalf("the tail is still kept: %v", got)
 	}
 }

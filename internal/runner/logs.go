@@ -48,6 +48,8 @@ type logSink struct {
 	seq         int64
 	spool       *spool
 	full        *os.File // job.log
+	fullBytes   int64    // its size
+	fullLimit   int64    // its limit (0: DefaultFullLogLimit)
 	tail        []string // ring of user code's last lines
 	tailAt      int
 	firstStderr string
@@ -61,7 +63,13 @@ type logSink struct {
 }
 
 func newLogSink(attempt int, sp *spool, full *os.File, log *slog.Logger) *logSink {
-	return &logSink{attempt: attempt, spool: sp, full: full, log: log, now: time.Now, wake: make(chan struct{}, 1)}
+	k := &logSink{attempt: attempt, spool: sp, full: full, log: log, now: time.Now, wake: make(chan struct{}, 1)}
+	if full != nil {
+		if fi, err := full.Stat(); err == nil {
+			k.fullBytes = fi.Size()
+		}
+	}
+	return k
 }
 
 // add appends texts of one stream as lines.
@@ -92,12 +100,7 @@ func (k *logSink) add(stream string, texts []string) {
 	if stream != StreamRunner {
 		k.lastOutput.Store(ms)
 	}
-	if k.full != nil {
-		if _, err := k.full.WriteString(full.String()); err != nil {
-			k.log.Warn("cannot write job.log", "err", err)
-			k.full = nil
-		}
-	}
+	k.writeFull(full.String())
 	if k.spool == nil {
 		return // a notebook's log: kept in its file only
 	}
@@ -111,9 +114,7 @@ func (k *logSink) add(stream string, texts []string) {
 		msg := fmt.Sprintf("%d log lines were dropped: the server was unreachable and the log buffer (%d MiB) was full", dropped, k.spool.max>>20)
 		k.log.Warn(msg)
 		_, _ = k.spool.append([]api.LogLine{{Attempt: k.attempt, Seq: k.seq, Time: ms, Stream: StreamRunner, Text: msg}})
-		if k.full != nil {
-			_, _ = k.full.WriteString("[atelier] " + msg + "\n")
-		}
+		k.writeFull("[atelier] " + msg + "\n")
 	}
 	k.unsent += len(texts)
 	if k.unsent >= batchLines {
@@ -123,6 +124,35 @@ func (k *logSink) add(stream string, texts []string) {
 		default:
 		}
 	}
+}
+
+// DefaultFullLogLimit bounds the full log file of a workload (job.log,
+// instance.log): what user code prints past it is still delivered to the
+// server, but no longer kept in the file, so no workload fills the disk
+// of the work dir with output.
+const DefaultFullLogLimit = 1 << 30
+
+// writeFull appends s to the full log, up to its limit, where it says
+// once that the file ends there. Called with mu held.
+func (k *logSink) writeFull(s string) {
+	if k.full == nil {
+		return
+	}
+	limit := k.fullLimit
+	if limit <= 0 {
+		limit = DefaultFullLogLimit
+	}
+	if k.fullBytes+int64(len(s)) > limit {
+		_, _ = k.full.WriteString(fmt.Sprintf("[atelier] this log file stops here: it reached its limit of %d MiB\n", limit>>20))
+		k.full = nil
+		return
+	}
+	if _, err := k.full.WriteString(s); err != nil {
+		k.log.Warn("cannot write the full log", "err", err)
+		k.full = nil
+		return
+	}
+	k.fullBytes += int64(len(s))
 }
 
 // remember keeps t among the last tailLines lines. Called with mu held.

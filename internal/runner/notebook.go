@@ -114,6 +114,7 @@ func RunNotebook(ctx context.Context, cfg NotebookConfig) error {
 	}
 	defer full.Close()
 	sink := newLogSink(1, nil, full, log)
+	sink.fullLimit = maxNotebookLog // Jupyter's and the kernels' output: kept to the last run's first 16 MiB
 
 	var rn api.RunnerNotebook
 	srv, err := fetchWorkload(ctx, fetchSpec{what: "notebook", kind: "notebooks", id: cfg.NotebookID, server: cfg.Server,
