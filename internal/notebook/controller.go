@@ -169,7 +169,10 @@ func (c *Controller) launch(ctx context.Context, r *record, gpus []int) {
 			return false, nil // Snapshot marks, then reads under this lock
 		}
 		u.st.Status, u.st.Waiting, u.st.StartTime, u.st.ReadyTime = api.NotebookStarting, "", ms(now), 0
-		u.st.LastActive, u.st.LastActiveWhy, u.st.ExtendedUntil, u.st.WarnedIdle, u.st.WarnedMax = 0, "", 0, 0, 0
+		u.st.LastActive, u.st.LastActiveWhy, u.st.WarnedIdle, u.st.WarnedMax = 0, "", 0, 0
+		if u.st.ExtendedUntil < ms(now) {
+			u.st.ExtendedUntil = 0 // an extension asked while it waited still holds
+		}
 		u.st.Kernels, u.st.CPU, u.st.Runs = nil, 0, u.st.Runs+1
 		u.rt.TokenHash, u.rt.JupyterToken, u.rt.GPUs, u.rt.Handle = hash, jtoken, gpus, ""
 		return true, nil

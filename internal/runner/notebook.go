@@ -657,10 +657,15 @@ func (n *notebook) sample(ctx context.Context) {
 	}
 	used, full, err := n.vol.check(n.sink.Runner)
 	switch {
+	case full && err != nil:
+		n.requestStop(api.StopVolumeFull, "the volume's use cannot be measured: "+err.Error())
 	case err != nil:
 		n.log.Warn("cannot measure the volume", "err", err)
 	case full:
 		n.requestStop(api.StopVolumeFull, fmt.Sprintf("the volume is full: %s used of its %s", text.Bytes(used), text.Bytes(n.vol.capacity)))
+	}
+	if why := checkAside(n.vol.capacity, n.layout.Home, n.layout.Cache); why != "" {
+		n.requestStop(api.StopVolumeFull, why)
 	}
 	now := time.Now()
 	cpu := n.cpuUsage()

@@ -200,7 +200,7 @@ func (iv NotebookInvocation) VenvArgv() []string {
 // without the keys themselves: they are renewed while the notebook runs,
 // so they are files (AWS_CONFIG_FILE, whose credential_process prints
 // ATELIER_CREDENTIALS_FILE, which moxing reads). Then
-// ATELIER_NOTEBOOK_ID, SHELL for the terminals, the egress proxy when
+// ATELIER_NOTEBOOK_ID, SHELL for the terminals, XDG_CACHE_HOME on the volume, the egress proxy when
 // the notebook may reach a network (its engine's package indexes, or
 // everything with network full), PYTHONPATH with the python/ tree, and
 // the notebook's envs, which win except for PYTHONPATH (theirs first).
@@ -216,6 +216,9 @@ func (iv NotebookInvocation) Env() []string {
 	env["ATELIER_NOTEBOOK_ID"] = nb.NotebookID
 	env["SHELL"] = "/bin/bash"
 	env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+	// Caches (pip's …) go on the volume, which is sized for them, not in
+	// the home dir, which may hold little (asideLimit).
+	env["XDG_CACHE_HOME"] = l.View(filepath.Join(l.Volume, ".cache"))
 	// debugpy's warning about frozen modules at every kernel start.
 	env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
 	if l.Sandboxed && (iv.Network == NetworkFull || len(iv.indexHosts()) > 0) {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -347,5 +348,33 @@ func TestEnsureMountPoint(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(home, "work", "kept")); err != nil {
 		t.Errorf("an existing dir was replaced: %v", err)
+	}
+}
+
+// TestVolumeMeasureRefusesWhatItCannotSee: a tree deeper than the walk
+// goes cannot be measured, so it counts as full (the notebook stops)
+// instead of growing unseen; home and /cache have their own bound.
+func TestVolumeMeasureRefusesWhatItCannotSee(t *testing.T) {
+	root := t.TempDir()
+	deep := root
+	for range maxVolumeDepth + 2 {
+		deep = filepath.Join(deep, "d")
+	}
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	v := &volume{mode: VolumeWatch, dir: root, capacity: 1 << 30}
+	if _, full, err := v.check(func(string, ...any) {}); !full || !errors.Is(err, errUnmeasurable) {
+		t.Fatalf("a tree deeper than %d: full %v, err %v", maxVolumeDepth, full, err)
+	}
+	home, cache := t.TempDir(), t.TempDir()
+	if why := checkAside(1<<30, home, cache); why != "" {
+		t.Fatalf("empty home: %s", why)
+	}
+	if err := os.WriteFile(filepath.Join(home, "big"), make([]byte, asideLimit(1<<30)+1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if why := checkAside(1<<30, home, cache); !strings.Contains(why, "more than the 256.0 MiB allowed outside the work dir") {
+		t.Fatalf("a full home: %q", why)
 	}
 }

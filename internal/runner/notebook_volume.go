@@ -251,6 +251,9 @@ func (v *volume) usage() (int64, error) {
 // logged once at volumeWarnAt.
 func (v *volume) check(note func(string, ...any)) (used int64, full bool, err error) {
 	used, err = v.usage()
+	if errors.Is(err, errUnmeasurable) {
+		return used, true, err
+	}
 	if err != nil || v.mode != VolumeWatch || v.capacity <= 0 {
 		return used, false, err
 	}
@@ -279,6 +282,16 @@ func (v *volume) close() error {
 		return errs.E("runner.volume.close", errs.IO, CodeNotebookVolume, because("cannot unmount "+v.dir, err), err)
 	}
 	return nil
+}
+
+// errUnmeasurable is a tree whose size cannot be known: a directory user
+// code made unreadable, or one deeper than maxVolumeDepth. Its space is
+// not counted, so it counts as full: the notebook stops rather than grow
+// unseen.
+var errUnmeasurable = errors.New("cannot be measured")
+
+func unmeasurable(at string, err error) error {
+	return fmt.Errorf("%w: %s: %v", errUnmeasurable, at, err)
 }
 
 // maxVolumeDepth bounds how deep dirBytes descends.
@@ -315,7 +328,7 @@ func (w *usageWalk) walk(fd int, at string, depth int) (int64, error) {
 	defer f.Close()
 	names, err := f.Readdirnames(-1)
 	if err != nil {
-		return 0, err
+		return 0, unmeasurable(at, err)
 	}
 	var total int64
 	for _, name := range names {
@@ -330,16 +343,22 @@ func (w *usageWalk) walk(fd int, at string, depth int) (int64, error) {
 			w.seen[st.Ino] = true
 		}
 		total += st.Blocks * 512
-		if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Dev != w.dev || depth >= maxVolumeDepth {
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Dev != w.dev {
 			continue
 		}
+		if depth >= maxVolumeDepth {
+			return 0, unmeasurable(filepath.Join(at, name), fmt.Errorf("deeper than %d directories", maxVolumeDepth))
+		}
 		sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+			continue // removed, or swapped for a link or a file
+		}
 		if err != nil {
-			continue // swapped for a link, or removed
+			return 0, unmeasurable(filepath.Join(at, name), err)
 		}
 		n, err := w.walk(sub, filepath.Join(at, name), depth+1)
 		if err != nil {
-			continue
+			return 0, err
 		}
 		total += n
 	}
@@ -376,4 +395,28 @@ func ensureMountPoint(dir, name string) error {
 		}
 	}
 	return errs.E(op, errs.IO, CodeNotebookTree, "cannot make "+filepath.Join(dir, name)+" a directory: it keeps changing")
+}
+
+// asideLimit is how much the notebook may keep outside its volume, in its
+// home and /cache (pip's cache, dot files, temporary files): a quarter of
+// the volume, at least 256 MiB and at most the volume.
+func asideLimit(capacity int64) int64 { return min(capacity, max(256<<20, capacity/4)) }
+
+// checkAside measures the home and cache dirs (which are not on the
+// volume): past asideLimit, or when they cannot be measured, the notebook
+// must stop (why says so).
+func checkAside(capacity int64, dirs ...string) (why string) {
+	var used int64
+	for _, d := range dirs {
+		n, err := dirBytes(d)
+		if errors.Is(err, errUnmeasurable) {
+			return "a directory outside the work dir cannot be measured (" + err.Error() + ")"
+		}
+		used += n
+	}
+	if limit := asideLimit(capacity); used > limit {
+		return fmt.Sprintf("the home dir and /cache hold %s, more than the %s allowed outside the work dir: keep data in %s",
+			text.Bytes(used), text.Bytes(limit), SandboxWork)
+	}
+	return ""
 }
