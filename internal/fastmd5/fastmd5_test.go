@@ -9,15 +9,19 @@ import (
 	"testing"
 )
 
-// pools are the Pools a differential test runs: crypto/md5 only, and (on
-// a CPU with AVX-512) one that sends every body to the SIMD lanes.
+// pools are the Pools a differential test runs: crypto/md5 only, one
+// that sends every body to the lanes with the Go kernel (on any CPU), and
+// (on a CPU with AVX-512) one with the assembly kernel.
 func pools(t *testing.T) map[string]*Pool {
 	t.Helper()
-	ps := map[string]*Pool{"crypto/md5": New(Options{NoSIMD: true})}
+	ps := map[string]*Pool{
+		"crypto/md5":    New(Options{NoSIMD: true}),
+		"lanes-generic": newPool(Options{MinSize: 1, MinStreams: 1}, block16Generic),
+	}
 	if HasSIMD() {
 		ps["simd"] = New(Options{MinSize: 1, MinStreams: 1})
 	} else {
-		t.Log("this CPU lacks AVX-512: only the crypto/md5 path is tested")
+		t.Log("this CPU lacks AVX-512: the assembly kernel is not tested")
 	}
 	for _, p := range ps {
 		t.Cleanup(p.Close)
@@ -25,13 +29,23 @@ func pools(t *testing.T) map[string]*Pool {
 	return ps
 }
 
+// lanePool is a Pool whose large bodies go to the lanes: with the
+// assembly kernel where the CPU has it, else with the Go one.
+func lanePool(o Options) *Pool {
+	if HasSIMD() {
+		return New(o)
+	}
+	return newPool(o, block16Generic)
+}
+
 // edgeSizes are sizes around MD5's 64-byte blocks, its 56-byte padding
-// limit and md5-simd's 32 KiB blocks.
+// limit and the lane hashes' 512 KiB stages.
 var edgeSizes = []int{0, 1, 55, 56, 57, 63, 64, 65, 119, 120, 127, 128, 129,
-	32<<10 - 1, 32 << 10, 32<<10 + 1, 32<<10 + 56, 64<<10 - 8, 1 << 20, 1<<20 + 3}
+	stageSize - 1, stageSize, stageSize + 1, stageSize + 56, 2*stageSize - 8, 2 * stageSize, 3*stageSize + 3,
+	4*stageSize + 63}
 
 // hashInPieces writes data to h in pieces of random sizes (some empty,
-// some across md5-simd's 32 KiB blocks) and returns the digest.
+// some across stage buffers) and returns the digest.
 func hashInPieces(h hash.Hash, data []byte, rng *rand.Rand) []byte {
 	for rest := data; len(rest) > 0; {
 		var n int
@@ -120,9 +134,7 @@ func TestAbandonedBody(t *testing.T) {
 
 // TestBodiesWithoutData puts back, again and again, hashes handed out for
 // bodies that failed before any byte or with a few, then hashes bodies
-// whose sizes are not multiples of 64 bytes. With md5-simd v1.1.2, whose
-// server is not told of a queued Reset, three such Resets in a row filled
-// a lane's queue and the next Sum waited for ever.
+// whose sizes are not multiples of 64 bytes, summing each twice.
 func TestBodiesWithoutData(t *testing.T) {
 	for name, p := range pools(t) {
 		t.Run(name, func(t *testing.T) {
@@ -154,10 +166,7 @@ func TestBodiesWithoutData(t *testing.T) {
 // small bodies and while fewer than MinStreams large ones are hashed, the
 // lanes from then on, at most 16 of them.
 func TestChoice(t *testing.T) {
-	if !HasSIMD() {
-		t.Skip("this CPU lacks AVX-512: every hash is crypto/md5 (TestNoSIMD)")
-	}
-	p := New(Options{MinSize: 1 << 20, MinStreams: 3})
+	p := lanePool(Options{MinSize: 1 << 20, MinStreams: 3})
 	defer p.Close()
 	isLane := func(h hash.Hash) bool { _, ok := h.(*laneHash); return ok }
 
@@ -224,10 +233,7 @@ func TestNoSIMD(t *testing.T) {
 // TestCloseWhileHashing closes the pool while a lane hash is handed out:
 // that hash still finishes its body, and later Gets get crypto/md5.
 func TestCloseWhileHashing(t *testing.T) {
-	if !HasSIMD() {
-		t.Skip("this CPU lacks AVX-512: no lanes to close")
-	}
-	p := New(Options{MinSize: 1, MinStreams: 1})
+	p := lanePool(Options{MinSize: 1, MinStreams: 1})
 	h := p.Get(-1)
 	if _, ok := h.(*laneHash); !ok {
 		t.Fatalf("got %T, want a lane hash", h)
@@ -252,7 +258,7 @@ func TestCloseWhileHashing(t *testing.T) {
 func FuzzMatchesCryptoMD5(f *testing.F) {
 	f.Add([]byte("abc"), []byte{1, 2}, uint64(3))
 	f.Add(bytes.Repeat([]byte{0xff}, 70_000), []byte{200, 0, 31}, uint64(1))
-	p := New(Options{MinSize: 1, MinStreams: 1})
+	p := lanePool(Options{MinSize: 1, MinStreams: 1})
 	f.Cleanup(p.Close)
 	f.Fuzz(func(t *testing.T, data, cuts []byte, seed uint64) {
 		other := bytes.Repeat([]byte{byte(seed)}, int(seed%100_000))

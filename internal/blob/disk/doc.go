@@ -30,7 +30,10 @@
 //	  it, and before the first direct write). From the second buffer on,
 //	  a writer goroutine writes each full buffer while the Put reads (and
 //	  its caller hashes) the next: two buffers in flight, so the body and
-//	  the disk work at the same time; a failure on either side stops both
+//	  the disk work at the same time; a failure on either side stops both.
+//	  These two buffers share one 2 MiB region the kernel is asked to
+//	  back with a transparent huge page (MADV_HUGEPAGE), so that each
+//	  direct write goes to the disk as one request
 //	fdatasync, close
 //	rename(tmp/<id>, data/xx/yy/<id>)
 //	open(data/xx/yy, O_RDONLY|O_DIRECTORY), fsync, close
