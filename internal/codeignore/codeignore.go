@@ -163,6 +163,7 @@ func match(rl *rule, name []string) bool {
 type matcher struct {
 	pat, name []string
 	memo      []int8 // 0 unknown, 1 match, 2 no match
+	steps     int    // states worked out (each at most once: the cost is bounded by the memo's size)
 }
 
 func (m *matcher) at(i, j int) bool {
@@ -170,6 +171,7 @@ func (m *matcher) at(i, j int) bool {
 	if v := m.memo[k]; v != 0 {
 		return v == 1
 	}
+	m.steps++
 	ok := m.try(i, j)
 	m.memo[k] = 2
 	if ok {
