@@ -301,7 +301,12 @@ const maxVolumeDepth = 256
 // root's file system, each hard-linked file once. It never follows a
 // symlink: every directory is opened beneath its parent's descriptor with
 // O_NOFOLLOW, so a user swapping a directory for a link is not followed.
-func dirBytes(root string) (int64, error) {
+func dirBytes(root string) (int64, error) { return measure(root, false) }
+
+// measure is dirBytes; with skipDenied, directories the runner may not
+// read (a runner that is not root reads user code's through its group)
+// are left out instead of making the tree unmeasurable.
+func measure(root string, skipDenied bool) (int64, error) {
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, &fs.PathError{Op: "open", Path: root, Err: err}
@@ -311,15 +316,16 @@ func dirBytes(root string) (int64, error) {
 		unix.Close(fd)
 		return 0, &fs.PathError{Op: "stat", Path: root, Err: err}
 	}
-	w := &usageWalk{dev: st.Dev, seen: map[uint64]bool{}}
+	w := &usageWalk{dev: st.Dev, seen: map[uint64]bool{}, skipDenied: skipDenied}
 	total := st.Blocks * 512
 	n, err := w.walk(fd, root, 0)
 	return total + n, err
 }
 
 type usageWalk struct {
-	dev  uint64
-	seen map[uint64]bool // inodes with more than one link, counted
+	dev        uint64
+	seen       map[uint64]bool // inodes with more than one link, counted
+	skipDenied bool
 }
 
 // walk sums what is beneath the directory fd (which it closes).
@@ -328,6 +334,9 @@ func (w *usageWalk) walk(fd int, at string, depth int) (int64, error) {
 	defer f.Close()
 	names, err := f.Readdirnames(-1)
 	if err != nil {
+		if w.skipDenied && errors.Is(err, fs.ErrPermission) {
+			return 0, nil
+		}
 		return 0, unmeasurable(at, err)
 	}
 	var total int64
@@ -352,6 +361,9 @@ func (w *usageWalk) walk(fd int, at string, depth int) (int64, error) {
 		sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
 			continue // removed, or swapped for a link or a file
+		}
+		if w.skipDenied && errors.Is(err, unix.EACCES) {
+			continue
 		}
 		if err != nil {
 			return 0, unmeasurable(filepath.Join(at, name), err)
@@ -403,12 +415,15 @@ func ensureMountPoint(dir, name string) error {
 func asideLimit(capacity int64) int64 { return min(capacity, max(256<<20, capacity/4)) }
 
 // checkAside measures the home and cache dirs (which are not on the
-// volume): past asideLimit, or when they cannot be measured, the notebook
-// must stop (why says so).
+// volume): past asideLimit, or when they cannot be measured (deeper than
+// the walk goes), the notebook must stop (why says so). Directories the
+// runner may not read are left out: Jupyter keeps its runtime dir 0700,
+// and a runner that is not root reads user code's dirs through their
+// group (a root runner reads them all).
 func checkAside(capacity int64, dirs ...string) (why string) {
 	var used int64
 	for _, d := range dirs {
-		n, err := dirBytes(d)
+		n, err := measure(d, true)
 		if errors.Is(err, errUnmeasurable) {
 			return "a directory outside the work dir cannot be measured (" + err.Error() + ")"
 		}
