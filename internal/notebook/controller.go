@@ -200,7 +200,9 @@ func (c *Controller) launch(ctx context.Context, r *record, gpus []int) {
 		return
 	}
 	tokenFile := filepath.Join(dir, "token")
-	if err := writeSecret(tokenFile, token); err != nil {
+	// The last run's runner has ended: nothing reads the file while it is
+	// rewritten (the same as a service instance's token).
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		fail("cannot write the runner token: " + err.Error())
 		return
 	}
@@ -227,24 +229,6 @@ func (c *Controller) launch(ctx context.Context, r *record, gpus []int) {
 		return
 	}
 	c.event(ctx, id, "Info", "Executor", fmt.Sprintf("runner started on the %s executor (flavor %s, run %d)", c.exec.Name(), u.spec.Flavor, u.st.Runs))
-}
-
-// writeSecret writes a file only the server reads, replacing any.
-func writeSecret(path, s string) error {
-	tmp := path + ".tmp"
-	_ = os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteString(s); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // runnerEnv is the runner's environment: the server's PATH and locale,
