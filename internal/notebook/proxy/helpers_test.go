@@ -297,7 +297,7 @@ func (e *env) cookie(id, user string) *http.Cookie {
 
 // login redeems a fresh login link of alice on nb1 and returns the cookie.
 func (e *env) login() *http.Cookie {
-	code, _ := e.logins.Mint("nb1", "alice")
+	code, _ := e.logins.Mint("nb1", "alice", "alice")
 	res := e.do(http.MethodGet, LoginPath("nb1", code), nil, nil)
 	res.Body.Close()
 	for _, c := range res.Cookies() {
