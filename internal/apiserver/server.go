@@ -14,6 +14,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/auth/sigv4"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/loginlink"
 )
 
 // DefaultMaxBody is the request body limit of JSON API calls.
@@ -32,19 +33,21 @@ type Deps struct {
 	Logger          *slog.Logger
 	Region          string
 	Version         string
-	Jobs            JobDeps         // zero: training jobs disabled
-	Runners         RunnerDeps      // the runner protocol of training jobs
-	Services        Services        // nil: online services disabled
-	ServiceActivity ServiceActivity // their stats, events and logs
-	Usage           Usage           // metering of services and jobs
-	InstanceRunners InstanceRunners // the runner protocol of service instances
-	Models          Models          // nil: the model registry disabled
-	Datasets        Datasets        // nil: datasets disabled
-	Notebooks       Notebooks       // nil: notebooks disabled
-	NotebookRunners NotebookRunners // the runner protocol of notebooks
-	Gateway         http.Handler    // serves /v1/infers/ and /v2/; nil: none
-	Capacity        Capacity        // GET /api/v1/capacity; nil: not enabled
-	MaxBody         int64           // 0 = DefaultMaxBody
+	Jobs            JobDeps          // zero: training jobs disabled
+	Runners         RunnerDeps       // the runner protocol of training jobs
+	Services        Services         // nil: online services disabled
+	ServiceActivity ServiceActivity  // their stats, events and logs
+	Usage           Usage            // metering of services and jobs
+	InstanceRunners InstanceRunners  // the runner protocol of service instances
+	Models          Models           // nil: the model registry disabled
+	Datasets        Datasets         // nil: datasets disabled
+	Notebooks       Notebooks        // nil: notebooks disabled
+	NotebookRunners NotebookRunners  // the runner protocol of notebooks
+	Gateway         http.Handler     // serves /v1/infers/ and /v2/; nil: none
+	Capacity        Capacity         // GET /api/v1/capacity; nil: not enabled
+	MaxBody         int64            // 0 = DefaultMaxBody
+	Console         http.Handler     // the console's files under /console/; nil: no console
+	ConsoleLinks    *loginlink.Links // sign-in links of the console (`atelier console`)
 }
 
 // Server is the REST API.
@@ -77,10 +80,17 @@ func New(d Deps) *Server {
 	if d.Registry == nil {
 		d.Registry = prometheus.NewRegistry()
 	}
+	if d.ConsoleLinks == nil {
+		d.ConsoleLinks = loginlink.New(nil)
+	}
 	s := &Server{deps: d, mux: http.NewServeMux(), metrics: newHTTPMetrics(d.Registry)}
 	s.routes = s.routeTable()
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
+	}
+	if d.Console != nil {
+		s.mux.Handle("GET /console/", d.Console)
+		s.mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
 	}
 	s.mux.HandleFunc("/", s.noRoute)
 	return s
@@ -121,6 +131,7 @@ func (s *Server) routeTable() []route {
 	rt = append(rt, s.datasetRoutes()...)
 	rt = append(rt, s.notebookRoutes()...)
 	rt = append(rt, s.capacityRoutes()...)
+	rt = append(rt, s.consoleRoutes()...)
 	return append(rt, s.serviceRoutes()...)
 }
 
@@ -209,6 +220,9 @@ func (s *Server) authenticate(r *http.Request, maxBody int64) (*auth.Principal, 
 	var p *auth.Principal
 	var err error
 	switch {
+	case r.Header.Get("X-Auth-Token") == "" && !sigv4.IsSigned(r) && consoleCookieOf(r) != "":
+		c, _ := r.Cookie(ConsoleCookie)
+		p, err = s.authenticateCookie(r, c)
 	case r.Header.Get("X-Auth-Token") != "":
 		p, err = s.deps.Auth.AuthenticateToken(r.Context(), r.Header.Get("X-Auth-Token"))
 	case sigv4.IsSigned(r):

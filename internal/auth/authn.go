@@ -51,6 +51,29 @@ func (s *Service) CreateToken(ctx context.Context, accessKey, secretKey string, 
 	if subtle.ConstantTimeCompare([]byte(secret), []byte(secretKey)) != 1 {
 		return nil, bad
 	}
+	return s.issueToken(ctx, op, k, ttl)
+}
+
+// TokenForKey issues an API token for access key accessKey without its
+// secret: the caller has already proven the key (a console sign-in link
+// minted by a request the key signed). The key must still be usable and
+// not temporary. ttl 0 means DefaultTokenTTL.
+func (s *Service) TokenForKey(ctx context.Context, accessKey string, ttl time.Duration) (*api.Token, error) {
+	const op errs.Op = "auth.TokenForKey"
+	if ttl == 0 {
+		ttl = DefaultTokenTTL
+	}
+	k, err := s.store.GetAccessKey(ctx, accessKey)
+	if errs.Is(err, errs.NotFound) {
+		return nil, unauthenticated(op, CodeBadCredentials, "access key "+accessKey+" no longer exists", "create a new key, or sign in with another one")
+	}
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	return s.issueToken(ctx, op, k, ttl)
+}
+
+func (s *Service) issueToken(ctx context.Context, op errs.Op, k *meta.AccessKey, ttl time.Duration) (*api.Token, error) {
 	if err := s.checkKeyUsable(op, k); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,221 @@
+package apiserver
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/auth"
+	"github.com/atelier-dev/atelier/internal/errs"
+)
+
+// The console's session: an API token (revocable, listed by
+// `GET /api/v1/auth/tokens`) held in an HttpOnly, SameSite=Strict cookie.
+// A request the cookie authenticates may change state only with the
+// session's CSRF token in X-CSRF-Token and from the console's own origin.
+const (
+	ConsoleCookie     = "atelier_console"
+	ConsoleSessionTTL = 12 * time.Hour
+	consoleSubject    = "console" // of the console's login links
+	csrfHeader        = "X-CSRF-Token"
+)
+
+// Error codes of the console's sign-in (ATL.CON.0100–0149).
+const (
+	CodeConsoleCSRF      errs.Code = "ATL.CON.0101" // 403: a state change by the console's cookie without the session's X-CSRF-Token
+	CodeConsoleOrigin    errs.Code = "ATL.CON.0102" // 403: a state change by the console's cookie, or a sign-in, from another site
+	CodeConsoleLink      errs.Code = "ATL.CON.0103" // 403: the sign-in link is unknown, used, expired or not a console link
+	CodeConsoleTemporary errs.Code = "ATL.CON.0104" // 403: temporary credentials (a job's) cannot open console sessions
+	CodeConsoleNoSession errs.Code = "ATL.CON.0105" // 400: sign-out without a console session
+)
+
+// csrfToken is the CSRF token of the console session whose cookie holds
+// token: only a holder of the token can compute it, and the page reads it
+// from GET /api/v1/console/session (same origin only).
+func csrfToken(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("atelier console csrf v1"))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// safeMethod reports whether method never changes state.
+func safeMethod(method string) bool {
+	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
+}
+
+// sameOrigin refuses a request a browser says comes from another site:
+// Sec-Fetch-Site when the browser sends it, else Origin against Host.
+func sameOrigin(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "same-origin", "none":
+		return true
+	case "":
+	default:
+		return false
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true // not a browser's cross-site request (those carry Origin)
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+// authenticateCookie resolves the console's cookie; state changes need
+// the CSRF token and the console's origin.
+func (s *Server) authenticateCookie(r *http.Request, c *http.Cookie) (*auth.Principal, error) {
+	const op errs.Op = "apiserver.console"
+	p, err := s.deps.Auth.AuthenticateToken(r.Context(), c.Value)
+	if err != nil {
+		return nil, err
+	}
+	if safeMethod(r.Method) {
+		return p, nil
+	}
+	if !sameOrigin(r) {
+		return nil, errs.E(op, errs.PermissionDenied, CodeConsoleOrigin, "a request from another site may not use the console's session",
+			errs.Hint("programs authenticate with X-Auth-Token or SigV4, not the console's cookie"))
+	}
+	want := csrfToken(c.Value)
+	if got := r.Header.Get(csrfHeader); !hmac.Equal([]byte(got), []byte(want)) {
+		return nil, errs.E(op, errs.PermissionDenied, CodeConsoleCSRF, "this request carries the console's session but not its CSRF token",
+			errs.Hint("send X-CSRF-Token from GET /api/v1/console/session; reload the console if it was open across a sign-in"))
+	}
+	return p, nil
+}
+
+func (s *Server) consoleRoutes() []route {
+	return []route{
+		{method: "POST", path: "/api/v1/console/session", public: true, h: s.consoleSignIn},
+		{method: "GET", path: "/api/v1/console/session", h: s.consoleSession},
+		{method: "DELETE", path: "/api/v1/console/session", h: s.consoleSignOut},
+		{method: "POST", path: "/api/v1/console/links", h: s.consoleLink},
+		{method: "GET", path: "/console/login", public: true, h: s.consoleRedeem},
+	}
+}
+
+func (s *Server) sessionCookie(r *http.Request, value string, expires time.Time) *http.Cookie {
+	c := &http.Cookie{Name: ConsoleCookie, Value: value, Path: "/", HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode}
+	if value == "" {
+		c.MaxAge = -1
+	} else {
+		c.Expires = expires
+		c.MaxAge = int(time.Until(expires) / time.Second)
+	}
+	return c
+}
+
+func (s *Server) consoleSignIn(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	const op errs.Op = "apiserver.consoleSignIn"
+	if !sameOrigin(r) {
+		return errs.E(op, errs.PermissionDenied, CodeConsoleOrigin, "the console's sign-in is refused from another site",
+			errs.Hint("open the console itself: /console/"))
+	}
+	var req api.ConsoleSignIn
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	tok, err := s.deps.Auth.CreateToken(r.Context(), req.AccessKey, req.SecretKey, ConsoleSessionTTL)
+	if err != nil {
+		return err
+	}
+	return s.openSession(w, r, tok)
+}
+
+// openSession sets the cookie of tok and answers the session.
+func (s *Server) openSession(w http.ResponseWriter, r *http.Request, tok *api.Token) error {
+	exp := time.UnixMilli(tok.ExpiresAt)
+	http.SetCookie(w, s.sessionCookie(r, tok.Token, exp))
+	p, err := s.deps.Auth.AuthenticateToken(r.Context(), tok.Token)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, sessionOf(p, tok.Token))
+	return nil
+}
+
+func sessionOf(p *auth.Principal, cookie string) api.ConsoleSession {
+	out := api.ConsoleSession{User: p.User.Name, Admin: p.User.Admin, AccessKey: p.AccessKey, ExpiresAt: p.ExpiresAt.UnixMilli()}
+	if cookie != "" {
+		out.CSRFToken = csrfToken(cookie)
+	}
+	return out
+}
+
+// consoleCookieOf is the console cookie that authenticated r, if one did.
+func consoleCookieOf(r *http.Request) string {
+	if r.Header.Get("X-Auth-Token") != "" {
+		return ""
+	}
+	c, err := r.Cookie(ConsoleCookie)
+	if err != nil {
+		return ""
+	}
+	return c.Value
+}
+
+func (s *Server) consoleSession(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, sessionOf(p, consoleCookieOf(r)))
+	return nil
+}
+
+func (s *Server) consoleSignOut(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	const op errs.Op = "apiserver.consoleSignOut"
+	if consoleCookieOf(r) == "" || p.TokenID == "" {
+		return errs.E(op, errs.Invalid, CodeConsoleNoSession, "there is no console session to sign out of",
+			errs.Hint("API tokens are revoked with DELETE /api/v1/auth/tokens/{token_id}"))
+	}
+	if err := s.deps.Auth.RevokeToken(r.Context(), p, p.TokenID); err != nil {
+		return err
+	}
+	http.SetCookie(w, s.sessionCookie(r, "", time.Time{}))
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) consoleLink(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	const op errs.Op = "apiserver.consoleLink"
+	if p.Temporary || p.AccessKey == "" {
+		return errs.E(op, errs.PermissionDenied, CodeConsoleTemporary, "temporary credentials cannot open console sessions",
+			errs.Hint("run `atelier console` with your own access key"))
+	}
+	code, exp := s.deps.ConsoleLinks.Mint(consoleSubject, p.User.ID, p.AccessKey)
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	u := scheme + "://" + r.Host + "/console/login?code=" + url.QueryEscape(code)
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, api.ConsoleLink{URL: u, ExpiresAt: exp.UnixMilli()})
+	return nil
+}
+
+// consoleRedeem opens a session from a sign-in link and sends the browser
+// to the console; a bad link goes to the sign-in page with its code.
+func (s *Server) consoleRedeem(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("Cache-Control", "no-store")
+	fail := func(code errs.Code) error {
+		http.Redirect(w, r, "/console/signin?error="+url.QueryEscape(string(code)), http.StatusSeeOther)
+		return nil
+	}
+	ak, err := s.deps.ConsoleLinks.Redeem(consoleSubject, r.URL.Query().Get("code"))
+	if err != nil {
+		return fail(CodeConsoleLink)
+	}
+	tok, err := s.deps.Auth.TokenForKey(r.Context(), ak, ConsoleSessionTTL)
+	if err != nil {
+		if c := errs.CodeOf(err); c != "" {
+			return fail(c)
+		}
+		return err
+	}
+	http.SetCookie(w, s.sessionCookie(r, tok.Token, time.UnixMilli(tok.ExpiresAt)))
+	http.Redirect(w, r, "/console/", http.StatusSeeOther)
+	return nil
+}
