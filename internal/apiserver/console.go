@@ -31,6 +31,7 @@ const (
 	CodeConsoleLink      errs.Code = "ATL.CON.0103" // 403: the sign-in link is unknown, used, expired or not a console link
 	CodeConsoleTemporary errs.Code = "ATL.CON.0104" // 403: temporary credentials (a job's) cannot open console sessions
 	CodeConsoleNoSession errs.Code = "ATL.CON.0105" // 400: sign-out without a console session
+	CodeConsoleSession   errs.Code = "ATL.CON.0106" // 401: the console's cookie holds no valid session (signed out, expired, revoked, key disabled)
 )
 
 // csrfToken is the CSRF token of the console session whose cookie holds
@@ -70,6 +71,10 @@ func sameOrigin(r *http.Request) bool {
 func (s *Server) authenticateCookie(r *http.Request, c *http.Cookie) (*auth.Principal, error) {
 	const op errs.Op = "apiserver.console"
 	p, err := s.deps.Auth.AuthenticateToken(r.Context(), c.Value)
+	if errs.Is(err, errs.Unauthenticated) {
+		return nil, errs.E(op, errs.Unauthenticated, CodeConsoleSession, "the console session is not valid: "+errs.UserMessage(err),
+			errs.Hint("sign in again at /console/ (or run `atelier console` for a sign-in link)"))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/auth/sigv4"
 	"github.com/atelier-dev/atelier/internal/meta/sqlite"
+	"github.com/atelier-dev/atelier/internal/webui"
 )
 
 type env struct {
@@ -58,7 +59,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	ping := &fakePinger{}
-	s := New(Deps{Auth: iam, Store: ping, Registry: prometheus.NewRegistry(), Region: "us-east-1", Version: "test", MaxBody: 64 << 10})
+	s := New(Deps{Auth: iam, Store: ping, Registry: prometheus.NewRegistry(), Region: "us-east-1", Version: "test", MaxBody: 64 << 10, Console: webui.New()})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return &env{t: t, srv: srv, api: s, iam: iam, ak: ak, sk: sk, ping: ping, store: st}

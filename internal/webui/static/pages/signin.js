@@ -21,7 +21,7 @@ export default function SignIn({ onSignedIn, ended, route }) {
 	};
 	return html`<main id="main" class="signin panel" data-page="signin" data-state="ready">
 		<h1>Sign in to Atelier</h1>
-		${ended && ended.code !== 'ATL.IAM.0007' && html`<div class="notice" role="status">Your session ended (${ended.message}). Sign in again.</div>`}
+		${ended && html`<div class="notice" role="status">Your session ended (${ended.message}). Sign in again.</div>`}
 		${linkErr && html`<${ErrorBox} error=${{ code: linkErr, message: linkErrors[linkErr] || 'The sign-in link could not be used.', hint: 'run `atelier console` for a new link, or sign in with your access key below' }} />`}
 		<form onSubmit=${submit} aria-label="sign in">
 			<${Field} label="Access key" id="ak"><input id="ak" name="access_key" autocomplete="username" required value=${ak} onInput=${(e) => setAK(e.target.value)} /></${Field}>
