@@ -192,7 +192,7 @@ func (tb *tab) screenshot(name string) string {
 		tb.t.Logf("screenshot %s: %v", name, err)
 		return ""
 	}
-	path := filepath.Join(dir, name+".png")
+	path := filepath.Join(dir, regexp.MustCompile(`[^A-Za-z0-9._-]+`).ReplaceAllString(name, "-")+".png")
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		tb.t.Logf("screenshot %s: %v", name, err)
 		return ""
