@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -83,4 +84,75 @@ func TestConsoleSignIn(t *testing.T) {
 	if res.StatusCode != http.StatusForbidden {
 		t.Errorf("cross-site sign-in: %d", res.StatusCode)
 	}
+}
+
+// a11yProblems lists controls without an accessible name and images
+// without alt text on the current page.
+const a11yProblems = `(() => {
+	const out = [];
+	for (const el of document.querySelectorAll('input:not([type=hidden]), select, textarea')) {
+		const named = (el.labels && el.labels.length) || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby') || el.title;
+		if (!named) out.push(el.outerHTML.slice(0, 120));
+	}
+	for (const el of document.querySelectorAll('button, a[href]')) {
+		if (!(el.textContent.trim() || el.getAttribute('aria-label') || el.title)) out.push(el.outerHTML.slice(0, 120));
+	}
+	for (const el of document.querySelectorAll('img')) {
+		if (!el.hasAttribute('alt')) out.push(el.outerHTML.slice(0, 120));
+	}
+	return out.join('\n');
+})()`
+
+// TestConsoleShell visits every page as a new user (empty states), checks
+// each control has an accessible name, the keyboard reaches the content,
+// and the navigation collapses at phone width.
+func TestConsoleShell(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	if _, e, code := s.cli(nil, "user", "create", "newcomer"); code != 0 {
+		t.Fatal(e)
+	}
+	out, e, code := s.cli(nil, "access-key", "create", "--user", "newcomer", "-o", "json")
+	if code != 0 {
+		t.Fatal(e)
+	}
+	env := keyEnv(t, s, out)
+	tb := newTab(t)
+	tb.signInLink(s, env)
+	for _, p := range []struct{ path, page string }{
+		{"", "overview"}, {"obs", "obs"}, {"datasets", "datasets"}, {"notebooks", "notebooks"},
+		{"jobs", "jobs"}, {"models", "models"}, {"services", "services"}, {"usage", "usage"},
+	} {
+		tb.run("open "+p.page, chromedp.Navigate(s.cfg.Endpoint+"/console/"+p.path), pageReady(p.page))
+		probs, err := chromedp.Run(tb.ctx, chromedp.Evaluate[string](a11yProblems))
+		if err != nil || probs != "" {
+			t.Errorf("%s: controls without an accessible name: %v\n%s", p.page, err, probs)
+		}
+	}
+	// An unknown page says so.
+	tb.run("unknown page", chromedp.Navigate(s.cfg.Endpoint+"/console/nowhere"), pageReady("notfound"))
+
+	// The keyboard: the first Tab reaches the skip link, which moves focus to the content.
+	tb.run("skip link", chromedp.Navigate(s.cfg.Endpoint+"/console/"), pageReady("overview"),
+		chromedp.KeyEvent("\t"), chromedp.WaitVisible(chromedp.CSS(`a.skip:focus`)))
+
+	// Phone width: the navigation collapses behind a Menu button.
+	tb.run("phone width", chromedp.EmulateViewport(390, 844), chromedp.Navigate(s.cfg.Endpoint+"/console/"), pageReady("overview"),
+		chromedp.WaitNotVisible(chromedp.CSS(`#nav-items`)), chromedp.Click(chromedp.CSS(`.menu-toggle`)),
+		chromedp.WaitVisible(chromedp.CSS(`#nav-items a[href="/console/jobs"]`)),
+		chromedp.Click(chromedp.CSS(`#nav-items a[href="/console/jobs"]`)), pageReady("jobs"))
+	tb.screenshot("phone-jobs")
+	tb.run("back to desktop", chromedp.EmulateViewport(1280, 800))
+}
+
+// keyEnv is the CLI environment of the access key `access-key create -o json` printed.
+func keyEnv(t *testing.T, s *server, out string) []string {
+	t.Helper()
+	var k struct {
+		AccessKey string `json:"access_key"`
+		SecretKey string `json:"secret_key"`
+	}
+	if err := json.Unmarshal([]byte(out), &k); err != nil {
+		t.Fatalf("access key %q: %v", out, err)
+	}
+	return []string{"ATELIER_ENDPOINT=" + s.cfg.Endpoint, "ATELIER_S3_ENDPOINT=" + s.cfg.S3Endpoint, "ATELIER_ACCESS_KEY=" + k.AccessKey, "ATELIER_SECRET_KEY=" + k.SecretKey}
 }
