@@ -142,8 +142,12 @@ type OBSLifecycleRule struct {
 	AbortIncompleteDays int    `json:"abort_incomplete_days,omitempty"`
 }
 
-// OBSValidation is the answer of a validate route: the document is valid
-// (an invalid one is an API error with its code).
+// OBSValidation is the answer of a validate route: whether the document
+// is valid and, when it is not, the error PUT would answer (its code,
+// message and hint), so that an editor checks before it saves.
 type OBSValidation struct {
-	Valid bool `json:"valid"`
+	Valid     bool   `json:"valid"`
+	ErrorCode string `json:"error_code,omitempty"`
+	ErrorMsg  string `json:"error_msg,omitempty"`
+	Hint      string `json:"hint,omitempty"`
 }

@@ -607,26 +607,35 @@ func (s *Server) obsDeletePolicy(w http.ResponseWriter, r *http.Request, p *auth
 	return nil
 }
 
-// obsValidatePolicy checks a policy as PUT would, storing nothing; the
-// caller must be allowed to put the bucket's policy.
+// obsValidatePolicy checks a policy as PUT would, storing nothing: the
+// answer says whether it is valid and why not. The caller must be allowed
+// to put the bucket's policy.
 func (s *Server) obsValidatePolicy(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	o, err := s.objects()
 	if err != nil {
-		return err
-	}
-	var req api.OBSBucketPolicy
-	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
 	bucket := r.PathValue("bucket")
 	if err := o.Check(r.Context(), caller(r, p), bucket, obs.ActionPutBucketPolicy, "", nil); err != nil {
 		return err
 	}
-	if err := obs.ValidateBucketPolicy(bucket, []byte(req.Policy)); err != nil {
+	var req api.OBSBucketPolicy
+	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, api.OBSValidation{Valid: true})
+	writeValidation(w, r, obs.ValidateBucketPolicy(bucket, []byte(req.Policy)))
 	return nil
+}
+
+// writeValidation answers the outcome of a validation: valid, or the code,
+// message and hint of what is wrong.
+func writeValidation(w http.ResponseWriter, r *http.Request, err error) {
+	v := api.OBSValidation{Valid: err == nil}
+	if err != nil {
+		_, e := errorBody(err, requestIDFrom(r.Context()))
+		v.ErrorCode, v.ErrorMsg, v.Hint = e.ErrorCode, e.ErrorMsg, e.Hint
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 func lifecycleRules(in []api.OBSLifecycleRule) []obs.LifecycleRule {
@@ -696,25 +705,25 @@ func (s *Server) obsDeleteLifecycle(w http.ResponseWriter, r *http.Request, p *a
 	return nil
 }
 
-// obsValidateLifecycle checks rules as PUT would and answers them as they
-// would be stored (missing ids filled in), storing nothing.
+// obsValidateLifecycle checks rules as PUT would — the body's JSON too —
+// storing nothing: the answer says whether they are valid and why not.
 func (s *Server) obsValidateLifecycle(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	o, err := s.objects()
 	if err != nil {
-		return err
-	}
-	var req api.OBSLifecycle
-	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
 	bucket := r.PathValue("bucket")
 	if err := o.Check(r.Context(), caller(r, p), bucket, obs.ActionPutLifecycleConfiguration, "", nil); err != nil {
 		return err
 	}
-	rules, err := obs.ValidateLifecycle(lifecycleRules(req.Rules))
-	if err != nil {
+	var req api.OBSLifecycle
+	err = decodeJSON(r, &req)
+	if errs.KindOf(err) == errs.TooLarge {
 		return err
 	}
-	writeJSON(w, http.StatusOK, apiLifecycle(rules))
+	if err == nil {
+		_, err = obs.ValidateLifecycle(lifecycleRules(req.Rules))
+	}
+	writeValidation(w, r, err)
 	return nil
 }
