@@ -228,6 +228,7 @@ func TestConsoleOBS(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS(`#obs-policy`), policy),
 		chromedp.Click(chromedp.CSS(`[data-editor="policy"] [data-action="save"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-editor="policy"] [data-action="remove"]`)))
+	tb.evalString("scroll to the policy", `(window.scrollTo(0, 0), 'ok')`)
 	tb.screenshot("obs-policy")
 	// The policy applies on the S3 endpoint: album/ is public.
 	if res, err := http.Get(s.cfg.S3Endpoint + "/photos/album/sub/b.txt"); err != nil || res.StatusCode != 200 {
