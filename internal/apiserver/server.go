@@ -15,6 +15,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/auth/sigv4"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/loginlink"
+	"github.com/atelier-dev/atelier/internal/obs"
 )
 
 // DefaultMaxBody is the request body limit of JSON API calls.
@@ -48,6 +49,8 @@ type Deps struct {
 	MaxBody         int64            // 0 = DefaultMaxBody
 	Console         http.Handler     // the console's files under /console/; nil: no console
 	ConsoleLinks    *loginlink.Links // sign-in links of the console (`atelier console`)
+	OBS             *obs.Service     // object storage under /api/v1/obs/; nil: not enabled
+	S3Endpoint      string           // the S3 endpoint presigned URLs name (http://host:port)
 }
 
 // Server is the REST API.
@@ -67,6 +70,7 @@ type route struct {
 	public       bool
 	h            handlerFunc
 	maxBody      int64 // 0 = Deps.MaxBody
+	stream       bool  // the handler streams the body: SigV4 buffers at most Deps.MaxBody of it to hash
 }
 
 // New builds the REST API server.
@@ -132,6 +136,7 @@ func (s *Server) routeTable() []route {
 	rt = append(rt, s.notebookRoutes()...)
 	rt = append(rt, s.capacityRoutes()...)
 	rt = append(rt, s.consoleRoutes()...)
+	rt = append(rt, s.obsRoutes()...)
 	return append(rt, s.serviceRoutes()...)
 }
 
@@ -201,7 +206,11 @@ func (s *Server) wrap(rt route) http.Handler {
 		var p *auth.Principal
 		if !rt.public {
 			var err error
-			if p, err = s.authenticate(r, limit); err != nil {
+			authLimit := limit
+			if rt.stream {
+				authLimit = s.deps.MaxBody
+			}
+			if p, err = s.authenticate(r, authLimit); err != nil {
 				s.writeError(w, r, err)
 				return
 			}

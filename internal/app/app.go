@@ -169,7 +169,7 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 		Services: services.deployments, ServiceActivity: services.deployments, Usage: services.deployments, InstanceRunners: services.runners,
 		Notebooks: nbs.api, NotebookRunners: nbs.runners,
 		Capacity: capacity.NewView(ledger, iam, store, capacity.NewCgroupMeter(cgroup.Options{}), sources),
-		Console:  webui.New()})
+		Console:  webui.New(), OBS: objects, S3Endpoint: admin.S3Endpoint})
 
 	servers := []*http.Server{
 		{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
@@ -188,4 +189,40 @@ func (s *Service) authenticateSigned(ctx context.Context, v sigv4.Verifier, veri
 	}
 	p := rk.p // a copy: callers may set SourceIP
 	return &p, res, nil
+}
+
+// CodeCannotPresign: a presigned URL asked for by a caller whose key cannot
+// sign one (temporary credentials, or a key that is not the caller's).
+const CodeCannotPresign errs.Code = "ATL.AUTH.0111"
+
+// Presign returns u (method GET or HEAD, an S3 URL) presigned for region
+// and service with p's own access key — the key p signed with or that
+// issued p's token — never another's: the URL carries exactly p's rights
+// and stops working when that key is disabled or deleted. Temporary
+// credentials cannot presign (their session token is not kept).
+func (s *Service) Presign(ctx context.Context, p *Principal, method string, u *url.URL, region, service string, expires time.Duration) (*url.URL, error) {
+	const op errs.Op = "auth.Presign"
+	if p == nil || p.User == nil || p.AccessKey == "" || p.Temporary {
+		return nil, errs.E(op, errs.PermissionDenied, CodeCannotPresign, "these credentials cannot presign URLs",
+			errs.Hint("sign in with your own access key (temporary credentials cannot presign)"))
+	}
+	rk, err := s.resolveKey(ctx, op, p.AccessKey)
+	if errs.Is(err, errs.NotFound) {
+		return nil, unauthenticated(op, CodeTokenKeyGone, "access key "+p.AccessKey+" no longer exists", "sign in again with an existing key")
+	}
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	if rk.key.UserID != p.User.ID || rk.key.Temporary {
+		return nil, errs.E(op, errs.PermissionDenied, CodeCannotPresign, "access key "+p.AccessKey+" is not a key of user "+p.User.Name,
+			errs.Hint("sign in with your own access key"))
+	}
+	if err := s.checkKeyUsable(op, rk.key); err != nil {
+		return nil, err
+	}
+	r, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	if err != nil {
+		return nil, errs.E(op, errs.Invalid, err)
+	}
+	return sigv4.Presign(r, sigv4.Credentials{AccessKey: rk.key.AccessKey, SecretKey: rk.secret}, region, service, s.now(), expires)
 }

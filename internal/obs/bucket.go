@@ -152,14 +152,22 @@ func (s *Service) PutBucketPolicy(ctx context.Context, c *Caller, name string, d
 	if err := s.check(op, c, b, ActionPutBucketPolicy, "", nil); err != nil {
 		return err
 	}
+	if err := ValidateBucketPolicy(name, doc); err != nil {
+		return err
+	}
+	return s.setConfig(ctx, op, name, meta.BucketPolicy, string(bytes.TrimSpace(doc)))
+}
+
+// ValidateBucketPolicy checks doc as the policy of bucket name, as
+// PutBucketPolicy does before it stores one: both grammars, every statement
+// with a Principal, every resource in this bucket. It stores nothing.
+func ValidateBucketPolicy(name string, doc []byte) error {
+	const op errs.Op = "obs.ValidateBucketPolicy"
 	p, err := policy.Parse(doc, policy.Resource)
 	if err != nil {
 		return fail(op, CodeMalformedPolicy, fmt.Sprintf("invalid policy for bucket %q", name), "", err)
 	}
-	if err := checkPolicyResources(op, p, name); err != nil {
-		return err
-	}
-	return s.setConfig(ctx, op, name, meta.BucketPolicy, string(bytes.TrimSpace(doc)))
+	return checkPolicyResources(op, p, name)
 }
 
 // DeleteBucketPolicy removes the bucket's policy; removing none is not an

@@ -114,6 +114,10 @@ func New(store Store, blobs blob.Store, o Options) *Service {
 // Region is the region of this server.
 func (s *Service) Region() string { return s.region }
 
+// PartSizes are the bounds of multipart uploads: every part but the last is
+// at least min bytes; no part (and no single PUT) is more than max.
+func (s *Service) PartSizes() (min, max int64) { return s.minPart, s.maxPut }
+
 func (s *Service) nowMS() time.Time { return s.now().UTC().Truncate(time.Millisecond) }
 
 func newUploadID() string { return uuid.Must(uuid.NewV7()).String() }
