@@ -40,13 +40,13 @@ func TestTaggingHTTP(t *testing.T) {
 	doc := []byte(`<Tagging><TagSet><Tag><Key>a</Key><Value>1</Value></Tag></TagSet></Tagging>`)
 	st, _, body = e.do("PUT", "/tags/k?tagging", "", doc, a)
 	wantS3(t, "PutObjectTagging", st, body, 200, "")
-	st, h, _ = e.do("HEAD", "/tags/k", "", nil, a)
+	_, h, _ = e.do("HEAD", "/tags/k", "", nil, a)
 	if h.Get("x-amz-tagging-count") != "1" {
 		t.Fatalf("after PutObjectTagging: %q", h.Get("x-amz-tagging-count"))
 	}
 	st, _, body = e.do("DELETE", "/tags/k?tagging", "", nil, a)
 	wantS3(t, "DeleteObjectTagging", st, body, 204, "")
-	st, h, _ = e.do("HEAD", "/tags/k", "", nil, a)
+	_, h, _ = e.do("HEAD", "/tags/k", "", nil, a)
 	if _, ok := h["X-Amz-Tagging-Count"]; ok {
 		t.Fatalf("x-amz-tagging-count after delete: %q", h.Get("x-amz-tagging-count"))
 	}
