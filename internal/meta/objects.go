@@ -2,11 +2,12 @@ package meta
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
-// Bucket is an OBS bucket. Name is unique. Policy, Lifecycle and CORS are
-// documents owned by the obs package (JSON); "" means none.
+// Bucket is an OBS bucket. Name is unique. Policy, Lifecycle, CORS and Tags
+// are documents owned by the obs package (JSON); "" means none.
 type Bucket struct {
 	Name       string
 	OwnerID    string
@@ -15,6 +16,7 @@ type Bucket struct {
 	Policy     string
 	Lifecycle  string
 	CORS       string
+	Tags       string
 }
 
 // BucketConfig names one of a bucket's documents.
@@ -25,14 +27,16 @@ const (
 	BucketPolicy BucketConfig = iota
 	BucketLifecycle
 	BucketCORS
+	BucketTags
 )
 
 // Blob is one stored piece of an object's bytes, in order. A single PUT
 // makes one; a multipart upload makes one per part.
 type Blob struct {
-	ID   string // blob store id
-	Size int64
-	ETag string // the part's ETag for multipart objects; "" otherwise
+	ID       string // blob store id
+	Size     int64
+	ETag     string // the part's ETag for multipart objects; "" otherwise
+	Checksum string // the part's additional checksum (base64) for multipart objects; "" otherwise
 }
 
 // Object is the index entry of an object. Its bytes are Blobs, concatenated.
@@ -49,6 +53,7 @@ type Object struct {
 	OwnerID      string
 	LastModified time.Time
 	Blobs        []Blob
+	Tags         map[string]string // object tags (S3 tagging); nil for none
 }
 
 // ListObjectsQuery selects a page of objects in key order (byte order of the
@@ -81,7 +86,8 @@ type Upload struct {
 	Metadata     map[string]string
 	Headers      map[string]string
 	StorageClass string
-	ChecksumAlgo string // algorithm requested at create ("" = none)
+	ChecksumAlgo string            // algorithm requested at create ("" = none)
+	Tags         map[string]string // tags the object gets when the upload completes
 }
 
 // UploadPart is an uploaded part of a multipart upload.
@@ -101,6 +107,18 @@ type ListUploadsQuery struct {
 	UploadIDMarker string
 	MaxUploads     int // 0 means 1000
 }
+
+// Precondition is what a conditional write requires of the object it
+// replaces, checked in the transaction that stores the new object: two
+// writers cannot both meet a precondition the other's write breaks.
+type Precondition struct {
+	IfNoneMatch bool   // no object with the key may exist (If-None-Match: *)
+	IfMatch     string // the object must exist with this ETag (no quotes); "" for no condition
+}
+
+// ErrPreconditionFailed is the cause of the Conflict error a conditional
+// write returns when its Precondition does not hold; nothing was changed.
+var ErrPreconditionFailed = errors.New("the precondition of the write does not hold")
 
 // Buckets stores buckets.
 type Buckets interface {
@@ -123,6 +141,14 @@ type Objects interface {
 	// transaction, and returns the replaced object (nil if none) so that the
 	// caller can delete its blobs. NotFound if the bucket does not exist.
 	PutObject(ctx context.Context, o *Object) (replaced *Object, err error)
+	// PutObjectIf is PutObject when pre holds for the object with o's key,
+	// checked in the same transaction; else a Conflict error whose cause is
+	// ErrPreconditionFailed, and nothing is changed.
+	PutObjectIf(ctx context.Context, o *Object, pre Precondition) (replaced *Object, err error)
+	// SetObjectTags replaces the tags of the object (nil or empty removes
+	// them) and returns the object; NotFound if none. Nothing else of the
+	// object changes (not its ETag, not its LastModified).
+	SetObjectTags(ctx context.Context, bucket, key string, tags map[string]string) (*Object, error)
 	// GetObject returns the object; NotFound if none.
 	GetObject(ctx context.Context, bucket, key string) (*Object, error)
 	// DeleteObject removes the object and returns it; NotFound if none.
@@ -154,6 +180,11 @@ type Uploads interface {
 	// NotFound if the upload does not exist; Conflict (and nothing changed)
 	// if o uses a blob that is no longer one of the upload's parts.
 	CompleteUpload(ctx context.Context, uploadID string, o *Object) (replaced *Object, unused []*UploadPart, err error)
+	// CompleteUploadIf is CompleteUpload when pre holds for the object with
+	// o's key, checked in the same transaction; else a Conflict error whose
+	// cause is ErrPreconditionFailed, and nothing (the upload included) is
+	// changed.
+	CompleteUploadIf(ctx context.Context, uploadID string, o *Object, pre Precondition) (replaced *Object, unused []*UploadPart, err error)
 	// AbortUpload deletes the upload and returns its parts; NotFound if none.
 	AbortUpload(ctx context.Context, uploadID string) ([]*UploadPart, error)
 }

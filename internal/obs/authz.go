@@ -29,6 +29,12 @@ const (
 	ActionAbortMultipartUpload       = "obs:AbortMultipartUpload"
 	ActionListMultipartUploadParts   = "obs:ListMultipartUploadParts"
 	ActionListBucketMultipartUploads = "obs:ListBucketMultipartUploads"
+	ActionGetObjectTagging           = "obs:GetObjectTagging"
+	ActionPutObjectTagging           = "obs:PutObjectTagging"
+	ActionDeleteObjectTagging        = "obs:DeleteObjectTagging"
+	ActionGetBucketTagging           = "obs:GetBucketTagging"
+	ActionPutBucketTagging           = "obs:PutBucketTagging"
+	ActionGetObjectAttributes        = "obs:GetObjectAttributes"
 )
 
 // Caller is who makes a request: an authenticated principal, or nobody

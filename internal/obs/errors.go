@@ -52,6 +52,12 @@ const (
 	CodeInconsistent         errs.Code = "ATL.OBS.0041"
 	CodeTooManyDeleteKeys    errs.Code = "ATL.OBS.0042"
 	CodeStorageFull          errs.Code = "ATL.OBS.0043"
+	CodeInvalidTag           errs.Code = "ATL.OBS.0044"
+	CodeTooManyTags          errs.Code = "ATL.OBS.0045"
+	CodeNoSuchTagSet         errs.Code = "ATL.OBS.0046"
+	CodeConditionalConflict  errs.Code = "ATL.OBS.0047"
+	CodeBadTagging           errs.Code = "ATL.OBS.0048"
+	CodeBadWriteCondition    errs.Code = "ATL.OBS.0049"
 )
 
 // hintFull is the hint of CodeStorageFull.
@@ -136,6 +142,18 @@ func infoOf(c errs.Code) (codeInfo, bool) {
 		return codeInfo{errs.Internal, "InternalError", http.StatusInternalServerError}, true
 	case CodeStorageFull:
 		return codeInfo{errs.NoSpace, "InsufficientStorage", http.StatusInsufficientStorage}, true
+	case CodeInvalidTag:
+		return codeInfo{errs.Invalid, "InvalidTag", http.StatusBadRequest}, true
+	case CodeTooManyTags:
+		return codeInfo{errs.Invalid, "BadRequest", http.StatusBadRequest}, true
+	case CodeNoSuchTagSet:
+		return codeInfo{errs.NotFound, "NoSuchTagSet", http.StatusNotFound}, true
+	case CodeConditionalConflict:
+		return codeInfo{errs.Conflict, "ConditionalRequestConflict", http.StatusConflict}, true
+	case CodeBadTagging:
+		return codeInfo{errs.Invalid, "InvalidArgument", http.StatusBadRequest}, true
+	case CodeBadWriteCondition:
+		return codeInfo{errs.Unsupported, "NotImplemented", http.StatusNotImplemented}, true
 	}
 	return codeInfo{}, false
 }

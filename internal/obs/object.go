@@ -2,6 +2,7 @@ package obs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -22,6 +23,74 @@ type PutOptions struct {
 	ContentMD5   []byte            // binary MD5 the client sent; nil if absent
 	Checksum     Checksum          // optional additional checksum
 	StorageClass string            // "" is STANDARD
+	Tags         []Tag             // the object's tags (x-amz-tagging); nil for none
+	Conditions   WriteConditions   // If-Match, If-None-Match
+}
+
+// WriteConditions are the conditional headers of a write (PutObject,
+// CompleteMultipartUpload): the write happens only if they hold for the
+// object it replaces.
+type WriteConditions struct {
+	IfMatch     string // the ETag (quoted or not) the object must have; "" for none
+	IfNoneMatch string // "*": no object may have the key; "" for none
+}
+
+// precondition checks the headers and returns what the index checks.
+// If-None-Match takes only "*", If-Match only an ETag: other forms are
+// NotImplemented, as S3 answers them.
+func (w WriteConditions) precondition(op errs.Op) (meta.Precondition, error) {
+	var p meta.Precondition
+	switch strings.TrimSpace(w.IfNoneMatch) {
+	case "":
+	case "*":
+		p.IfNoneMatch = true
+	default:
+		return p, fail(op, CodeBadWriteCondition,
+			fmt.Sprintf("If-None-Match %q on a write: only If-None-Match: * (create the object only if the key is free) is supported", w.IfNoneMatch),
+			"send If-None-Match: *, or If-Match: <ETag> to replace only the version you read")
+	}
+	if m := strings.TrimSpace(w.IfMatch); m != "" {
+		if m == "*" || strings.Contains(m, ",") {
+			return p, fail(op, CodeBadWriteCondition,
+				fmt.Sprintf("If-Match %q on a write: only one ETag is supported", w.IfMatch),
+				"send the ETag of the version you read, as HEAD returned it")
+		}
+		p.IfMatch = normalizeETag(strings.TrimPrefix(m, "W/"))
+	}
+	return p, nil
+}
+
+// checkWrite checks a write's precondition against the object now, before
+// its body is stored: If-None-Match: * of an existing object and If-Match
+// of another ETag are PreconditionFailed, If-Match of a missing object is
+// NoSuchKey. The index checks it again when the write commits (see commit).
+func (s *Service) checkWrite(ctx context.Context, op errs.Op, bucket, key string, pre meta.Precondition) error {
+	if pre == (meta.Precondition{}) {
+		return nil
+	}
+	o, err := s.readObject(ctx, op, bucket, key)
+	if err != nil {
+		return err
+	}
+	switch {
+	case pre.IfNoneMatch && o != nil:
+		return fail(op, CodePreconditionFailed, fmt.Sprintf("If-None-Match: * but object %q already exists in bucket %q", key, bucket),
+			"the key is taken: write to another key, or drop If-None-Match to replace the object")
+	case pre.IfMatch != "" && o == nil:
+		return noSuchKey(op, bucket, key)
+	case pre.IfMatch != "" && o.ETag != pre.IfMatch:
+		return fail(op, CodePreconditionFailed, fmt.Sprintf("If-Match %q does not match the ETag %q of object %q", pre.IfMatch, o.ETag, key),
+			"the object changed since you read it; read it again")
+	}
+	return nil
+}
+
+// conflict is the error of a write whose precondition held when it began
+// and no longer held when it committed: another write came first.
+func conflict(op errs.Op, bucket, key string, err error) error {
+	return fail(op, CodeConditionalConflict,
+		fmt.Sprintf("a conflicting write of object %q in bucket %q committed while this conditional write was in progress", key, bucket),
+		"read the object again and retry the write", err)
 }
 
 // PutObject stores body as the object bucket/key, replacing any object with
@@ -34,11 +103,21 @@ func (s *Service) PutObject(ctx context.Context, c *Caller, bucket, key string, 
 	if err != nil {
 		return nil, err
 	}
+	if err := ValidateTags(o.Tags, MaxObjectTags); err != nil {
+		return nil, err
+	}
+	pre, err := o.Conditions.precondition(op)
+	if err != nil {
+		return nil, err
+	}
 	b, err := s.bucket(ctx, op, bucket)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.check(op, c, b, ActionPutObject, key, nil); err != nil {
+	if err := s.check(op, c, b, ActionPutObject, key, tagContext(nil, nil, o.Tags)); err != nil {
+		return nil, err
+	}
+	if err := s.checkWrite(ctx, op, bucket, key, pre); err != nil {
 		return nil, err
 	}
 	w, err := s.writeBlob(ctx, op, body, o.Size, o.ContentMD5, o.Checksum)
@@ -49,12 +128,12 @@ func (s *Service) PutObject(ctx context.Context, c *Caller, bucket, key string, 
 		Bucket: bucket, Key: key, Size: w.size, ETag: w.etag(),
 		ContentType: o.ContentType, Metadata: o.Metadata, Headers: o.Headers,
 		StorageClass: class, OwnerID: objectOwner(c, b), LastModified: s.nowMS(),
-		Blobs: []meta.Blob{{ID: w.id, Size: w.size}},
+		Blobs: []meta.Blob{{ID: w.id, Size: w.size}}, Tags: tagMap(o.Tags),
 	}
 	if w.checksum != "" {
 		obj.Checksums = map[string]string{w.algo: w.checksum}
 	}
-	if err := s.commit(ctx, op, obj); err != nil {
+	if err := s.commitIf(ctx, op, obj, pre); err != nil {
 		return nil, err
 	}
 	return obj, nil
@@ -86,7 +165,20 @@ func objectOwner(c *Caller, b *meta.Bucket) string {
 // they are left to CollectGarbage, which deletes them only if nothing
 // references them.
 func (s *Service) commit(ctx context.Context, op errs.Op, obj *meta.Object) error {
-	replaced, err := s.store.PutObject(ctx, obj)
+	return s.commitIf(ctx, op, obj, meta.Precondition{})
+}
+
+// commitIf is commit when pre holds for the object obj replaces, checked in
+// the index's transaction; else ConditionalRequestConflict (checkWrite
+// found it holding before the body was stored).
+func (s *Service) commitIf(ctx context.Context, op errs.Op, obj *meta.Object, pre meta.Precondition) error {
+	var replaced *meta.Object
+	var err error
+	if pre == (meta.Precondition{}) {
+		replaced, err = s.store.PutObject(ctx, obj)
+	} else {
+		replaced, err = s.store.PutObjectIf(ctx, obj, pre)
+	}
 	if err != nil {
 		if indexFailed(err) {
 			s.deleteBlobs(ctx, obj.Blobs)
@@ -96,6 +188,9 @@ func (s *Service) commit(ctx context.Context, op errs.Op, obj *meta.Object) erro
 		}
 		if errs.Is(err, errs.NotFound) {
 			return noSuchBucket(op, obj.Bucket)
+		}
+		if errors.Is(err, meta.ErrPreconditionFailed) {
+			return conflict(op, obj.Bucket, obj.Key, err)
 		}
 		return storeErr(op, fmt.Sprintf("indexing object %q", obj.Key), err)
 	}
@@ -172,17 +267,19 @@ func (s *Service) get(ctx context.Context, op errs.Op, c *Caller, bucket, key st
 	if err != nil {
 		return nil, err
 	}
-	if err := s.check(op, c, b, ActionGetObject, key, nil); err != nil {
-		return nil, err
+	// The object is authorized once it is found, with its tags in the
+	// condition context (s3:ExistingObjectTag/<key>).
+	authz := func(obj *meta.Object) error {
+		return s.check(op, c, b, ActionGetObject, key, tagContext(nil, obj, nil))
 	}
 	if method == http.MethodHead {
-		return s.lookup(ctx, op, bucket, key, o, method) // reads no blob: nothing to pin
+		return s.lookup(ctx, op, bucket, key, o, method, authz) // reads no blob: nothing to pin
 	}
 	// The ticket is taken before the index is read: the blobs found stay
 	// until the body is closed, whatever overwrites or deletes the object
 	// meanwhile.
 	t := s.pins.begin()
-	res, err := s.lookup(ctx, op, bucket, key, o, method)
+	res, err := s.lookup(ctx, op, bucket, key, o, method, authz)
 	if err != nil {
 		s.abandon(ctx, t)
 		return res, err
@@ -195,14 +292,18 @@ func (s *Service) get(ctx context.Context, op errs.Op, c *Caller, bucket, key st
 	return res, nil
 }
 
-// lookup reads the index entry and works out the bytes to send.
-func (s *Service) lookup(ctx context.Context, op errs.Op, bucket, key string, o GetOptions, method string) (*GetResult, error) {
-	obj, err := s.store.GetObject(ctx, bucket, key)
-	if errs.Is(err, errs.NotFound) {
-		return nil, noSuchKey(op, bucket, key)
-	}
+// lookup reads the index entry, has authz (which sees nil when there is
+// no object) authorize the request, and works out the bytes to send.
+func (s *Service) lookup(ctx context.Context, op errs.Op, bucket, key string, o GetOptions, method string, authz func(*meta.Object) error) (*GetResult, error) {
+	obj, err := s.readObject(ctx, op, bucket, key)
 	if err != nil {
-		return nil, storeErr(op, fmt.Sprintf("reading object %q", key), err)
+		return nil, err
+	}
+	if err := authz(obj); err != nil {
+		return nil, err
+	}
+	if obj == nil {
+		return nil, noSuchKey(op, bucket, key)
 	}
 	res := &GetResult{Object: obj, Length: obj.Size}
 	if isMultipart(obj) {
@@ -327,6 +428,10 @@ type CopyOptions struct {
 	// SourceConditions are x-amz-copy-source-if-*; a failed one is
 	// PreconditionFailed.
 	SourceConditions Conditions
+	// TaggingDirective is TaggingCopy ("" too: the source's tags) or
+	// TaggingReplace (Tags).
+	TaggingDirective string
+	Tags             []Tag
 }
 
 // CopyObject copies srcBucket/srcKey to dstBucket/dstKey: it reads the
@@ -346,6 +451,17 @@ func (s *Service) CopyObject(ctx context.Context, c *Caller, srcBucket, srcKey, 
 	default:
 		return nil, fail(op, CodeBadDirective, fmt.Sprintf("unknown metadata directive %q", o.MetadataDirective), "use COPY or REPLACE")
 	}
+	replaceTags := false
+	switch strings.ToUpper(o.TaggingDirective) {
+	case "", TaggingCopy:
+	case TaggingReplace:
+		replaceTags = true
+		if err := ValidateTags(o.Tags, MaxObjectTags); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fail(op, CodeBadDirective, fmt.Sprintf("unknown tagging directive %q", o.TaggingDirective), "use COPY or REPLACE")
+	}
 	md := o.Metadata
 	if !replace {
 		md = nil
@@ -358,24 +474,28 @@ func (s *Service) CopyObject(ctx context.Context, c *Caller, srcBucket, srcKey, 
 	if err != nil {
 		return nil, err
 	}
-	if err := s.check(op, c, sb, ActionGetObject, srcKey, nil); err != nil {
-		return nil, err
-	}
 	db := sb
 	if dstBucket != srcBucket {
 		if db, err = s.bucket(ctx, op, dstBucket); err != nil {
 			return nil, err
 		}
 	}
-	if err := s.check(op, c, db, ActionPutObject, dstKey, nil); err != nil {
+	var reqTags []Tag
+	if replaceTags {
+		reqTags = o.Tags
+		if reqTags == nil {
+			reqTags = []Tag{}
+		}
+	}
+	if err := s.check(op, c, db, ActionPutObject, dstKey, tagContext(nil, nil, reqTags)); err != nil {
 		return nil, err
 	}
-	src, _, body, err := s.openSource(ctx, op, srcBucket, srcKey, o.SourceConditions, nil)
+	src, _, body, err := s.openSource(ctx, op, c, sb, srcKey, o.SourceConditions, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer body.Close()
-	if srcBucket == dstBucket && srcKey == dstKey && !replace && (o.StorageClass == "" || o.StorageClass == src.StorageClass) {
+	if srcBucket == dstBucket && srcKey == dstKey && !replace && !replaceTags && (o.StorageClass == "" || o.StorageClass == src.StorageClass) {
 		return nil, fail(op, CodeCopyToItself,
 			fmt.Sprintf("copying %s/%s onto itself without changing its metadata or storage class", srcBucket, srcKey),
 			"set the metadata directive to REPLACE (with the new metadata) or copy to another key")
@@ -394,7 +514,10 @@ func (s *Service) CopyObject(ctx context.Context, c *Caller, srcBucket, srcKey, 
 		Bucket: dstBucket, Key: dstKey, Size: w.size, ETag: w.etag(),
 		ContentType: src.ContentType, Metadata: src.Metadata, Headers: src.Headers,
 		StorageClass: class, OwnerID: objectOwner(c, db), LastModified: s.nowMS(),
-		Blobs: []meta.Blob{{ID: w.id, Size: w.size}},
+		Blobs: []meta.Blob{{ID: w.id, Size: w.size}}, Tags: src.Tags,
+	}
+	if replaceTags {
+		obj.Tags = tagMap(o.Tags)
 	}
 	if replace {
 		obj.ContentType, obj.Metadata, obj.Headers = o.ContentType, o.Metadata, o.Headers
@@ -418,13 +541,18 @@ func checksumAlgo(o *meta.Object) string {
 }
 
 // openSource opens the source of a copy, all of it or the byte range rng
-// ("bytes=first-last" within the object), after checking its conditions (a
+// ("bytes=first-last" within the object), after authorizing c to read it
+// (with its tags in the condition context) and checking its conditions (a
 // failed one is PreconditionFailed). It returns the source object and the
 // number of bytes the reader yields; the source's bytes stay readable until
 // the reader is closed, whatever happens to the object meanwhile.
-func (s *Service) openSource(ctx context.Context, op errs.Op, bucket, key string, cond Conditions, rng *Range) (*meta.Object, int64, io.ReadCloser, error) {
+func (s *Service) openSource(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, key string, cond Conditions, rng *Range) (*meta.Object, int64, io.ReadCloser, error) {
+	bucket := b.Name
+	authz := func(obj *meta.Object) error {
+		return s.check(op, c, b, ActionGetObject, key, tagContext(nil, obj, nil))
+	}
 	t := s.pins.begin()
-	res, err := s.lookup(ctx, op, bucket, key, GetOptions{Conditions: cond}, "COPY")
+	res, err := s.lookup(ctx, op, bucket, key, GetOptions{Conditions: cond}, "COPY", authz)
 	if err != nil {
 		s.abandon(ctx, t)
 		return nil, 0, nil, err
@@ -475,3 +603,36 @@ func (s *Service) DeletePrefix(ctx context.Context, c *Caller, bucket, prefix st
 		}
 	}
 }
+
+// GetObjectAttributes returns the object for GetObjectAttributes, which
+// needs both obs:GetObject and obs:GetObjectAttributes (as S3 has it),
+// authorized with the object's tags in the condition context. The parts
+// of a multipart object are its Blobs: their sizes, and their checksums
+// when the upload had an algorithm (objects completed before Atelier kept
+// part checksums in the index have none).
+func (s *Service) GetObjectAttributes(ctx context.Context, c *Caller, bucket, key string) (*meta.Object, error) {
+	const op errs.Op = "obs.GetObjectAttributes"
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	b, err := s.bucket(ctx, op, bucket)
+	if err != nil {
+		return nil, err
+	}
+	authz := func(obj *meta.Object) error {
+		tc := tagContext(nil, obj, nil)
+		if err := s.check(op, c, b, ActionGetObject, key, tc); err != nil {
+			return err
+		}
+		return s.check(op, c, b, ActionGetObjectAttributes, key, tc)
+	}
+	res, err := s.lookup(ctx, op, bucket, key, GetOptions{}, http.MethodHead, authz)
+	if err != nil {
+		return nil, err
+	}
+	return res.Object, nil
+}
+
+// IsMultipart reports whether the object was made by a multipart upload
+// (its ETag ends in -<parts>).
+func IsMultipart(o *meta.Object) bool { return isMultipart(o) }

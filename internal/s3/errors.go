@@ -25,6 +25,8 @@ const (
 	AuthorizationHeaderMalformed       ErrorCode = "AuthorizationHeaderMalformed"
 	AuthorizationQueryParametersError  ErrorCode = "AuthorizationQueryParametersError"
 	BadDigest                          ErrorCode = "BadDigest"
+	BadRequest                         ErrorCode = "BadRequest"
+	ConditionalRequestConflict         ErrorCode = "ConditionalRequestConflict"
 	BucketAlreadyExists                ErrorCode = "BucketAlreadyExists"
 	BucketAlreadyOwnedByYou            ErrorCode = "BucketAlreadyOwnedByYou"
 	BucketNotEmpty                     ErrorCode = "BucketNotEmpty"
@@ -44,6 +46,7 @@ const (
 	InvalidPartNumber                  ErrorCode = "InvalidPartNumber"
 	InvalidPartOrder                   ErrorCode = "InvalidPartOrder"
 	InvalidStorageClass                ErrorCode = "InvalidStorageClass"
+	InvalidTag                         ErrorCode = "InvalidTag"
 	InvalidRange                       ErrorCode = "InvalidRange"
 	InvalidRequest                     ErrorCode = "InvalidRequest"
 	InvalidToken                       ErrorCode = "InvalidToken"
@@ -62,6 +65,7 @@ const (
 	NoSuchCORSConfiguration            ErrorCode = "NoSuchCORSConfiguration"
 	NoSuchKey                          ErrorCode = "NoSuchKey"
 	NoSuchLifecycleConfiguration       ErrorCode = "NoSuchLifecycleConfiguration"
+	NoSuchTagSet                       ErrorCode = "NoSuchTagSet"
 	NoSuchUpload                       ErrorCode = "NoSuchUpload"
 	NoSuchVersion                      ErrorCode = "NoSuchVersion"
 	NotImplemented                     ErrorCode = "NotImplemented"
@@ -91,6 +95,8 @@ var errorTable = map[ErrorCode]errorInfo{
 	AuthorizationHeaderMalformed:       {http.StatusBadRequest, "The authorization header is malformed."},
 	AuthorizationQueryParametersError:  {http.StatusBadRequest, "The X-Amz-* query parameters of the presigned URL are malformed."},
 	BadDigest:                          {http.StatusBadRequest, "The Content-MD5 or checksum you specified did not match what we received."},
+	BadRequest:                         {http.StatusBadRequest, "Bad Request."},
+	ConditionalRequestConflict:         {http.StatusConflict, "The conditional request cannot succeed due to a conflicting operation against this resource."},
 	BucketAlreadyExists:                {http.StatusConflict, "The requested bucket name is not available. Bucket names are shared by all users of this server; choose another name."},
 	BucketAlreadyOwnedByYou:            {http.StatusConflict, "The bucket you tried to create already exists, and you own it."},
 	BucketNotEmpty:                     {http.StatusConflict, "The bucket you tried to delete is not empty."},
@@ -109,6 +115,7 @@ var errorTable = map[ErrorCode]errorInfo{
 	InvalidPart:                        {http.StatusBadRequest, "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified ETag might not have matched the part's ETag."},
 	InvalidPartNumber:                  {http.StatusRequestedRangeNotSatisfiable, "The requested part number is not satisfiable."},
 	InvalidStorageClass:                {http.StatusBadRequest, "The storage class you specified is not valid."},
+	InvalidTag:                         {http.StatusBadRequest, "The tag provided was not a valid tag."},
 	InvalidPartOrder:                   {http.StatusBadRequest, "The list of parts was not in ascending order. Parts must be ordered by part number."},
 	InvalidRange:                       {http.StatusRequestedRangeNotSatisfiable, "The requested range is not satisfiable."},
 	InvalidRequest:                     {http.StatusBadRequest, "Invalid Request."},
@@ -128,6 +135,7 @@ var errorTable = map[ErrorCode]errorInfo{
 	NoSuchCORSConfiguration:            {http.StatusNotFound, "The CORS configuration does not exist."},
 	NoSuchKey:                          {http.StatusNotFound, "The specified key does not exist."},
 	NoSuchLifecycleConfiguration:       {http.StatusNotFound, "The lifecycle configuration does not exist."},
+	NoSuchTagSet:                       {http.StatusNotFound, "The TagSet does not exist."},
 	NoSuchUpload:                       {http.StatusNotFound, "The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed."},
 	NoSuchVersion:                      {http.StatusNotFound, "The specified version does not exist."},
 	NotImplemented:                     {http.StatusNotImplemented, "A header or parameter you provided implies functionality that Atelier does not offer."},

@@ -98,6 +98,20 @@ func (s *Server) dispatch(q *request) error {
 		return noContent(q, s.d.OBS.AbortMultipartUpload(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, q.r.URL.Query().Get("uploadId")))
 	case OpListParts:
 		return s.listParts(q)
+	case OpGetObjectTagging:
+		return s.getObjectTagging(q)
+	case OpPutObjectTagging:
+		return s.putObjectTagging(q)
+	case OpDeleteObjectTagging:
+		return noContent(q, s.d.OBS.DeleteObjectTagging(q.r.Context(), q.caller, q.t.Bucket, q.t.Key))
+	case OpGetBucketTagging:
+		return s.getBucketTagging(q)
+	case OpPutBucketTagging:
+		return s.putBucketTagging(q)
+	case OpDeleteBucketTagging:
+		return noContent(q, s.d.OBS.DeleteBucketTagging(q.r.Context(), q.caller, q.t.Bucket))
+	case OpGetObjectAttributes:
+		return s.getObjectAttributes(q)
 	}
 	return NewError(NotImplemented, q.t.Op.String()+" is not available")
 }

@@ -10,8 +10,13 @@ import (
 func (s *Server) createUpload(q *request) error {
 	ct, md, stored := objectAttrs(q.r.Header)
 	algo := q.r.Header.Get("x-amz-checksum-algorithm")
+	tags, err := requestTags(q.r.Header)
+	if err != nil {
+		return err
+	}
 	u, err := s.d.OBS.CreateMultipartUpload(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, obs.UploadOptions{
-		ContentType: ct, Metadata: md, Headers: stored, StorageClass: q.r.Header.Get("x-amz-storage-class"), ChecksumAlgo: algo})
+		ContentType: ct, Metadata: md, Headers: stored, StorageClass: q.r.Header.Get("x-amz-storage-class"), ChecksumAlgo: algo,
+		Tags: tags})
 	if err != nil {
 		return err
 	}
@@ -88,7 +93,8 @@ func (s *Server) completeUpload(q *request) error {
 	for i, p := range c.Parts {
 		parts[i] = obs.CompletedPart{Number: p.PartNumber, ETag: p.ETag}
 	}
-	o, err := s.d.OBS.CompleteMultipartUpload(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, q.r.URL.Query().Get("uploadId"), parts)
+	o, err := s.d.OBS.CompleteMultipartUploadIf(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, q.r.URL.Query().Get("uploadId"), parts,
+		writeConditions(q.r.Header))
 	if err != nil {
 		return err
 	}

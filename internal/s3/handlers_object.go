@@ -74,10 +74,14 @@ func (s *Server) putObject(q *request) error {
 	if err != nil {
 		return err
 	}
+	tags, err := requestTags(q.r.Header)
+	if err != nil {
+		return err
+	}
 	ct, md, stored := objectAttrs(q.r.Header)
 	o, err := s.d.OBS.PutObject(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, q.r.Body, obs.PutOptions{
 		Size: q.bodySize(), ContentType: ct, Metadata: md, Headers: stored, ContentMD5: md5sum, Checksum: ck,
-		StorageClass: q.r.Header.Get("x-amz-storage-class")})
+		StorageClass: q.r.Header.Get("x-amz-storage-class"), Tags: tags, Conditions: writeConditions(q.r.Header)})
 	if err != nil {
 		return err
 	}
@@ -169,6 +173,7 @@ func (s *Server) getObject(q *request) error {
 	if obj.StorageClass != "" && obj.StorageClass != "STANDARD" {
 		h.Set("x-amz-storage-class", obj.StorageClass)
 	}
+	setTagCount(h, obj.Tags)
 	if res.PartsCount > 0 && o.PartNumber > 0 {
 		h.Set("x-amz-mp-parts-count", strconv.Itoa(res.PartsCount))
 	}
@@ -214,6 +219,12 @@ func (s *Server) copyObject(q *request) error {
 		SourceConditions: conditions(q.r.Header, "x-amz-copy-source-"), StorageClass: q.r.Header.Get("x-amz-storage-class")}
 	if o.MetadataDirective == obs.DirectiveReplace {
 		o.ContentType, o.Metadata, o.Headers = objectAttrs(q.r.Header)
+	}
+	o.TaggingDirective = strings.ToUpper(q.r.Header.Get("x-amz-tagging-directive"))
+	if o.TaggingDirective == obs.TaggingReplace {
+		if o.Tags, err = requestTags(q.r.Header); err != nil {
+			return err
+		}
 	}
 	obj, err := s.d.OBS.CopyObject(q.r.Context(), q.caller, srcBucket, srcKey, q.t.Bucket, q.t.Key, o)
 	if err != nil {

@@ -46,6 +46,13 @@ const (
 	OpAbortMultipartUpload
 	OpListParts
 	OpOptions
+	OpGetObjectTagging
+	OpPutObjectTagging
+	OpDeleteObjectTagging
+	OpGetBucketTagging
+	OpPutBucketTagging
+	OpDeleteBucketTagging
+	OpGetObjectAttributes
 	numOps
 )
 
@@ -89,6 +96,13 @@ var ops = [numOps]opInfo{
 	OpAbortMultipartUpload:    {"AbortMultipartUpload", "obs:AbortMultipartUpload"},
 	OpListParts:               {"ListParts", "obs:ListMultipartUploadParts"},
 	OpOptions:                 {"Options", ""},
+	OpGetObjectTagging:        {"GetObjectTagging", "obs:GetObjectTagging"},
+	OpPutObjectTagging:        {"PutObjectTagging", "obs:PutObjectTagging"},
+	OpDeleteObjectTagging:     {"DeleteObjectTagging", "obs:DeleteObjectTagging"},
+	OpGetBucketTagging:        {"GetBucketTagging", "obs:GetBucketTagging"},
+	OpPutBucketTagging:        {"PutBucketTagging", "obs:PutBucketTagging"},
+	OpDeleteBucketTagging:     {"DeleteBucketTagging", "obs:PutBucketTagging"},
+	OpGetObjectAttributes:     {"GetObjectAttributes", "obs:GetObjectAttributes"},
 }
 
 // String is the S3 API name of the operation, e.g. "GetObject".
@@ -256,18 +270,19 @@ type subresource struct {
 // subresources are the S3 sub-resources: query parameters that select
 // another operation on a bucket or object. Other parameters are arguments.
 var subresources = map[string]subresource{
-	"location":  {true, "the bucket location (?location)", ""},
-	"uploads":   {true, "multipart uploads (?uploads)", ""},
-	"uploadId":  {true, "a multipart upload (?uploadId)", ""},
-	"policy":    {true, "the bucket policy (?policy)", ""},
-	"lifecycle": {true, "the lifecycle configuration (?lifecycle)", ""},
-	"cors":      {true, "the CORS configuration (?cors)", ""},
-	"delete":    {true, "multi-object delete (?delete)", ""},
+	"location":   {true, "the bucket location (?location)", ""},
+	"uploads":    {true, "multipart uploads (?uploads)", ""},
+	"uploadId":   {true, "a multipart upload (?uploadId)", ""},
+	"policy":     {true, "the bucket policy (?policy)", ""},
+	"lifecycle":  {true, "the lifecycle configuration (?lifecycle)", ""},
+	"cors":       {true, "the CORS configuration (?cors)", ""},
+	"delete":     {true, "multi-object delete (?delete)", ""},
+	"tagging":    {true, "tagging (?tagging)", ""},
+	"attributes": {true, "GetObjectAttributes (?attributes)", ""},
 
 	"accelerate":            {false, "transfer acceleration (?accelerate)", ""},
 	"acl":                   {false, "access control lists (?acl)", "grant access with a bucket policy (PUT ?policy) or IAM policies"},
 	"analytics":             {false, "storage class analytics (?analytics)", ""},
-	"attributes":            {false, "GetObjectAttributes (?attributes)", "use HEAD on the object"},
 	"encryption":            {false, "bucket encryption settings (?encryption)", ""},
 	"intelligent-tiering":   {false, "intelligent tiering (?intelligent-tiering)", "Atelier has one storage class"},
 	"inventory":             {false, "inventory reports (?inventory)", "list the bucket with ListObjectsV2"},
@@ -288,7 +303,6 @@ var subresources = map[string]subresource{
 	"retention":             {false, "object lock retention (?retention)", ""},
 	"select":                {false, "S3 Select (?select)", "read the object with GET"},
 	"session":               {false, "CreateSession (?session)", ""},
-	"tagging":               {false, "tagging (?tagging)", ""},
 	"torrent":               {false, "BitTorrent (?torrent)", ""},
 	"versioning":            {false, "bucket versioning (?versioning)", "buckets are not versioned"},
 	"versions":              {false, "ListObjectVersions (?versions)", "buckets are not versioned; list with ListObjectsV2"},
@@ -299,18 +313,20 @@ var subresources = map[string]subresource{
 var bucketSubOps = map[string]map[string]Op{
 	http.MethodGet: {
 		"location": OpGetBucketLocation, "uploads": OpListMultipartUploads, "policy": OpGetBucketPolicy,
-		"lifecycle": OpGetBucketLifecycle, "cors": OpGetBucketCors,
+		"lifecycle": OpGetBucketLifecycle, "cors": OpGetBucketCors, "tagging": OpGetBucketTagging,
 	},
-	http.MethodPut:    {"policy": OpPutBucketPolicy, "lifecycle": OpPutBucketLifecycle, "cors": OpPutBucketCors},
-	http.MethodDelete: {"policy": OpDeleteBucketPolicy, "lifecycle": OpDeleteBucketLifecycle, "cors": OpDeleteBucketCors},
-	http.MethodPost:   {"delete": OpDeleteObjects},
+	http.MethodPut: {"policy": OpPutBucketPolicy, "lifecycle": OpPutBucketLifecycle, "cors": OpPutBucketCors,
+		"tagging": OpPutBucketTagging},
+	http.MethodDelete: {"policy": OpDeleteBucketPolicy, "lifecycle": OpDeleteBucketLifecycle, "cors": OpDeleteBucketCors,
+		"tagging": OpDeleteBucketTagging},
+	http.MethodPost: {"delete": OpDeleteObjects},
 }
 
 var objectSubOps = map[string]map[string]Op{
-	http.MethodGet:    {"uploadId": OpListParts},
-	http.MethodPut:    {"uploadId": OpUploadPart},
+	http.MethodGet:    {"uploadId": OpListParts, "tagging": OpGetObjectTagging, "attributes": OpGetObjectAttributes},
+	http.MethodPut:    {"uploadId": OpUploadPart, "tagging": OpPutObjectTagging},
 	http.MethodPost:   {"uploads": OpCreateMultipartUpload, "uploadId": OpCompleteMultipartUpload},
-	http.MethodDelete: {"uploadId": OpAbortMultipartUpload},
+	http.MethodDelete: {"uploadId": OpAbortMultipartUpload, "tagging": OpDeleteObjectTagging},
 }
 
 // requestSubresources returns the sub-resources in the query, sorted, or a

@@ -80,7 +80,11 @@ func TestRouteOps(t *testing.T) {
 		{"GET", "/bk1?versioning", nil, OpNone, "bk1", "", NotImplemented},
 		{"GET", "/bk1?versions", nil, OpNone, "bk1", "", NotImplemented},
 		{"PUT", "/bk1?website", nil, OpNone, "bk1", "", NotImplemented},
-		{"PUT", "/bk1?tagging", nil, OpNone, "bk1", "", NotImplemented},
+		{"PUT", "/bk1?tagging", nil, OpPutBucketTagging, "bk1", "", ""},
+		{"GET", "/bk1?tagging", nil, OpGetBucketTagging, "bk1", "", ""},
+		{"DELETE", "/bk1?tagging", nil, OpDeleteBucketTagging, "bk1", "", ""},
+		{"POST", "/bk1?tagging", nil, OpNone, "bk1", "", MethodNotAllowed},
+		{"GET", "/bk1?attributes", nil, OpNone, "bk1", "", InvalidRequest},
 		{"GET", "/bk1?policy&acl", nil, OpNone, "bk1", "", NotImplemented},
 
 		{"PUT", "/bk1/k", nil, OpPutObject, "bk1", "k", ""},
@@ -106,8 +110,12 @@ func TestRouteOps(t *testing.T) {
 		{"GET", "/bk1/k?location", nil, OpNone, "bk1", "k", InvalidRequest},
 		{"POST", "/bk1/k?delete", nil, OpNone, "bk1", "k", InvalidRequest},
 		{"GET", "/bk1/k?acl", nil, OpNone, "bk1", "k", NotImplemented},
-		{"PUT", "/bk1/k?tagging", nil, OpNone, "bk1", "k", NotImplemented},
-		{"GET", "/bk1/k?attributes", nil, OpNone, "bk1", "k", NotImplemented},
+		{"PUT", "/bk1/k?tagging", nil, OpPutObjectTagging, "bk1", "k", ""},
+		{"GET", "/bk1/k?tagging", nil, OpGetObjectTagging, "bk1", "k", ""},
+		{"DELETE", "/bk1/k?tagging", nil, OpDeleteObjectTagging, "bk1", "k", ""},
+		{"GET", "/bk1/k?attributes", nil, OpGetObjectAttributes, "bk1", "k", ""},
+		{"HEAD", "/bk1/k?attributes", nil, OpNone, "bk1", "k", MethodNotAllowed},
+		{"GET", "/bk1/k?tagging&attributes", nil, OpNone, "bk1", "k", InvalidRequest},
 		{"POST", "/bk1/k?restore", nil, OpNone, "bk1", "k", NotImplemented},
 		{"POST", "/bk1/k?select&select-type=2", nil, OpNone, "bk1", "k", NotImplemented},
 		{"PATCH", "/bk1/k", nil, OpNone, "", "", MethodNotAllowed},
@@ -142,7 +150,7 @@ func TestRouteOps(t *testing.T) {
 }
 
 func TestRouteNotImplementedNamesSubresource(t *testing.T) {
-	for _, sub := range []string{"acl", "tagging", "versioning", "website", "object-lock"} {
+	for _, sub := range []string{"acl", "versioning", "website", "object-lock"} {
 		_, err := Route(readRequest(t, "GET", "/bucket?"+sub, "h"), "")
 		if err == nil || !strings.Contains(ToError(err).Message, "?"+sub) {
 			t.Errorf("?%s: error %v does not name the sub-resource", sub, err)

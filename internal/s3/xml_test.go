@@ -20,6 +20,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/auth/sigv4"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/obs"
 	"github.com/atelier-dev/atelier/internal/s3code"
 )
 
@@ -106,6 +107,28 @@ func responses() map[string]any {
 			AllowedOrigins: []string{"http://www.example.com"}, AllowedMethods: []string{"PUT", "POST", "DELETE"},
 			AllowedHeaders: []string{"*"}, ExposeHeaders: []string{"x-amz-server-side-encryption"}, MaxAgeSeconds: ptr(3000),
 		}}},
+		"tagging":       NewTagging([]obs.Tag{{Key: "project", Value: "atelier"}, {Key: "stage", Value: "a&b <c>"}}),
+		"tagging_empty": NewTagging(nil),
+		"object_attributes": GetObjectAttributesResponse{ETag: "3858f62230ac3c915f300c664312c11f-3",
+			Checksum: &ObjectChecksum{Checksums: Checksums{ChecksumSHA256: "uhSb8UPzRSlcwsqsx4bvhqjqmX+MNsCvZ5Ar0PKYJpc=-3"}, ChecksumType: "COMPOSITE"},
+			ObjectParts: &GetObjectPartsXML{IsTruncated: true, MaxParts: 2, NextPartNumberMarker: 2, PartNumberMarker: 0, PartsCount: 3,
+				Parts: []ObjectPartXML{
+					{PartNumber: 1, Size: 5242880, Checksums: Checksums{ChecksumSHA256: "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="}},
+					{PartNumber: 2, Size: 5242880, Checksums: Checksums{ChecksumSHA256: "LCa0a2j/xo/5m0U8HTBBNBNCLXBkg7+g+YpeiGJm564="}},
+				}},
+			StorageClass: "STANDARD", ObjectSize: ptr(int64(11534336))},
+		"object_attributes_single": GetObjectAttributesResponse{ETag: "9b2cf535f27731c974343645a3985328", ObjectSize: ptr(int64(434234))},
+		"error_invalid_tag": ErrorResponse{Code: InvalidTag, Message: "the tag key \"aws:x\" starts with aws:, which is reserved for system tags",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_too_many_tags": ErrorResponse{Code: BadRequest, Message: "11 tags; an object has at most 10",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_no_such_tag_set": ErrorResponse{Code: NoSuchTagSet, Message: "The TagSet does not exist.",
+			Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_conditional_conflict": ErrorResponse{Code: ConditionalRequestConflict,
+			Message:  "The conditional request cannot succeed due to a conflicting operation against this resource.",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_precondition_failed": ErrorResponse{Code: PreconditionFailed, Message: "At least one of the pre-conditions you specified did not hold",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
 		"error": ErrorResponse{Code: NoSuchKey, Message: "The resource you requested does not exist", Resource: "/mybucket/myfoto.jpg",
 			RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
 	}

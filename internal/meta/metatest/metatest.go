@@ -70,6 +70,12 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"ListObjectsRandom", testListObjectsRandom},
 		{"ConcurrentPutObject", testConcurrentPutObject},
 		{"BlobsInUse", testBlobsInUse},
+		{"ObjectTags", testObjectTags},
+		{"BucketTags", testBucketTags},
+		{"PutObjectIf", testPutObjectIf},
+		{"ConcurrentCreateOnly", testConcurrentCreateOnly},
+		{"CompleteUploadIf", testCompleteUploadIf},
+		{"PartChecksums", testPartChecksums},
 
 		{"UploadRoundTrip", testUploadRoundTrip},
 		{"Multipart", testMultipart},

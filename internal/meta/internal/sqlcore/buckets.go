@@ -10,12 +10,12 @@ import (
 	"github.com/atelier-dev/atelier/internal/meta"
 )
 
-const bucketColumns = `name, owner_id, region, create_time, policy, lifecycle, cors`
+const bucketColumns = `name, owner_id, region, create_time, policy, lifecycle, cors, tags`
 
 func scanBucket(sc scanner) (*meta.Bucket, error) {
 	var b meta.Bucket
 	var ct sql.NullInt64
-	if err := sc.Scan(&b.Name, &b.OwnerID, &b.Region, &ct, &b.Policy, &b.Lifecycle, &b.CORS); err != nil {
+	if err := sc.Scan(&b.Name, &b.OwnerID, &b.Region, &ct, &b.Policy, &b.Lifecycle, &b.CORS, &b.Tags); err != nil {
 		return nil, err
 	}
 	b.CreateTime = fromMillis(ct)
@@ -34,12 +34,12 @@ func (s *Store) CreateBucket(ctx context.Context, b *meta.Bucket) error {
 		return err
 	}
 	if err := validText(op, "bucket name", b.Name, "owner id", b.OwnerID, "region", b.Region,
-		"bucket policy", b.Policy, "lifecycle configuration", b.Lifecycle, "CORS configuration", b.CORS); err != nil {
+		"bucket policy", b.Policy, "lifecycle configuration", b.Lifecycle, "CORS configuration", b.CORS, "tag set", b.Tags); err != nil {
 		return err
 	}
 	_, err := s.exec(ctx, s.w,
-		`INSERT INTO buckets (`+bucketColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		b.Name, b.OwnerID, b.Region, millis(b.CreateTime), b.Policy, b.Lifecycle, b.CORS)
+		`INSERT INTO buckets (`+bucketColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		b.Name, b.OwnerID, b.Region, millis(b.CreateTime), b.Policy, b.Lifecycle, b.CORS, b.Tags)
 	if s.d.IsUnique(err) {
 		return errs.E(op, errs.Exists, fmt.Sprintf("bucket %q already exists", b.Name))
 	}
@@ -108,6 +108,8 @@ func (s *Store) SetBucketConfig(ctx context.Context, name string, which meta.Buc
 		column = "lifecycle"
 	case meta.BucketCORS:
 		column = "cors"
+	case meta.BucketTags:
+		column = "tags"
 	default:
 		return errs.E(op, errs.Invalid, fmt.Sprintf("unknown bucket configuration %d", which))
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 const objectColumns = `bucket, key, size, etag, content_type, metadata, headers, checksums,
-	storage_class, owner_id, last_modified, blob_id, blobs`
+	storage_class, owner_id, last_modified, blob_id, blobs, tags`
 
 // batchSize bounds the values of one IN list or multi-row INSERT, well
 // under both databases' limits on bound parameters.
@@ -25,12 +25,12 @@ type objectRow struct {
 	o                                   meta.Object
 	lastModified                        sql.NullInt64
 	metadata, headers, checksums, blobs string
-	blobID                              string
+	blobID, tags                        string
 }
 
 func (r *objectRow) scan(sc scanner) error {
 	return sc.Scan(&r.o.Bucket, &r.o.Key, &r.o.Size, &r.o.ETag, &r.o.ContentType,
-		&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobID, &r.blobs)
+		&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobID, &r.blobs, &r.tags)
 }
 
 // object decodes the row.
@@ -48,6 +48,9 @@ func (r *objectRow) object() (*meta.Object, error) {
 		return nil, err
 	}
 	if o.Blobs, err = decodeBlobList(o.Size, r.blobID, r.blobs); err != nil {
+		return nil, err
+	}
+	if o.Tags, err = decodeMap("tags", r.tags); err != nil {
 		return nil, err
 	}
 	return &o, nil
@@ -79,7 +82,7 @@ func validObject(op errs.Op, o *meta.Object) error {
 		"storage class", o.StorageClass, "owner id", o.OwnerID); err != nil {
 		return err
 	}
-	for what, m := range map[string]map[string]string{"metadata": o.Metadata, "headers": o.Headers, "checksums": o.Checksums} {
+	for what, m := range map[string]map[string]string{"metadata": o.Metadata, "headers": o.Headers, "checksums": o.Checksums, "tags": o.Tags} {
 		if err := validMap(op, what, m); err != nil {
 			return err
 		}
@@ -120,14 +123,27 @@ func validBlob(op errs.Op, what string, b meta.Blob) error {
 // MaxKeyBytes or not NUL-free UTF-8, or the blobs' sizes do not add up to
 // o.Size.
 func (s *Store) PutObject(ctx context.Context, o *meta.Object) (*meta.Object, error) {
-	const op errs.Op = "meta.PutObject"
+	return s.putObjectIf(ctx, "meta.PutObject", o, meta.Precondition{})
+}
+
+// PutObjectIf is PutObject when pre holds for the object with o's key,
+// checked in the transaction that stores o; else a Conflict error whose
+// cause is meta.ErrPreconditionFailed, and nothing is changed.
+func (s *Store) PutObjectIf(ctx context.Context, o *meta.Object, pre meta.Precondition) (*meta.Object, error) {
+	return s.putObjectIf(ctx, "meta.PutObjectIf", o, pre)
+}
+
+func (s *Store) putObjectIf(ctx context.Context, op errs.Op, o *meta.Object, pre meta.Precondition) (*meta.Object, error) {
 	if err := validObject(op, o); err != nil {
+		return nil, err
+	}
+	if err := validText(op, "If-Match ETag", pre.IfMatch); err != nil {
 		return nil, err
 	}
 	var replaced *meta.Object
 	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		replaced, err = s.putObject(ctx, tx, op, o)
+		replaced, err = s.putObject(ctx, tx, op, o, pre)
 		return err
 	})
 	if err != nil {
@@ -137,7 +153,8 @@ func (s *Store) PutObject(ctx context.Context, o *meta.Object) (*meta.Object, er
 }
 
 // putObject stores a validated o in tx and returns the object it replaced;
-// NotFound if the bucket does not exist.
+// NotFound if the bucket does not exist; Conflict (ErrPreconditionFailed)
+// if pre does not hold for the object it would replace.
 //
 // In PostgreSQL, transactions interleave. The object's row, when there is
 // one, is locked, so that the object replaced is the one every concurrent
@@ -145,19 +162,24 @@ func (s *Store) PutObject(ctx context.Context, o *meta.Object) (*meta.Object, er
 // refuses buckets with objects). When there is none, the INSERT's
 // foreign-key check locks the bucket's row, and two writers may both insert:
 // the loser's INSERT waits for the winner, inserts nothing, and the loop
-// then finds and locks the winner's row, which it replaces and returns.
-func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.Object) (*meta.Object, error) {
+// then finds and locks the winner's row, which it replaces and returns
+// (or, when pre forbids replacing it, fails: the precondition is checked
+// against the row every concurrent writer sees last).
+func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.Object, pre meta.Precondition) (*meta.Object, error) {
 	blobID, blobs := encodeBlobList(o.Size, o.Blobs)
 	args := []any{o.Size, o.ETag, o.ContentType, encodeMap(o.Metadata), encodeMap(o.Headers), encodeMap(o.Checksums),
-		o.StorageClass, o.OwnerID, millis(o.LastModified), blobID, blobs}
+		o.StorageClass, o.OwnerID, millis(o.LastModified), blobID, blobs, encodeMap(o.Tags)}
 	for {
 		old, err := scanObject(s.queryRow(ctx, tx,
 			`SELECT `+objectColumns+` FROM objects WHERE bucket = ? AND key = ?`+s.d.ForUpdate, o.Bucket, o.Key))
 		switch {
 		case err == nil:
+			if err := checkPrecondition(op, pre, o, old); err != nil {
+				return nil, err
+			}
 			_, err = s.exec(ctx, tx,
 				`UPDATE objects SET size = ?, etag = ?, content_type = ?, metadata = ?, headers = ?, checksums = ?,
-				storage_class = ?, owner_id = ?, last_modified = ?, blob_id = ?, blobs = ?
+				storage_class = ?, owner_id = ?, last_modified = ?, blob_id = ?, blobs = ?, tags = ?
 				WHERE bucket = ? AND key = ?`, append(args, o.Bucket, o.Key)...)
 			if err == nil {
 				_, err = s.exec(ctx, tx, `DELETE FROM object_blobs WHERE bucket = ? AND key = ?`, o.Bucket, o.Key)
@@ -169,8 +191,11 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.O
 		case !errors.Is(err, sql.ErrNoRows):
 			return nil, err
 		}
+		if err := checkPrecondition(op, pre, o, nil); err != nil {
+			return nil, err
+		}
 		res, err := s.exec(ctx, tx,
-			`INSERT INTO objects (`+objectColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			`INSERT INTO objects (`+objectColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (bucket, key) DO NOTHING`, append([]any{o.Bucket, o.Key}, args...)...)
 		if s.d.IsForeignKey(err) {
 			return nil, bucketNotFound(op, o.Bucket)
@@ -187,6 +212,48 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.O
 		}
 		// A concurrent transaction inserted the key first: replace its object.
 	}
+}
+
+// checkPrecondition checks pre against the object a write of o would
+// replace (nil: none).
+func checkPrecondition(op errs.Op, pre meta.Precondition, o, old *meta.Object) error {
+	switch {
+	case pre.IfNoneMatch && old != nil:
+		return errs.E(op, errs.Conflict, fmt.Sprintf("object %q already exists in bucket %q", o.Key, o.Bucket), meta.ErrPreconditionFailed)
+	case pre.IfMatch != "" && old == nil:
+		return errs.E(op, errs.Conflict, fmt.Sprintf("object %q does not exist in bucket %q", o.Key, o.Bucket), meta.ErrPreconditionFailed)
+	case pre.IfMatch != "" && old.ETag != pre.IfMatch:
+		return errs.E(op, errs.Conflict, fmt.Sprintf("object %q has ETag %q, not %q", o.Key, old.ETag, pre.IfMatch), meta.ErrPreconditionFailed)
+	}
+	return nil
+}
+
+// SetObjectTags replaces the tags of the object (nil or empty removes them)
+// and returns the object; NotFound if none, Invalid if a tag is not UTF-8.
+func (s *Store) SetObjectTags(ctx context.Context, bucket, key string, tags map[string]string) (*meta.Object, error) {
+	const op errs.Op = "meta.SetObjectTags"
+	if err := validText(op, "bucket name", bucket, "object key", key); err != nil {
+		return nil, err
+	}
+	if err := validMap(op, "tags", tags); err != nil {
+		return nil, err
+	}
+	for k, v := range tags {
+		if err := validText(op, "tag key", k, "tag value", v); err != nil {
+			return nil, err
+		}
+	}
+	var o *meta.Object
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		var err error
+		o, err = scanObject(s.queryRow(ctx, q,
+			`UPDATE objects SET tags = ? WHERE bucket = ? AND key = ? RETURNING `+objectColumns, encodeMap(tags), bucket, key))
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, objectNotFound(op, bucket, key)
+	}
+	return o, s.wrap(op, err)
 }
 
 // insertBlobRefs records the distinct blobs of o in object_blobs.
