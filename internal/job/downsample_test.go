@@ -22,11 +22,11 @@ func TestLTTB(t *testing.T) {
 		return xs, ys
 	}
 	for _, tt := range []struct {
-		name string
-		n    int
-		keep int
+		name  string
+		n     int
+		keep  int
 		spike int // index of a spike that must survive, -1 none
-		want []int
+		want  []int
 	}{
 		{"fewer points than asked", 5, 10, -1, []int{0, 1, 2, 3, 4}},
 		{"as many as asked", 4, 4, -1, []int{0, 1, 2, 3}},
