@@ -26,7 +26,7 @@ func Downsample(samples []api.MetricSample, maxPoints int) ([]api.MetricSample, 
 		}
 	}
 	cut := false
-	drop := map[key]map[int]bool{} // per series: sample indexes left out
+	drop := map[key][]bool{} // per series cut: drop[k][i] leaves out sample i's value
 	for k, idx := range series {
 		if len(idx) <= maxPoints {
 			continue
@@ -48,15 +48,12 @@ func Downsample(samples []api.MetricSample, maxPoints int) ([]api.MetricSample, 
 			}
 			ys[j] = samples[i].Values[k.name]
 		}
-		keep := lttb(xs, ys, maxPoints)
-		d := make(map[int]bool, len(idx)-len(keep))
-		kj := 0
-		for j, i := range idx {
-			if kj < len(keep) && keep[kj] == j {
-				kj++
-				continue
-			}
+		d := make([]bool, len(samples))
+		for _, i := range idx {
 			d[i] = true
+		}
+		for _, j := range lttb(xs, ys, maxPoints) {
+			d[idx[j]] = false
 		}
 		drop[k] = d
 	}
@@ -65,20 +62,24 @@ func Downsample(samples []api.MetricSample, maxPoints int) ([]api.MetricSample, 
 	}
 	out := make([]api.MetricSample, 0, len(samples))
 	for i, s := range samples {
-		var vals map[string]float64
-		for name, v := range s.Values {
-			if d := drop[key{s.Kind, name}]; d != nil && d[i] {
-				continue
+		kept := 0
+		for name := range s.Values {
+			if d := drop[key{s.Kind, name}]; d == nil || !d[i] {
+				kept++
 			}
-			if vals == nil {
-				vals = make(map[string]float64, len(s.Values))
-			}
-			vals[name] = v
 		}
-		if vals == nil {
+		switch {
+		case kept == 0:
 			continue
+		case kept < len(s.Values):
+			vals := make(map[string]float64, kept)
+			for name, v := range s.Values {
+				if d := drop[key{s.Kind, name}]; d == nil || !d[i] {
+					vals[name] = v
+				}
+			}
+			s.Values = vals
 		}
-		s.Values = vals
 		out = append(out, s)
 	}
 	return out, true

@@ -12,8 +12,7 @@ import { JobStatus, isTerminal, runningTime, seriesOf } from './job-common.js';
 // MAX_LINES bounds the lines the log view keeps (the oldest go first).
 const MAX_LINES = 5000;
 // Points per metric series asked of the server (LTTB there).
-const USER_POINTS = 2000;
-const SYSTEM_POINTS = 1000;
+const POINTS = 2000;
 
 function remoteText(ch) {
 	const r = ch.remote || {};
@@ -102,20 +101,20 @@ const SYSTEM = [
 ];
 
 function MetricCharts({ id, running, phase }) {
-	const user = useLoad(() => get('/api/v1/training-jobs/' + encodeURIComponent(id) + '/metrics', { kind: 'user', max_points: USER_POINTS }), [id, phase]);
-	const sys = useLoad(() => get('/api/v1/training-jobs/' + encodeURIComponent(id) + '/metrics', { kind: 'system', max_points: SYSTEM_POINTS }), [id, phase]);
-	usePoll(() => { user.reload(); sys.reload(); }, running ? 5000 : 0, [user.reload, sys.reload]);
-	const us = useMemo(() => (user.data ? seriesOf(user.data.samples) : {}), [user.data]);
-	const ss = useMemo(() => (sys.data ? seriesOf(sys.data.samples, true) : {}), [sys.data]);
+	// One call for both kinds: the server reads the job's samples once.
+	const m = useLoad(() => get('/api/v1/training-jobs/' + encodeURIComponent(id) + '/metrics', { max_points: POINTS }), [id, phase]);
+	usePoll(() => m.reload(), running ? 5000 : 0, [m.reload]);
+	const us = useMemo(() => (m.data ? seriesOf(m.data.samples.filter((x) => x.kind === 'user')) : {}), [m.data]);
+	const ss = useMemo(() => (m.data ? seriesOf(m.data.samples.filter((x) => x.kind === 'system'), true) : {}), [m.data]);
 	const names = Object.keys(us).sort();
-	return html`<section aria-labelledby="metrics-h" data-testid="metrics" data-state=${pageState(user, sys)}>
+	return html`<section aria-labelledby="metrics-h" data-testid="metrics" data-state=${pageState(m)}>
 		<h2 id="metrics-h">Metrics</h2>
-		<${ErrorBox} error=${user.error || sys.error} />
-		${user.data && names.length === 0 && html`<p class="muted">No metrics reported yet: call <code>atelier.report(step=…, loss=…)</code> in the training script.</p>`}
-		${user.data && user.data.downsampled && html`<p class="muted">${user.data.total.toLocaleString()} samples, each curve drawn from at most ${USER_POINTS.toLocaleString()} points picked to keep its shape.</p>`}
+		<${ErrorBox} error=${m.error} />
+		${m.data && names.length === 0 && html`<p class="muted">No metrics reported yet: call <code>atelier.report(step=…, loss=…)</code> in the training script.</p>`}
+		${m.data && m.data.downsampled && html`<p class="muted">${m.data.total.toLocaleString()} samples; each curve is drawn from at most ${POINTS.toLocaleString()} points, picked on the server to keep its shape.</p>`}
 		<div class="job-charts">${names.map((n) => html`<${Chart} key=${n} id=${'metric-' + n} title=${n} data=${[us[n].x, us[n].y]} series=${[{ label: n }]} xLabel="step" yLabel=${n} />`)}</div>
 		<h2>Resources</h2>
-		${sys.data && Object.keys(ss).length === 0 && html`<p class="muted">No resource samples yet (the runner takes one every 5 seconds while the job runs).</p>`}
+		${m.data && Object.keys(ss).length === 0 && html`<p class="muted">No resource samples yet (the runner takes one every 5 seconds while the job runs).</p>`}
 		<div class="job-charts">${SYSTEM.filter((m) => ss[m.key]).map((m) => html`<${Chart} key=${m.key} id=${'resource-' + m.key} title=${m.title + ' (' + m.unit + ')'} xTime=${true}
 			data=${[ss[m.key].x, ss[m.key].y.map((v) => v * m.scale)]} series=${[{ label: m.title }]} yLabel=${m.unit} />`)}</div>
 	</section>`;

@@ -7,9 +7,6 @@ import { Page, useLoad, usePoll, pageState, Table, Pager } from '../js/ui.js';
 import { href, setQuery, navigate } from '../js/router.js';
 import { time, duration } from '../js/format.js';
 import { JobStatus, PHASES, isTerminal, runningTime } from './job-common.js';
-import JobNew from './job-new.js';
-import JobDetail from './job-detail.js';
-import JobCompare from './job-compare.js';
 
 const LIMIT = 50;
 
@@ -60,10 +57,29 @@ function JobList({ route }) {
 	</${Page}>`;
 }
 
+// The sub-pages are loaded when first visited (the list does not wait for
+// the charts' code).
+const subPages = { new: ['./job-new.js', 'job-new'], compare: ['./job-compare.js', 'jobs-compare'] };
+const loadedSub = new Map();
+
+function Sub({ route, sub }) {
+	const [file, page] = subPages[sub] || ['./job-detail.js', 'job'];
+	const [mod, setMod] = useState(() => loadedSub.get(file) || null);
+	const [error, setError] = useState(null);
+	useEffect(() => {
+		if (loadedSub.has(file)) { setMod(loadedSub.get(file)); return; }
+		setMod(null);
+		import(file).then((m) => { loadedSub.set(file, m); setMod(m); })
+			.catch((e) => setError({ code: 'console', message: 'The page could not be loaded: ' + e.message, hint: 'reload the page' }));
+	}, [file]);
+	if (error) return html`<${Page} name=${page} title="Training jobs" state="error" error=${error} />`;
+	if (!mod) return html`<main id="main" class="page" data-page=${page} data-state="loading" aria-busy="true"><p class="muted">Loading…</p></main>`;
+	const P = mod.default;
+	return html`<${P} route=${route} id=${sub} />`;
+}
+
 export default function Jobs({ route }) {
 	const sub = route.parts[1];
 	if (!sub) return html`<${JobList} route=${route} />`;
-	if (sub === 'new') return html`<${JobNew} route=${route} />`;
-	if (sub === 'compare') return html`<${JobCompare} route=${route} />`;
-	return html`<${JobDetail} route=${route} id=${sub} />`;
+	return html`<${Sub} route=${route} sub=${sub} />`;
 }
