@@ -88,6 +88,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"JobExists", testJobExists},
 		{"JobInvalid", testJobInvalid},
 		{"JobList", testJobList},
+		{"JobListSort", testJobListSort},
 		{"JobListCap", testJobListCap},
 		{"JobUpdate", testJobUpdate},
 		{"ConcurrentUpdateJob", testConcurrentUpdateJob},
