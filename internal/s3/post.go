@@ -247,6 +247,11 @@ type PostResponse struct {
 // beyond what the bucket's owner has anyway (Atelier has no ACLs).
 var postACLs = map[string]bool{"": true, "private": true, "bucket-owner-full-control": true}
 
+func aclNotSupported(acl string) *Error {
+	return (&Error{Code: AccessControlListNotSupported, Message: "The bucket does not allow ACLs (acl=" + acl + ")"}).
+		WithHint("Atelier has no ACLs: leave acl out or set it to private, and grant access with a bucket policy")
+}
+
 // postObject serves a browser-form upload: it reads the form up to the
 // file, resolves the signer of its policy (or the anonymous caller), checks
 // the policy, and stores the file through PutObject as that caller, so a
@@ -287,8 +292,7 @@ func (s *Server) postObject(q *request) error {
 		}
 	}
 	if acl := f.Fields["acl"]; !postACLs[acl] {
-		return (&Error{Code: AccessControlListNotSupported, Message: "The bucket does not allow ACLs (acl=" + acl + ")"}).
-			WithHint("Atelier has no ACLs: leave acl out or set it to private, and grant access with a bucket policy")
+		return aclNotSupported(acl)
 	}
 	h := f.header()
 	md5sum, err := contentMD5(h)
