@@ -86,7 +86,11 @@ func TestVerifyPost(t *testing.T) {
 			s.Signature = PostPolicySignatureV4("other", now.UTC().Format(dateFormat), "us-east-1", "s3", s.Policy)
 			return s
 		}(), CodeSignatureMismatch, S3SignatureDoesNotMatch},
-		{"unknown key", func() PostSignature { s := sig(fields); s.Credential = "NOPE" + s.Credential[len("AKIDEXAMPLE"):]; return s }(), CodeUnknownKey, S3InvalidAccessKeyID},
+		{"unknown key", func() PostSignature {
+			s := sig(fields)
+			s.Credential = "NOPE" + s.Credential[len("AKIDEXAMPLE"):]
+			return s
+		}(), CodeUnknownKey, S3InvalidAccessKeyID},
 		{"algorithm", func() PostSignature { s := sig(fields); s.Algorithm = "AWS4-ECDSA-P256-SHA256"; return s }(), CodePostFields, S3InvalidArgument},
 		{"credential", func() PostSignature { s := sig(fields); s.Credential = "AKIDEXAMPLE/x"; return s }(), CodePostFields, S3InvalidArgument},
 		{"date", func() PostSignature { s := sig(fields); s.Date = "yesterday"; return s }(), CodePostFields, S3InvalidArgument},
