@@ -175,7 +175,7 @@ func TestPostObject(t *testing.T) {
 	}, []any{"starts-with", "$key", "docs/"}, []any{"starts-with", "$content-type", "text/"}, map[string]string{"x-amz-meta-origin": "form"},
 		[]any{"starts-with", "$Cache-Control", ""}, []any{"starts-with", "$tagging", ""}, []any{"eq", "$success_action_status", "201"},
 		[]any{"starts-with", "$success_action_redirect", ""})
-	st, h, body = e.post("/uploads", "", attrs, "r.txt", "readme")
+	st, _, body = e.post("/uploads", "", attrs, "r.txt", "readme")
 	expect("201", st, body, 201, `<PostResponse><Location>http://`+strings.TrimPrefix(e.srv.URL, "http://")+`/uploads/docs/r.txt</Location><Bucket>uploads</Bucket><Key>docs/r.txt</Key><ETag>&#34;`)
 	_, h, _ = e.do("HEAD", "/uploads/docs/r.txt", "", nil, e.admin())
 	if h.Get("Content-Type") != "text/plain" || h.Get("X-Amz-Meta-Origin") != "form" || h.Get("Cache-Control") != "no-cache" || h.Get("x-amz-tagging-count") != "1" {
