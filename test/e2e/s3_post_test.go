@@ -16,8 +16,8 @@ import (
 
 // TestS3PostUploads drives browser-form uploads (POST policies) against a
 // real server: boto3's generate_presigned_post, and the form that
-// `atelier obs presign --post` prints. Each is refused for a file over the
-// policy's size, a key outside its prefix, and once expired.
+// `atelier obs presign --post` prints. Both are refused for a file over the
+// policy's size and a key outside its prefix; boto3's also once expired.
 func TestS3PostUploads(t *testing.T) {
 	s := startServer(t, filepath.Join(t.TempDir(), "data"))
 	if _, e, code := s.cli(nil, "obs", "mb", "obs://forms"); code != 0 {
