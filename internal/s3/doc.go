@@ -27,6 +27,13 @@
 //     message), Error, constructors whose messages name the bucket, key,
 //     principal and action involved, ToError (mapping SigV4 failures and
 //     *errs.Error kinds to S3 codes) and WriteError.
+//   - post.go, postpolicy.go: browser-form uploads (POST Object):
+//     ReadPostForm reads a multipart form up to its file with the fields
+//     bounded (MaxPostPreData), ParsePostPolicy and PostPolicy.Check parse and
+//     apply a POST policy (expiration, eq/starts-with conditions, every field
+//     covered), and postObject stores the file through obs PutObject as the
+//     policy's signer (sigv4.VerifyPost), the content-length-range enforced
+//     while it streams.
 //   - bucketname.go: ValidateBucketName (the rules of internal/bucketname as
 //     an InvalidBucketName error that names the rule broken, with a hint
 //     that suggests a corrected name).

@@ -79,6 +79,13 @@ const (
 	SlowDown                           ErrorCode = "SlowDown"
 	UserKeyMustBeSpecified             ErrorCode = "UserKeyMustBeSpecified"
 	XAmzContentSHA256Mismatch          ErrorCode = "XAmzContentSHA256Mismatch"
+
+	// Browser-form (POST Object) uploads.
+	AccessControlListNotSupported       ErrorCode = "AccessControlListNotSupported"
+	IncorrectNumberOfFilesInPostRequest ErrorCode = "IncorrectNumberOfFilesInPostRequest"
+	InvalidPolicyDocument               ErrorCode = "InvalidPolicyDocument"
+	MalformedPOSTRequest                ErrorCode = "MalformedPOSTRequest"
+	MaxPostPreDataLengthExceeded        ErrorCode = "MaxPostPreDataLengthExceeded"
 )
 
 // errorInfo is the HTTP status and default message of an error code.
@@ -149,6 +156,12 @@ var errorTable = map[ErrorCode]errorInfo{
 	SlowDown:                           {http.StatusServiceUnavailable, "Please reduce your request rate."},
 	UserKeyMustBeSpecified:             {http.StatusBadRequest, "An object key must be specified."},
 	XAmzContentSHA256Mismatch:          {http.StatusBadRequest, "The provided 'x-amz-content-sha256' header does not match what was computed."},
+
+	AccessControlListNotSupported:       {http.StatusBadRequest, "The bucket does not allow ACLs."},
+	IncorrectNumberOfFilesInPostRequest: {http.StatusBadRequest, "POST requires exactly one file upload per request."},
+	InvalidPolicyDocument:               {http.StatusBadRequest, "The content of the form does not meet the conditions specified in the policy document."},
+	MalformedPOSTRequest:                {http.StatusBadRequest, "The body of your POST request is not well-formed multipart/form-data."},
+	MaxPostPreDataLengthExceeded:        {http.StatusBadRequest, "Your POST request fields preceding the upload file were too large."},
 }
 
 // Status is the HTTP status of the code; 500 for a code not in the table.

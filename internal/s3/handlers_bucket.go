@@ -112,6 +112,8 @@ func (s *Server) dispatch(q *request) error {
 		return noContent(q, s.d.OBS.DeleteBucketTagging(q.r.Context(), q.caller, q.t.Bucket))
 	case OpGetObjectAttributes:
 		return s.getObjectAttributes(q)
+	case OpPostObject:
+		return s.postObject(q)
 	}
 	return NewError(NotImplemented, q.t.Op.String()+" is not available")
 }

@@ -53,6 +53,7 @@ const (
 	OpPutBucketTagging
 	OpDeleteBucketTagging
 	OpGetObjectAttributes
+	OpPostObject
 	numOps
 )
 
@@ -103,6 +104,7 @@ var ops = [numOps]opInfo{
 	OpPutBucketTagging:        {"PutBucketTagging", "obs:PutBucketTagging"},
 	OpDeleteBucketTagging:     {"DeleteBucketTagging", "obs:PutBucketTagging"},
 	OpGetObjectAttributes:     {"GetObjectAttributes", "obs:GetObjectAttributes"},
+	OpPostObject:              {"PostObject", "obs:PutObject"},
 }
 
 // String is the S3 API name of the operation, e.g. "GetObject".
@@ -387,7 +389,7 @@ func bucketOp(r *http.Request) (Op, error) {
 		case http.MethodHead:
 			return OpHeadBucket, nil
 		case http.MethodPost:
-			return OpNone, ErrNotImplemented("browser-form uploads (POST to a bucket)", "upload with PUT, or with a presigned PUT URL")
+			return OpPostObject, nil
 		}
 	}
 	if op, ok := bucketSubOps[r.Method][sub]; ok {

@@ -71,7 +71,7 @@ func TestRouteOps(t *testing.T) {
 		{"POST", "/bk1?delete", nil, OpDeleteObjects, "bk1", "", ""},
 		{"POST", "/bk1?delete=", nil, OpDeleteObjects, "bk1", "", ""},
 		{"OPTIONS", "/bk1", nil, OpOptions, "bk1", "", ""},
-		{"POST", "/bk1", nil, OpNone, "bk1", "", NotImplemented},
+		{"POST", "/bk1", nil, OpPostObject, "bk1", "", ""},
 		{"GET", "/bk1?delete", nil, OpNone, "bk1", "", MethodNotAllowed},
 		{"HEAD", "/bk1?location", nil, OpNone, "bk1", "", MethodNotAllowed},
 		{"DELETE", "/bk1?uploadId=u", nil, OpNone, "bk1", "", InvalidRequest},
