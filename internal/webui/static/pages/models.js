@@ -106,7 +106,7 @@ function Detail({ id }) {
 			${(m.warnings || []).map((w) => html`<p class="notice">${w}</p>`)}
 		</section>
 		<h2>Versions</h2>
-		<${Table} label="versions" rows=${versions.data && versions.data.items} rowKey=${(v) => v.model_id} columns=${[
+		<${Table} label="versions" rows=${versions.data && versions.data.items.filter((v) => v.model_name === m.model_name)} rowKey=${(v) => v.model_id} columns=${[
 			{ label: 'Version', render: (v) => (v.model_id === m.model_id ? html`<strong>${v.model_version}</strong>` : html`<a href=${href('models', v.model_id)}>${v.model_version}</a>`) },
 			{ label: 'Status', render: (v) => html`<${Badge} status=${v.model_status} />` },
 			{ label: 'Created', render: (v) => time(v.create_time) },

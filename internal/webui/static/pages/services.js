@@ -87,7 +87,7 @@ function Weights({ svc, onSaved }) {
 	const [msg, setMsg] = useState('');
 	const [busy, setBusy] = useState(false);
 	const setRow = (i, k) => (e) => { const r = rows.slice(); r[i] = { ...r[i], [k]: e.target.value }; setRows(r); };
-	const candidates = ((others.data && others.data.items) || []).filter((m) => m.model_status === 'published' && !rows.some((r) => r.model_id === m.model_id));
+	const candidates = ((others.data && others.data.items) || []).filter((m) => m.model_name === first.model_name && m.model_status === 'published' && !rows.some((r) => r.model_id === m.model_id));
 	const sum = rows.reduce((a, r) => a + (Number(r.weight) || 0), 0);
 	const save = async (e) => {
 		e.preventDefault();

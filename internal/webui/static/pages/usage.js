@@ -6,7 +6,7 @@ import { html, useContext } from '../js/lib.js';
 import { get } from '../js/api.js';
 import { Page, useLoad, pageState, Table, Pager } from '../js/ui.js';
 import { href, setQuery } from '../js/router.js';
-import { time, ago, number } from '../js/format.js';
+import { time, ago } from '../js/format.js';
 import { SessionContext } from '../js/session.js';
 
 const LIMIT = 25;
@@ -21,8 +21,14 @@ export function windowStart(w, now = new Date()) {
 	return 0;
 }
 
-export const hours = (secs) => number(Math.round((secs / 3600) * 100) / 100, 4);
-const cost = (c) => (c ? number(Math.round(c * 10000) / 10000, 6) : '0');
+// hours formats instance-seconds as hours: two decimals, or two
+// significant digits below a hundredth (a service that ran 11 s).
+export const hours = (secs) => {
+	const h = (secs || 0) / 3600;
+	if (h === 0) return '0';
+	return h < 0.01 ? String(Number(h.toPrecision(2))) : h.toLocaleString(undefined, { maximumFractionDigits: 2 });
+};
+const cost = (c) => (c ? c.toLocaleString(undefined, { maximumFractionDigits: c < 0.01 ? 6 : 4 }) : '0');
 
 function Groups({ title, rows, keyLabel }) {
 	return html`<section class="panel" aria-label=${title}><h2>${title}</h2>
@@ -57,7 +63,7 @@ export default function Usage({ route }) {
 		${d && html`
 		<p class="muted">From ${d.since ? time(d.since) : 'the beginning'} to ${time(d.until)}. Cost is instance-hours × the flavor's price per hour.</p>
 		<div class="cards">
-			<div class="card"><div class="label">Instance-hours</div><div class="big" data-testid="instance-hours">${hours(d.instance_seconds)}</div></div>
+			<div class="card"><div class="label">Instance-hours</div><div class="big" data-testid="instance-hours" data-seconds=${d.instance_seconds}>${hours(d.instance_seconds)}</div></div>
 			<div class="card"><div class="label">Cost</div><div class="big" data-testid="total-cost">${cost(d.total_cost)}</div></div>
 			<div class="card"><div class="label">Idle now</div><div class="big">${d.idle_notebooks.length + d.no_traffic.length}</div>
 				<div class="label">${d.idle_notebooks.length} notebooks, ${d.no_traffic.length} services without traffic</div></div>
