@@ -133,9 +133,18 @@ func TestConsoleNotebooks(t *testing.T) {
 	tb.run("the empty list", chromedp.Navigate(base+"notebooks"), pageReady("notebooks"),
 		chromedp.Click(chromedp.CSS(`.toolbar button.primary`)), chromedp.WaitVisible(chromedp.CSS(`#nb-name`)),
 		chromedp.WaitReady(chromedp.CSS(`#nb-flavor option[value="cpu.1"]`)),
-		chromedp.SendKeys(chromedp.CSS(`#nb-name`), "dev"), setField(`#nb-volume`, "256MiB"), setField(`#nb-flavor`, "cpu.1"),
+		chromedp.SendKeys(chromedp.CSS(`#nb-name`), "dev"), setField(`#nb-desc`, hostile), setField(`#nb-volume`, "256MiB"), setField(`#nb-flavor`, "cpu.1"),
 		chromedp.Click(chromedp.CSS(`form.nb-create button[type=submit]`)), pageReady("notebook"))
 	tb.runFor(3*time.Minute, "the notebook runs", chromedp.WaitVisible(chromedp.CSS(`[aria-label=status] [data-status="RUNNING"]`)))
+	if d := tb.textOf(`[data-testid="description"]`); d != hostile {
+		t.Errorf("description %q", d)
+	}
+	tb.noMarkup("notebook page")
+	// Just started, nothing ran: idle, and the page says why.
+	tb.runFor(time.Minute, "idle", chromedp.WaitVisible(chromedp.CSS(`.nb-why[data-activity="idle"]`)))
+	if why := tb.textOf(`.nb-why`); !strings.Contains(why, "idle for") || !strings.Contains(why, "no busy kernel") {
+		t.Errorf("idle, why: %q", why)
+	}
 
 	// Open: the page asks for a login link and opens it in a new tab
 	// without an opener; the test catches window.open and opens the link
@@ -198,7 +207,8 @@ func TestConsoleNotebooks(t *testing.T) {
 	jt.screenshot("notebooks-jupyter")
 
 	// The console shows the kernel and why the notebook is active or idle.
-	tb.runFor(time.Minute, "activity", jsUntil(`(() => { const el = document.querySelector('.nb-why[data-activity]'); return el && /kernel|cell|idle|active/i.test(el.innerText) && /Kernels/.test(document.body.innerText) && /python3|idle|busy/.test(document.querySelector('[aria-label=activity]').innerText); })()`, time.Minute))
+	tb.runFor(time.Minute, "active after the cell", chromedp.WaitVisible(chromedp.CSS(`.nb-why[data-activity="active"]`)),
+		jsUntil(`/python3/.test(document.querySelector('[aria-label=activity]').innerText)`, time.Minute))
 	why := tb.textOf(`.nb-why`)
 	tb.screenshot("notebooks-detail")
 
@@ -338,6 +348,7 @@ func TestConsoleModelsServices(t *testing.T) {
 		}
 	}
 	tb.noMarkup("try it, image")
+	tb.run("scroll to the answer", chromedp.ScrollIntoView(chromedp.CSS(`[data-testid="answer"]`)))
 	tb.screenshot("services-tryit")
 	// And with JSON (the digits handler answers an empty result for no image).
 	tb.run("try it with JSON", chromedp.Click(chromedp.CSS(`input[name="mode"][value="json"]`)), chromedp.WaitVisible(chromedp.CSS(`#try-json`)),
@@ -353,18 +364,18 @@ func TestConsoleModelsServices(t *testing.T) {
 
 	// The figures: the requests show in the series (a point under way at least).
 	tb.runFor(time.Minute, "charts", jsUntil(`document.querySelector('.svc-charts[data-points]') && Number(document.querySelector('[data-testid="requests"]').innerText) >= 2`, time.Minute))
+	tb.run("scroll to the top", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
 	tb.screenshot("services-detail")
 
-	// Canary: add 1.0.1; a split that does not sum to 100 is refused with the API's code.
+	// Canary: add 1.0.1; the page says when the split does not sum to 100.
 	tb.run("add a version", chromedp.WaitReady(chromedp.CSS(`.svc-weights select option[value="`+v2+`"]`)),
 		setField(`.svc-weights select`, v2), chromedp.Click(chromedp.CSS(`.svc-weights .toolbar button`)),
 		chromedp.WaitVisible(chromedp.CSS(`.svc-weights tr[data-model="`+v2+`"]`)),
 		setField(`.svc-weights tr[data-model="`+v1+`"] input[aria-label^="weight"]`, "70"),
 		setField(`.svc-weights tr[data-model="`+v2+`"] input[aria-label^="weight"]`, "20"),
-		chromedp.Click(chromedp.CSS(`.svc-weights button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.CSS(`.svc-weights .error-box`)))
-	if msg := tb.textOf(`.svc-weights .error-box`); !strings.Contains(msg, "ATL.SVC.0006") {
-		t.Errorf("invalid weights: %q", msg)
+		chromedp.WaitVisible(chromedp.CSS(`.svc-weights p.field-error`)))
+	if msg := tb.textOf(`.svc-weights p.field-error`); !strings.Contains(msg, "90%") {
+		t.Errorf("weights sum: %q", msg)
 	}
 	tb.run("save 70/30", setField(`.svc-weights tr[data-model="`+v2+`"] input[aria-label^="weight"]`, "30"),
 		chromedp.Click(chromedp.CSS(`.svc-weights button[type=submit]`)),
@@ -376,6 +387,16 @@ func TestConsoleModelsServices(t *testing.T) {
 	if weights[v1] != 70 || weights[v2] != 30 {
 		t.Errorf("weights saved: %v", weights)
 	}
+
+	// The API's errors are shown as it gives them: a second service named digits.
+	tb.run("deploy again", chromedp.Navigate(base+"models/"+v2), pageReady("model"),
+		chromedp.SendKeys(chromedp.CSS(`#dep-name`), "digits"),
+		chromedp.Click(chromedp.CSS(`form[aria-label="deploy"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`form[aria-label="deploy"] .error-box`)))
+	if msg := tb.textOf(`form[aria-label="deploy"] .error-box`); !strings.Contains(msg, "ATL.SVC.0003") {
+		t.Errorf("a duplicate name: %q", msg)
+	}
+	tb.run("back to the service", chromedp.Navigate(base+"services/"+id), pageReady("service"))
 
 	// Stop it.
 	tb.run("stop", chromedp.Click(chromedp.CSS(`button[data-action="stop"]`)))

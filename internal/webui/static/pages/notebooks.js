@@ -51,7 +51,7 @@ function activityText(nb) {
 function CreateForm({ onCreated, onCancel }) {
 	const flavors = useLoad(() => get('/api/v1/training-job-flavors'));
 	const engines = useLoad(() => get('/api/v1/training-job-engines'));
-	const [f, setF] = useState({ name: '', flavor: '', engine: '', volume: '5GiB', idle: '' });
+	const [f, setF] = useState({ name: '', description: '', flavor: '', engine: '', volume: '5GiB', idle: '' });
 	const [error, setError] = useState(null);
 	const [busy, setBusy] = useState(false);
 	const set = (k) => (e) => setF({ ...f, [k]: e.target.value });
@@ -60,7 +60,7 @@ function CreateForm({ onCreated, onCancel }) {
 		setBusy(true); setError(null);
 		const fl = f.flavor || (flavors.data && flavors.data.items[0] && flavors.data.items[0].flavor_id) || '';
 		try {
-			const nb = await post('/api/v1/notebooks', { name: f.name, flavor: fl, engine: f.engine || undefined,
+			const nb = await post('/api/v1/notebooks', { name: f.name, description: f.description || undefined, flavor: fl, engine: f.engine || undefined,
 				volume: f.volume ? { capacity: f.volume } : undefined, idle_stop: f.idle || undefined });
 			onCreated(nb);
 		} catch (err) { setError(err); } finally { setBusy(false); }
@@ -69,6 +69,7 @@ function CreateForm({ onCreated, onCancel }) {
 		<h2>New notebook</h2>
 		<div class="grid2">
 			<${Field} label="Name" id="nb-name"><input id="nb-name" required value=${f.name} onInput=${set('name')} autocomplete="off" /></${Field}>
+			<${Field} label="Description" id="nb-desc"><input id="nb-desc" value=${f.description} onInput=${set('description')} autocomplete="off" /></${Field}>
 			<${Field} label="Flavor" id="nb-flavor"><select id="nb-flavor" value=${f.flavor} onChange=${set('flavor')}>
 				${((flavors.data && flavors.data.items) || []).map((x) => html`<option value=${x.flavor_id}>${x.flavor_id} (${x.cpu} CPU, ${bytes(x.memory)}${x.gpu ? `, ${x.gpu} GPU` : ''})</option>`)}
 			</select></${Field}>
@@ -129,6 +130,7 @@ function Detail({ id }) {
 				<h2>Status</h2>
 				<${KV} items=${[
 					['Status', html`<span data-status=${n.status}><${Badge} status=${n.status} /></span>`],
+					n.description && ['Description', html`<span data-testid="description">${n.description}</span>`],
 					['Engine', n.engine], ['Flavor', n.flavor],
 					n.waiting && ['Waiting for', n.waiting],
 					n.start_at && ['Started', time(n.start_at)],

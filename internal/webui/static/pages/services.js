@@ -50,7 +50,11 @@ function List({ route }) {
 
 // Charts of the stats series: QPS, latency percentiles, errors.
 function StatsCharts({ st }) {
-	const series = st.series || [];
+	const raw = st.series || [];
+	// Before the first request there were none: a zero step in front lets
+	// a series of one step draw as a line.
+	const step = (st.step_seconds || 10) * 1000;
+	const series = raw.length === 1 ? [{ time: raw[0].time - step, qps: 0, errors: 0, requests: 0 }, ...raw] : raw;
 	const data = useMemo(() => {
 		const xs = series.map((p) => p.time / 1000);
 		return {
@@ -67,11 +71,11 @@ function StatsCharts({ st }) {
 			<div class="card"><div class="label">Requests / errors</div><div class="big" data-testid="requests">${number(st.requests)}</div>
 				<div class="label">${number(st.errors)} errors · ${st.in_flight} in flight</div></div>
 		</div>
-		${series.length === 0 ? html`<p class="muted" data-testid="no-series">No request in the last hour (figures start over when the server restarts).</p>` : html`
-		<div class="grid3 svc-charts" data-points=${series.length}>
+		${raw.length === 0 ? html`<p class="muted" data-testid="no-series">No request in the last hour (figures start over when the server restarts).</p>` : html`
+		<div class="grid3 svc-charts" data-points=${raw.length}>
 			<${Chart} title="Requests per second" data=${data.qps} series=${[{ label: 'QPS' }]} xTime=${true} height=${200} />
 			<${Chart} title="Latency (ms)" data=${data.lat} series=${[{ label: 'P50' }, { label: 'P90' }, { label: 'P95' }, { label: 'P99' }]} xTime=${true} height=${200} />
-			<${Chart} title=${`Errors per ${st.step_seconds || 10} s`} data=${data.err} series=${[{ label: 'errors', stroke: '#b3261e' }, { label: 'requests' }]} xTime=${true} height=${200} />
+			<${Chart} title=${`Errors per ${st.step_seconds || 10} s`} data=${data.err} series=${[{ label: 'errors', stroke: '#b3261e' }, { label: 'requests', stroke: '#24476b' }]} xTime=${true} height=${200} />
 		</div>`}`;
 }
 
