@@ -66,6 +66,18 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
+// userNavigation reports whether a top-level GET was started by the
+// person (typed, pasted, opened by another program) or by the console
+// itself, not by a page of another site. Browsers without Sec-Fetch-Site
+// are let through.
+func userNavigation(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "none", "same-origin":
+		return true
+	}
+	return false
+}
+
 // authenticateCookie resolves the console's cookie; state changes need
 // the CSRF token and the console's origin.
 func (s *Server) authenticateCookie(r *http.Request, c *http.Cookie) (*auth.Principal, error) {
@@ -208,6 +220,16 @@ func (s *Server) consoleRedeem(w http.ResponseWriter, r *http.Request, _ *auth.P
 	fail := func(code errs.Code) error {
 		http.Redirect(w, r, "/console/signin?error="+url.QueryEscape(string(code)), http.StatusSeeOther)
 		return nil
+	}
+	// Login CSRF: a page of another site (or of a sibling origin on this
+	// host, such as the notebook listener on another port) could send the
+	// browser to a link minted for the attacker's own key and swap the
+	// victim's session for the attacker's. A link the person opened
+	// (address bar, the CLI's browser launch, a terminal) comes with
+	// Sec-Fetch-Site: none; a navigation another site started is refused
+	// and the code is left unused.
+	if !userNavigation(r) {
+		return fail(CodeConsoleOrigin)
 	}
 	ak, err := s.deps.ConsoleLinks.Redeem(consoleSubject, r.URL.Query().Get("code"))
 	if err != nil {

@@ -121,6 +121,21 @@ func TestConsoleLinks(t *testing.T) {
 	if err != nil || u.Path != "/console/login" || u.Query().Get("code") == "" || time.Until(time.UnixMilli(l.ExpiresAt)) > 61*time.Second {
 		t.Fatalf("link %+v", l)
 	}
+	// A navigation another site (or a sibling origin on this host: the
+	// notebook listener) started is refused and leaves the code unused:
+	// login CSRF would swap the victim's session for the attacker's.
+	for _, site := range []string{"cross-site", "same-site"} {
+		req, _ := http.NewRequest("GET", l.URL, nil)
+		req.Header.Set("Sec-Fetch-Site", site)
+		res, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/console/signin?error="+string(CodeConsoleOrigin) || len(res.Cookies()) != 0 {
+			t.Fatalf("%s redeem: %d %v", site, res.StatusCode, res.Header)
+		}
+	}
 	res := redeem(l.URL)
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/console/" || res.Header.Get("Referrer-Policy") != "no-referrer" {
 		t.Fatalf("redeem: %d %v", res.StatusCode, res.Header)

@@ -4,6 +4,7 @@ import { post } from '../js/api.js';
 import { ErrorBox, Field } from '../js/ui.js';
 
 const linkErrors = {
+	'ATL.CON.0102': 'That sign-in link was opened from another site, so it was not used: paste it into the address bar (or run `atelier console` again).',
 	'ATL.CON.0103': 'That sign-in link was already used, has expired (they last a minute) or was never issued.',
 	'ATL.IAM.0104': 'The access key of that link is disabled.',
 };
