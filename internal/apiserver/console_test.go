@@ -39,6 +39,8 @@ func TestConsoleSessionCSRF(t *testing.T) {
 	}
 	c := "atelier_console=" + cookie
 	host := strings.TrimPrefix(e.srv.URL, "http://")
+	oak, osk := e.newUser("mallory")
+	other, _ := e.signIn(oak, osk)
 	for _, tc := range []struct {
 		name   string
 		method string
@@ -57,6 +59,10 @@ func TestConsoleSessionCSRF(t *testing.T) {
 		{"change with Origin null", "POST", []string{"Cookie", c, "X-CSRF-Token", csrf, "Origin", "null"}, 403, string(CodeConsoleOrigin)},
 		{"change with the token, same origin", "POST", []string{"Cookie", c, "X-CSRF-Token", csrf, "Origin", "http://" + host, "Sec-Fetch-Site", "same-origin"}, 201, ""},
 		{"forged cookie", "GET", []string{"Cookie", "atelier_console=forged"}, 401, string(CodeConsoleSession)},
+		// Cookie tossing: a sibling origin on this host (another port) set
+		// a second console cookie, with a longer Path so it comes first.
+		{"tossed cookie first", "GET", []string{"Cookie", "atelier_console=" + other + "; " + c}, 401, string(CodeConsoleSession)},
+		{"tossed cookie last", "GET", []string{"Cookie", c + "; atelier_console=" + other}, 401, string(CodeConsoleSession)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path, body := "/api/v1/console/session", ""
