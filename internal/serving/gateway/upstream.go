@@ -374,9 +374,13 @@ func (g *Gateway) send(ctx context.Context, x *exchange, r *http.Request, b *bac
 // handler sees the request's data, not its headers), so the gateway sends
 // none: an address the instance would parse on every request for nothing
 // (a client's own X-Forwarded-For, which it could forge, is dropped too).
+// Cookie too: the gateway shares its host (and, for browsers, its site)
+// with the console and the notebook listener, so a browser's cookies here
+// are the platform's sessions (the console's is an API token), and an
+// instance runs its owner's code.
 func skipRequestHeader(k string) bool {
 	switch k {
-	case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te",
+	case "Cookie", "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te",
 		"Trailer", "Transfer-Encoding", "Upgrade", "X-Auth-Token", "X-Apig-Appcode", "Expect", "Content-Length",
 		"Host", "X-Request-Id", "X-Forwarded-For", api.InstanceSecretHeader:
 		return true
