@@ -523,6 +523,8 @@ func handledKey(canon []byte) string {
 		return "X-Atelier-Model"
 	case "Date":
 		return "Date"
+	case "Set-Cookie":
+		return "Set-Cookie"
 	}
 	return ""
 }
@@ -636,6 +638,11 @@ func (x *exchange) readHead(br *bufio.Reader, method string, dst http.Header, ra
 			continue
 		case "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Upgrade", "X-Request-Id", "X-Atelier-Instance", "X-Atelier-Model":
 			continue // hop-by-hop, or set by the gateway
+		case "Set-Cookie":
+			// The gateway shares its host (a browser's site) with the
+			// console: an instance's cookie would land in the console's
+			// jar (cookie tossing over the console's session).
+			continue
 		case "Date":
 			x.sawDate = true
 			if memo != nil {

@@ -14,7 +14,9 @@ export default function SignIn({ onSignedIn, ended, route }) {
 	const [sk, setSK] = useState('');
 	const [busy, setBusy] = useState(false);
 	const [error, setError] = useState(null);
-	const linkErr = route && route.query.get('error');
+	// Only a well-formed code is shown: the query is anyone's to write.
+	const raw = route && route.query.get('error');
+	const linkErr = raw && (/^ATL\.[A-Z]{2,6}\.\d{4}$/.test(raw) ? raw : 'error');
 	const submit = async (e) => {
 		e.preventDefault();
 		setBusy(true); setError(null);
