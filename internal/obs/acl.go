@@ -73,6 +73,19 @@ func (g Grant) public() bool { return g.URI == GroupAllUsers || g.URI == GroupAu
 type ACL struct {
 	Owner  string
 	Grants []Grant
+	Names  map[string]string // display names of the user ids in Owner and Grants
+}
+
+// named fills in the display names of a's users.
+func (s *Service) named(ctx context.Context, a *ACL) *ACL {
+	a.Names = map[string]string{}
+	s.userName(ctx, a.Names, a.Owner)
+	for _, g := range a.Grants {
+		if g.ID != "" {
+			s.userName(ctx, a.Names, g.ID)
+		}
+	}
+	return a
 }
 
 // ACLRequest is the ACL a request asks for: a canned ACL (x-amz-acl),
@@ -378,7 +391,7 @@ func (s *Service) GetBucketACL(ctx context.Context, c *Caller, bucket string) (*
 	if err := s.check(op, c, b, ActionGetBucketACL, "", nil); err != nil {
 		return nil, err
 	}
-	return aclOf(b, b.OwnerID, b.ACL), nil
+	return s.named(ctx, aclOf(b, b.OwnerID, b.ACL)), nil
 }
 
 // PutBucketACL replaces the bucket's ACL.
@@ -408,7 +421,7 @@ func (s *Service) GetObjectACL(ctx context.Context, c *Caller, bucket, key strin
 	if err != nil {
 		return nil, err
 	}
-	return aclOf(b, o.OwnerID, o.ACL), nil
+	return s.named(ctx, aclOf(b, o.OwnerID, o.ACL)), nil
 }
 
 // PutObjectACL replaces the object's ACL.
