@@ -198,7 +198,7 @@ func TestPostObject(t *testing.T) {
 	st, _, body = e.post("/uploads", "", ck, "ck.txt", "")
 	expect("good checksum", st, body, 204, "")
 
-	// ACLs: private passes, others are refused.
+	// ACLs: private passes; public-read is refused, the bucket having ACLs disabled (BucketOwnerEnforced).
 	acl := signedPolicy(e.admin(), "uploads", now, now.Add(time.Hour), map[string]string{"key": "acl.txt", "acl": "public-read"},
 		map[string]string{"key": "acl.txt"}, []any{"starts-with", "$acl", ""})
 	st, _, body = e.post("/uploads", "", acl, "f", "x")
