@@ -18,7 +18,7 @@ type Bucket struct {
 	CORS       string
 	Tags       string
 	ACL        string // the bucket's access control list, a document of the obs package ("": the owner alone)
-	Ownership  string // the object ownership setting ("": BucketOwnerEnforced)
+	Ownership  string // the object ownership setting ("": none, which is ObjectWriter; new buckets get BucketOwnerEnforced)
 	// PublicAccessBlock is the bucket's public access block configuration
 	// ("": nothing blocked).
 	PublicAccessBlock string

@@ -1,7 +1,8 @@
 -- ACLs: an object's access control list and the one a multipart upload gives
 -- its object, and a bucket's ACL, object ownership setting and public access
 -- block: documents owned by the obs package ('' for none: the owner alone,
--- BucketOwnerEnforced, nothing blocked). Existing rows get none.
+-- no ownership controls, nothing blocked). Existing rows get none; the obs
+-- package gives new buckets the ownership BucketOwnerEnforced.
 
 -- +goose Up
 ALTER TABLE objects ADD COLUMN acl TEXT NOT NULL DEFAULT '';
