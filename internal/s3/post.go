@@ -243,13 +243,6 @@ type PostResponse struct {
 	ETag     string   `xml:"ETag"`
 }
 
-// aclNotSupported is the error of an ACL on a bucket with ACLs disabled;
-// obs answers it (CodeACLNotSupported) for a POST's acl field too.
-func aclNotSupported(acl string) *Error {
-	return (&Error{Code: AccessControlListNotSupported, Message: "The bucket does not allow ACLs (acl=" + acl + ")"}).
-		WithHint("Atelier has no ACLs: leave acl out or set it to private, and grant access with a bucket policy")
-}
-
 // postObject serves a browser-form upload: it reads the form up to the
 // file, resolves the signer of its policy (or the anonymous caller), checks
 // the policy, and stores the file through PutObject as that caller, so a

@@ -481,3 +481,10 @@ func TestGoldenPostDocuments(t *testing.T) {
 		})
 	}
 }
+
+// aclNotSupported is the form of the error a POST's acl field gets on a
+// bucket with ACLs disabled (obs answers CodeACLNotSupported).
+func aclNotSupported(acl string) *Error {
+	return (&Error{Code: AccessControlListNotSupported, Message: "The bucket does not allow ACLs (acl=" + acl + ")"}).
+		WithHint("the bucket has ACLs disabled (BucketOwnerEnforced): leave acl out or set it to private, and grant access with a bucket policy")
+}
