@@ -154,9 +154,13 @@ func (s *Service) checkAttributes(op errs.Op, key string, md map[string]string, 
 	return storageClass(op, class)
 }
 
-// objectOwner is the owner of an object c writes: c, or the bucket owner
-// for anonymous writes.
+// objectOwner is the owner of an object c writes into b: the bucket owner
+// where the bucket has ObjectOwnership BucketOwnerEnforced (the default)
+// or for anonymous writes, else c.
 func objectOwner(c *Caller, b *meta.Bucket) string {
+	if b.Ownership == OwnershipBucketOwnerEnforced {
+		return b.OwnerID // ACLs disabled: the bucket owner owns every object
+	}
 	if id := c.userID(); id != "" {
 		return id
 	}
