@@ -17,6 +17,11 @@ type Bucket struct {
 	Lifecycle  string
 	CORS       string
 	Tags       string
+	ACL        string // the bucket's access control list, a document of the obs package ("": the owner alone)
+	Ownership  string // the object ownership setting ("": none, which is ObjectWriter; new buckets get BucketOwnerEnforced)
+	// PublicAccessBlock is the bucket's public access block configuration
+	// ("": nothing blocked).
+	PublicAccessBlock string
 }
 
 // BucketConfig names one of a bucket's documents.
@@ -28,6 +33,9 @@ const (
 	BucketLifecycle
 	BucketCORS
 	BucketTags
+	BucketACL
+	BucketOwnership
+	BucketPublicAccessBlock
 )
 
 // Blob is one stored piece of an object's bytes, in order. A single PUT
@@ -54,6 +62,7 @@ type Object struct {
 	LastModified time.Time
 	Blobs        []Blob
 	Tags         map[string]string // object tags (S3 tagging); nil for none
+	ACL          string            // access control list, a document of the obs package ("": the owner alone)
 }
 
 // ListObjectsQuery selects a page of objects in key order (byte order of the
@@ -88,6 +97,7 @@ type Upload struct {
 	StorageClass string
 	ChecksumAlgo string            // algorithm requested at create ("" = none)
 	Tags         map[string]string // tags the object gets when the upload completes
+	ACL          string            // the ACL the object gets when the upload completes
 }
 
 // UploadPart is an uploaded part of a multipart upload.
@@ -149,6 +159,10 @@ type Objects interface {
 	// them) and returns the object; NotFound if none. Nothing else of the
 	// object changes (not its ETag, not its LastModified).
 	SetObjectTags(ctx context.Context, bucket, key string, tags map[string]string) (*Object, error)
+	// SetObjectACL replaces the ACL document of the object ("" for the
+	// default) and returns the object; NotFound if none. Nothing else of the
+	// object changes.
+	SetObjectACL(ctx context.Context, bucket, key, acl string) (*Object, error)
 	// GetObject returns the object; NotFound if none.
 	GetObject(ctx context.Context, bucket, key string) (*Object, error)
 	// DeleteObject removes the object and returns it; NotFound if none.

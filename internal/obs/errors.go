@@ -58,6 +58,14 @@ const (
 	CodeConditionalConflict  errs.Code = "ATL.OBS.0047"
 	CodeBadTagging           errs.Code = "ATL.OBS.0048"
 	CodeBadWriteCondition    errs.Code = "ATL.OBS.0049"
+	// ACLs, ownership controls, public access blocks.
+	CodeBadACL              errs.Code = "ATL.OBS.0060"
+	CodeBadACLRequest       errs.Code = "ATL.OBS.0061"
+	CodeACLNotSupported     errs.Code = "ATL.OBS.0062"
+	CodeACLWithOwnership    errs.Code = "ATL.OBS.0063"
+	CodeNoOwnershipControls errs.Code = "ATL.OBS.0064"
+	CodeNoPublicAccessBlock errs.Code = "ATL.OBS.0065"
+	CodeBadOwnership        errs.Code = "ATL.OBS.0066"
 )
 
 // hintFull is the hint of CodeStorageFull.
@@ -154,6 +162,20 @@ func infoOf(c errs.Code) (codeInfo, bool) {
 		return codeInfo{errs.Invalid, "InvalidArgument", http.StatusBadRequest}, true
 	case CodeBadWriteCondition:
 		return codeInfo{errs.Unsupported, "NotImplemented", http.StatusNotImplemented}, true
+	case CodeBadACL:
+		return codeInfo{errs.Invalid, "InvalidArgument", http.StatusBadRequest}, true
+	case CodeBadACLRequest:
+		return codeInfo{errs.Invalid, "InvalidRequest", http.StatusBadRequest}, true
+	case CodeACLNotSupported:
+		return codeInfo{errs.Invalid, "AccessControlListNotSupported", http.StatusBadRequest}, true
+	case CodeACLWithOwnership:
+		return codeInfo{errs.Invalid, "InvalidBucketAclWithObjectOwnership", http.StatusBadRequest}, true
+	case CodeNoOwnershipControls:
+		return codeInfo{errs.NotFound, "OwnershipControlsNotFoundError", http.StatusNotFound}, true
+	case CodeNoPublicAccessBlock:
+		return codeInfo{errs.NotFound, "NoSuchPublicAccessBlockConfiguration", http.StatusNotFound}, true
+	case CodeBadOwnership:
+		return codeInfo{errs.Invalid, "MalformedXML", http.StatusBadRequest}, true
 	}
 	return codeInfo{}, false
 }

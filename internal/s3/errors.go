@@ -86,6 +86,13 @@ const (
 	InvalidPolicyDocument               ErrorCode = "InvalidPolicyDocument"
 	MalformedPOSTRequest                ErrorCode = "MalformedPOSTRequest"
 	MaxPostPreDataLengthExceeded        ErrorCode = "MaxPostPreDataLengthExceeded"
+
+	// ACLs, ownership controls and public access blocks.
+	InvalidBucketACLWithObjectOwnership  ErrorCode = "InvalidBucketAclWithObjectOwnership"
+	MalformedACLError                    ErrorCode = "MalformedACLError"
+	NoSuchPublicAccessBlockConfiguration ErrorCode = "NoSuchPublicAccessBlockConfiguration"
+	OwnershipControlsNotFoundError       ErrorCode = "OwnershipControlsNotFoundError"
+	UnexpectedContent                    ErrorCode = "UnexpectedContent"
 )
 
 // errorInfo is the HTTP status and default message of an error code.
@@ -162,6 +169,12 @@ var errorTable = map[ErrorCode]errorInfo{
 	InvalidPolicyDocument:               {http.StatusBadRequest, "The content of the form does not meet the conditions specified in the policy document."},
 	MalformedPOSTRequest:                {http.StatusBadRequest, "The body of your POST request is not well-formed multipart/form-data."},
 	MaxPostPreDataLengthExceeded:        {http.StatusBadRequest, "Your POST request fields preceding the upload file were too large."},
+
+	InvalidBucketACLWithObjectOwnership:  {http.StatusBadRequest, "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting."},
+	MalformedACLError:                    {http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."},
+	NoSuchPublicAccessBlockConfiguration: {http.StatusNotFound, "The public access block configuration was not found."},
+	OwnershipControlsNotFoundError:       {http.StatusNotFound, "The bucket ownership controls were not found."},
+	UnexpectedContent:                    {http.StatusBadRequest, "This request does not support content."},
 }
 
 // Status is the HTTP status of the code; 500 for a code not in the table.

@@ -243,15 +243,6 @@ type PostResponse struct {
 	ETag     string   `xml:"ETag"`
 }
 
-// postACLs are the canned ACLs a POST may name: those that grant nothing
-// beyond what the bucket's owner has anyway (Atelier has no ACLs).
-var postACLs = map[string]bool{"": true, "private": true, "bucket-owner-full-control": true}
-
-func aclNotSupported(acl string) *Error {
-	return (&Error{Code: AccessControlListNotSupported, Message: "The bucket does not allow ACLs (acl=" + acl + ")"}).
-		WithHint("Atelier has no ACLs: leave acl out or set it to private, and grant access with a bucket policy")
-}
-
 // postObject serves a browser-form upload: it reads the form up to the
 // file, resolves the signer of its policy (or the anonymous caller), checks
 // the policy, and stores the file through PutObject as that caller, so a
@@ -291,9 +282,6 @@ func (s *Server) postObject(q *request) error {
 			lr.min, lr.max = pol.MinLength, min(pol.MaxLength, lr.max)
 		}
 	}
-	if acl := f.Fields["acl"]; !postACLs[acl] {
-		return aclNotSupported(acl)
-	}
 	h := f.header()
 	md5sum, err := contentMD5(h)
 	if err != nil {
@@ -314,7 +302,7 @@ func (s *Server) postObject(q *request) error {
 	ct, md, stored := objectAttrs(h)
 	o, err := s.d.OBS.PutObject(q.r.Context(), q.caller, q.t.Bucket, key, lr, obs.PutOptions{
 		Size: -1, ContentType: ct, Metadata: md, Headers: stored, ContentMD5: md5sum, Checksum: ck,
-		StorageClass: f.Fields["x-amz-storage-class"], Tags: tags})
+		StorageClass: f.Fields["x-amz-storage-class"], Tags: tags, ACL: obs.ACLRequest{Canned: f.Fields["acl"]}})
 	if lr.err != nil {
 		return lr.err
 	}

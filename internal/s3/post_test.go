@@ -198,7 +198,7 @@ func TestPostObject(t *testing.T) {
 	st, _, body = e.post("/uploads", "", ck, "ck.txt", "")
 	expect("good checksum", st, body, 204, "")
 
-	// ACLs: private passes, others are refused.
+	// ACLs: private passes; public-read is refused, the bucket having ACLs disabled (BucketOwnerEnforced).
 	acl := signedPolicy(e.admin(), "uploads", now, now.Add(time.Hour), map[string]string{"key": "acl.txt", "acl": "public-read"},
 		map[string]string{"key": "acl.txt"}, []any{"starts-with", "$acl", ""})
 	st, _, body = e.post("/uploads", "", acl, "f", "x")
@@ -480,4 +480,11 @@ func TestGoldenPostDocuments(t *testing.T) {
 			}
 		})
 	}
+}
+
+// aclNotSupported is the form of the error a POST's acl field gets on a
+// bucket with ACLs disabled (obs answers CodeACLNotSupported).
+func aclNotSupported(acl string) *Error {
+	return (&Error{Code: AccessControlListNotSupported, Message: "The bucket does not allow ACLs (acl=" + acl + ")"}).
+		WithHint("the bucket has ACLs disabled (BucketOwnerEnforced): leave acl out or set it to private, and grant access with a bucket policy")
 }

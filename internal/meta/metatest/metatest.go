@@ -72,6 +72,8 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"BlobsInUse", testBlobsInUse},
 		{"ObjectTags", testObjectTags},
 		{"BucketTags", testBucketTags},
+		{"ObjectACL", testObjectACL},
+		{"BucketACLs", testBucketACLs},
 		{"PutObjectIf", testPutObjectIf},
 		{"ConcurrentCreateOnly", testConcurrentCreateOnly},
 		{"CompleteUploadIf", testCompleteUploadIf},
