@@ -3,6 +3,8 @@ package e2e
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -155,4 +157,44 @@ func keyEnv(t *testing.T, s *server, out string) []string {
 		t.Fatalf("access key %q: %v", out, err)
 	}
 	return []string{"ATELIER_ENDPOINT=" + s.cfg.Endpoint, "ATELIER_S3_ENDPOINT=" + s.cfg.S3Endpoint, "ATELIER_ACCESS_KEY=" + k.AccessKey, "ATELIER_SECRET_KEY=" + k.SecretKey}
+}
+
+// TestConsoleJobOBSPicker: the new-job form's inputs and outputs are picked
+// from OBS through a dialog that browses buckets and folders page by page.
+func TestConsoleJobOBSPicker(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	src := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(src, "train", "cats"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "train", "cats", "1.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"obs", "mb", "obs://pick"}, {"obs", "cp", "-r", src, "obs://pick/data/"}} {
+		if _, e, code := s.cli(nil, args...); code != 0 {
+			t.Fatalf("%v: %s", args, e)
+		}
+	}
+	tb := newTab(t)
+	tb.signInLink(s, nil)
+	tb.run("open the form and add an input", chromedp.Navigate(s.cfg.Endpoint+"/console/jobs/new"), pageReady("job-new"),
+		chromedp.Click(chromedp.CSS(`[data-testid="add-inputs"]`)), chromedp.Click(chromedp.CSS(`#in-browse-0`)),
+		chromedp.Click(chromedp.CSS(`.picker-list [data-bucket="pick"]`)),
+		chromedp.Click(chromedp.CSS(`.picker-list [data-prefix="data/"]`)),
+		chromedp.Click(chromedp.CSS(`.picker-list [data-prefix="data/train/"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.picker-list [data-prefix="data/train/cats/"]`)))
+	tb.screenshot("jobs-obs-picker")
+	tb.run("use the folder", chromedp.Click(chromedp.CSS(`dialog[open] [data-use="folder"]`)), chromedp.WaitNotVisible(chromedp.CSS(`dialog[open]`)))
+	v, err := chromedp.Run(tb.ctx, chromedp.Value(chromedp.CSS(`#in-url-0`)))
+	if err != nil || v != "obs://pick/data/train/" {
+		t.Fatalf("input path %q %v", v, err)
+	}
+	// An object can be picked for an input.
+	tb.run("pick an object", chromedp.Click(chromedp.CSS(`#in-browse-0`)),
+		chromedp.Click(chromedp.CSS(`.picker-list [data-prefix="data/train/cats/"]`)),
+		chromedp.Click(chromedp.CSS(`.picker-list [data-key="data/train/cats/1.txt"]`)),
+		chromedp.WaitNotVisible(chromedp.CSS(`dialog[open]`)))
+	if v, _ = chromedp.Run(tb.ctx, chromedp.Value(chromedp.CSS(`#in-url-0`))); v != "obs://pick/data/train/cats/1.txt" {
+		t.Fatalf("input object %q", v)
+	}
 }

@@ -1,6 +1,7 @@
 // Create a training job (or clone one: ?clone=ID pre-fills the form). The
 // API validates: "Check" runs ?dry_run=true, and every refusal is shown
 // with its code, message and hint, next to the field it names.
+import { ObsPicker } from './obs-picker.js';
 import { html, useState, useEffect } from '../js/lib.js';
 import { get, post, request } from '../js/api.js';
 import { Page, useLoad, pageState, ErrorBox, Live } from '../js/ui.js';
@@ -257,12 +258,14 @@ export default function JobNew({ route }) {
 					<label class="field" for=${'in-kind-' + i}>From
 						<select id=${'in-kind-' + i} value=${r.kind} onChange=${(e) => upd({ kind: e.target.value })}><option value="obs">OBS path</option><option value="dataset">Dataset version</option></select></label>
 					${r.kind === 'obs'
-						? html`<label class="field" for=${'in-url-' + i}>OBS path <input id=${'in-url-' + i} value=${r.url} onInput=${(e) => upd({ url: e.target.value })} placeholder="obs://bucket/data/" /></label>`
+						? html`<label class="field" for=${'in-url-' + i}>OBS path <input id=${'in-url-' + i} value=${r.url} onInput=${(e) => upd({ url: e.target.value })} placeholder="obs://bucket/data/" /></label>
+							<${ObsPicker} id=${'in-browse-' + i} value=${r.url} files=${true} onPick=${(url) => upd({ url })} />`
 						: html`<${DatasetPicker} row=${r} i=${i} set=${upd} />`}`} />
 			<${Rows} legend="Outputs" field="outputs" errors=${errors} rows=${f.outputs} onChange=${(outputs) => setF({ ...f, outputs })} add=${() => ({ name: 'train_url', url: '' })}
 				render=${(r, i, upd) => html`
 					<label class="field" for=${'out-name-' + i}>Name <input id=${'out-name-' + i} value=${r.name} onInput=${(e) => upd({ name: e.target.value })} /></label>
-					<label class="field" for=${'out-url-' + i}>OBS path <input id=${'out-url-' + i} value=${r.url} onInput=${(e) => upd({ url: e.target.value })} placeholder="obs://bucket/output/" /></label>`} />
+					<label class="field" for=${'out-url-' + i}>OBS path <input id=${'out-url-' + i} value=${r.url} onInput=${(e) => upd({ url: e.target.value })} placeholder="obs://bucket/output/" /></label>
+					<${ObsPicker} id=${'out-browse-' + i} value=${r.url} onPick=${(url) => upd({ url })} />`} />
 			<div class="grid3">
 				<label class="field" for="job-retries">Retries on failure
 					<input id="job-retries" type="number" min="0" max="10" value=${f.retries} onInput=${set('retries')} aria-invalid=${inv('retries')} />
