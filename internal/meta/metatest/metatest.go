@@ -76,6 +76,10 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"ConcurrentCreateOnly", testConcurrentCreateOnly},
 		{"CompleteUploadIf", testCompleteUploadIf},
 		{"PartChecksums", testPartChecksums},
+		{"VersioningState", testVersioningState},
+		{"Versions", testVersions},
+		{"ListObjectVersionsPaging", testListObjectVersionsPaging},
+		{"ConcurrentVersionedPuts", testConcurrentVersionedPuts},
 
 		{"UploadRoundTrip", testUploadRoundTrip},
 		{"Multipart", testMultipart},
