@@ -75,6 +75,10 @@ type Object struct {
 	// GetLatestVersion, ListObjectVersions): this is the key's latest
 	// version. Writes ignore it.
 	IsLatest bool
+	// Versioned is not stored: obs sets it on the objects it returns when
+	// their bucket has versioning (Enabled or Suspended), so that a front
+	// end shows their version id ("null" for the null version).
+	Versioned bool
 }
 
 // ListVersionsQuery selects a page of object versions: keys in byte order,

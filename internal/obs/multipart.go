@@ -193,6 +193,7 @@ func (s *Service) deleteUnused(ctx context.Context, blobs []meta.Blob) {
 type PartCopyOptions struct {
 	Range            *Range // bytes=first-last of the source; nil: all of it
 	SourceConditions Conditions
+	SourceVersionID  string // the source's versionId ("null" too; "" for the latest)
 }
 
 // UploadPartCopy stores part number of an upload from (a byte range of) an
@@ -210,7 +211,7 @@ func (s *Service) UploadPartCopy(ctx context.Context, c *Caller, bucket, key, up
 	if err != nil {
 		return nil, err
 	}
-	_, n, body, err := s.openSource(ctx, op, c, sb, srcKey, o.SourceConditions, o.Range)
+	_, n, body, err := s.openSource(ctx, op, c, sb, srcKey, o.SourceVersionID, o.SourceConditions, o.Range)
 	if err != nil {
 		return nil, err
 	}
@@ -280,6 +281,7 @@ func (s *Service) CompleteMultipartUploadIf(ctx context.Context, c *Caller, buck
 	obj := &meta.Object{
 		Bucket: bucket, Key: key, ContentType: u.ContentType, Metadata: u.Metadata, Headers: u.Headers,
 		StorageClass: u.StorageClass, OwnerID: objectOwner(c, b), LastModified: s.nowMS(), Tags: u.Tags,
+		VersionID: newVersionID(b),
 	}
 	etags := make([]string, len(parts))
 	used := make([]*meta.UploadPart, len(parts))
@@ -335,7 +337,7 @@ func (s *Service) CompleteMultipartUploadIf(ctx context.Context, c *Caller, buck
 		s.deleteBlobs(ctx, replaced.Blobs)
 	}
 	s.deleteBlobs(ctx, partBlobs(unused))
-	return obj, nil
+	return markVersioned(obj, b), nil
 }
 
 // allParts loads every part of an upload by number.
