@@ -157,16 +157,11 @@ func (s *Service) readObject(ctx context.Context, op errs.Op, bucket, key string
 	return o, nil
 }
 
-// checkObject authorizes action on an object with its tags in the
-// condition context, then returns NoSuchKey if it does not exist (so a
-// caller without access learns nothing of it).
-func (s *Service) checkObject(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, action, key string, request []Tag) (*meta.Object, error) {
-	return s.checkVersion(ctx, op, c, b, action, key, "", request)
-}
-
-// checkVersion is checkObject of the version version names ("" for the
-// latest): NoSuchVersion if there is none, MethodNotAllowed when it is a
-// delete marker (NoSuchKey when the latest is one).
+// checkVersion authorizes action on an object, the version version names
+// ("" for the latest), with its tags in the condition context, then
+// returns NoSuchKey (NoSuchVersion) if there is none, so that a caller
+// without access learns nothing of it; MethodNotAllowed when the version
+// is a delete marker (NoSuchKey when the latest is one).
 func (s *Service) checkVersion(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, action, key, version string, request []Tag) (*meta.Object, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err

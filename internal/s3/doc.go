@@ -7,7 +7,7 @@
 //     path-style ("/bucket/key") or virtual-host-style
 //     ("<bucket>.<s3_domain>"). Keys are unescaped exactly once from the path
 //     as the client escaped it, so every key comes back byte for byte. S3
-//     sub-resources Atelier does not offer (?acl, ?versioning, ?object-lock, …)
+//     sub-resources Atelier does not offer (?acl, ?object-lock, …)
 //     are answered NotImplemented, naming them (docs/obs.md lists every
 //     S3 operation; TestDocumentedOperations keeps the two in step). ParseCopySource, ParseRange
 //     and ParsePartNumber parse the x-amz-copy-source and Range headers and

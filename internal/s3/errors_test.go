@@ -36,6 +36,7 @@ func TestErrorTable(t *testing.T) {
 		RequestTimeTooSkewed: 403, ServiceUnavailable: 503, SignatureDoesNotMatch: 403,
 		SlowDown: 503, UserKeyMustBeSpecified: 400, XAmzContentSHA256Mismatch: 400,
 		BadRequest: 400, ConditionalRequestConflict: 409, InvalidTag: 400, NoSuchTagSet: 404,
+		IllegalVersioningConfiguration: 400,
 	}
 	if len(want) != len(errorTable) {
 		t.Errorf("the table has %d codes, the test %d", len(errorTable), len(want))

@@ -63,10 +63,7 @@ func (s *Server) uploadPartCopy(q *request) error {
 	if err != nil {
 		return err
 	}
-	if version != "" && version != "null" {
-		return NewError(NotImplemented, "Atelier buckets are not versioned; x-amz-copy-source versionId is not supported")
-	}
-	o := obs.PartCopyOptions{SourceConditions: conditions(q.r.Header, "x-amz-copy-source-")}
+	o := obs.PartCopyOptions{SourceConditions: conditions(q.r.Header, "x-amz-copy-source-"), SourceVersionID: version}
 	if rh := q.r.Header.Get("x-amz-copy-source-range"); rh != "" {
 		rg, ok := obs.ParseRange(rh)
 		if !ok || rg.First < 0 || rg.Last < 0 {
@@ -99,6 +96,7 @@ func (s *Server) completeUpload(q *request) error {
 		return err
 	}
 	loc := "http://" + q.r.Host + "/" + q.t.Bucket + "/" + EncodeKey(q.t.Key)
+	setVersionHeader(q.w.Header(), o)
 	return WriteXML(q.w, http.StatusOK, CompleteMultipartUploadResult{Location: loc, Bucket: q.t.Bucket, Key: q.t.Key,
 		ETag: QuoteETag(o.ETag), Checksums: checksums(o.Checksums)})
 }

@@ -53,6 +53,9 @@ const (
 	OpPutBucketTagging
 	OpDeleteBucketTagging
 	OpGetObjectAttributes
+	OpGetBucketVersioning
+	OpPutBucketVersioning
+	OpListObjectVersions
 	numOps
 )
 
@@ -103,6 +106,9 @@ var ops = [numOps]opInfo{
 	OpPutBucketTagging:        {"PutBucketTagging", "obs:PutBucketTagging"},
 	OpDeleteBucketTagging:     {"DeleteBucketTagging", "obs:PutBucketTagging"},
 	OpGetObjectAttributes:     {"GetObjectAttributes", "obs:GetObjectAttributes"},
+	OpGetBucketVersioning:     {"GetBucketVersioning", "obs:GetBucketVersioning"},
+	OpPutBucketVersioning:     {"PutBucketVersioning", "obs:PutBucketVersioning"},
+	OpListObjectVersions:      {"ListObjectVersions", "obs:ListBucketVersions"},
 }
 
 // String is the S3 API name of the operation, e.g. "GetObject".
@@ -279,6 +285,8 @@ var subresources = map[string]subresource{
 	"delete":     {true, "multi-object delete (?delete)", ""},
 	"tagging":    {true, "tagging (?tagging)", ""},
 	"attributes": {true, "GetObjectAttributes (?attributes)", ""},
+	"versioning": {true, "bucket versioning (?versioning)", ""},
+	"versions":   {true, "ListObjectVersions (?versions)", ""},
 
 	"accelerate":            {false, "transfer acceleration (?accelerate)", ""},
 	"acl":                   {false, "access control lists (?acl)", "grant access with a bucket policy (PUT ?policy) or IAM policies"},
@@ -304,8 +312,6 @@ var subresources = map[string]subresource{
 	"select":                {false, "S3 Select (?select)", "read the object with GET"},
 	"session":               {false, "CreateSession (?session)", ""},
 	"torrent":               {false, "BitTorrent (?torrent)", ""},
-	"versioning":            {false, "bucket versioning (?versioning)", "buckets are not versioned"},
-	"versions":              {false, "ListObjectVersions (?versions)", "buckets are not versioned; list with ListObjectsV2"},
 	"website":               {false, "static website hosting (?website)", ""},
 }
 
@@ -314,9 +320,10 @@ var bucketSubOps = map[string]map[string]Op{
 	http.MethodGet: {
 		"location": OpGetBucketLocation, "uploads": OpListMultipartUploads, "policy": OpGetBucketPolicy,
 		"lifecycle": OpGetBucketLifecycle, "cors": OpGetBucketCors, "tagging": OpGetBucketTagging,
+		"versioning": OpGetBucketVersioning, "versions": OpListObjectVersions,
 	},
 	http.MethodPut: {"policy": OpPutBucketPolicy, "lifecycle": OpPutBucketLifecycle, "cors": OpPutBucketCors,
-		"tagging": OpPutBucketTagging},
+		"tagging": OpPutBucketTagging, "versioning": OpPutBucketVersioning},
 	http.MethodDelete: {"policy": OpDeleteBucketPolicy, "lifecycle": OpDeleteBucketLifecycle, "cors": OpDeleteBucketCors,
 		"tagging": OpDeleteBucketTagging},
 	http.MethodPost: {"delete": OpDeleteObjects},
