@@ -180,5 +180,3 @@ func (c *Client) Versioning(ctx context.Context, loc Location) (string, error) {
 	}
 	return v.Versioning(ctx, loc.Bucket)
 }
-
-
