@@ -75,9 +75,13 @@ type Object struct {
 	// GetLatestVersion, ListObjectVersions): this is the key's latest
 	// version. Writes ignore it.
 	IsLatest bool
-	// Versioned is not stored: obs sets it on the objects it returns when
-	// their bucket has versioning (Enabled or Suspended), so that a front
-	// end shows their version id ("null" for the null version).
+	// Versioned is not stored. On a write (PutObject, CompleteUpload) it
+	// says that the bucket has versioning (Enabled or Suspended), so that
+	// a null version written where the key has no object also replaces a
+	// noncurrent null version; false (a never-versioned bucket, whose
+	// keys have no other versions) spares that lookup. obs also sets it on
+	// the objects it returns, so that a front end shows their version id
+	// ("null" for the null version).
 	Versioned bool
 }
 

@@ -241,7 +241,7 @@ func (s *Service) expire(ctx context.Context, b *meta.Bucket, prefix string, cut
 			}
 			if b.Versioning != "" {
 				m := &meta.Object{Bucket: bucket, Key: o.Key, VersionID: newVersionID(b), DeleteMarker: true,
-					OwnerID: b.OwnerID, LastModified: s.nowMS()}
+					OwnerID: b.OwnerID, LastModified: s.nowMS(), Versioned: true}
 				replaced, err := s.store.PutObject(ctx, m)
 				if err != nil {
 					return n, storeErr(op, fmt.Sprintf("adding a delete marker to object %q", o.Key), err)

@@ -281,7 +281,7 @@ func (s *Service) CompleteMultipartUploadIf(ctx context.Context, c *Caller, buck
 	obj := &meta.Object{
 		Bucket: bucket, Key: key, ContentType: u.ContentType, Metadata: u.Metadata, Headers: u.Headers,
 		StorageClass: u.StorageClass, OwnerID: objectOwner(c, b), LastModified: s.nowMS(), Tags: u.Tags,
-		VersionID: newVersionID(b),
+		VersionID: newVersionID(b), Versioned: b.Versioning != "",
 	}
 	etags := make([]string, len(parts))
 	used := make([]*meta.UploadPart, len(parts))

@@ -129,7 +129,7 @@ func (s *Service) PutObject(ctx context.Context, c *Caller, bucket, key string, 
 		ContentType: o.ContentType, Metadata: o.Metadata, Headers: o.Headers,
 		StorageClass: class, OwnerID: objectOwner(c, b), LastModified: s.nowMS(),
 		Blobs: []meta.Blob{{ID: w.id, Size: w.size}}, Tags: tagMap(o.Tags),
-		VersionID: newVersionID(b),
+		VersionID: newVersionID(b), Versioned: b.Versioning != "",
 	}
 	if w.checksum != "" {
 		obj.Checksums = map[string]string{w.algo: w.checksum}
@@ -405,7 +405,7 @@ func (s *Service) deleteOne(ctx context.Context, op errs.Op, c *Caller, b *meta.
 	}
 	if b.Versioning != "" {
 		m := &meta.Object{Bucket: b.Name, Key: key, VersionID: newVersionID(b), DeleteMarker: true,
-			OwnerID: objectOwner(c, b), LastModified: s.nowMS()}
+			OwnerID: objectOwner(c, b), LastModified: s.nowMS(), Versioned: true}
 		replaced, err := s.store.PutObject(ctx, m)
 		if err != nil {
 			return Deleted{}, storeErr(op, fmt.Sprintf("adding a delete marker to object %q", key), err)
@@ -610,7 +610,7 @@ func (s *Service) CopyObject(ctx context.Context, c *Caller, srcBucket, srcKey, 
 		ContentType: src.ContentType, Metadata: src.Metadata, Headers: src.Headers,
 		StorageClass: class, OwnerID: objectOwner(c, db), LastModified: s.nowMS(),
 		Blobs: []meta.Blob{{ID: w.id, Size: w.size}}, Tags: src.Tags,
-		VersionID: newVersionID(db),
+		VersionID: newVersionID(db), Versioned: db.Versioning != "",
 	}
 	if replaceTags {
 		obj.Tags = tagMap(o.Tags)

@@ -16,6 +16,7 @@ import (
 func version(bucketName, key, id string, size int64) *meta.Object {
 	o := bare(bucketName, key)
 	o.VersionID = id
+	o.Versioned = true
 	o.Size = size
 	o.Blobs = []meta.Blob{{ID: "blob-" + key + "-" + id, Size: size}}
 	o.LastModified = base()
@@ -23,7 +24,7 @@ func version(bucketName, key, id string, size int64) *meta.Object {
 }
 
 func marker(bucketName, key, id string) *meta.Object {
-	return &meta.Object{Bucket: bucketName, Key: key, VersionID: id, DeleteMarker: true, OwnerID: "owner-1", LastModified: base()}
+	return &meta.Object{Bucket: bucketName, Key: key, VersionID: id, DeleteMarker: true, OwnerID: "owner-1", LastModified: base(), Versioned: true}
 }
 
 // versionIDs lists a page's versions as key/id (id "null" for ""), with
@@ -210,6 +211,18 @@ func testVersions(t *testing.T, s meta.Store) {
 	got, err = s.GetObject(ctx, "b2", "x")
 	must(t, err)
 	sameObject(t, "promoted", got, a)
+	// A null version written where the latest is a marker replaces the
+	// noncurrent null version.
+	z0 := version("b2", "z", "", 1)
+	put(t, s, z0)
+	put(t, s, version("b2", "z", "v", 2))
+	put(t, s, marker("b2", "z", "m"))
+	z1 := version("b2", "z", "", 3)
+	z1.Blobs[0].ID = "blob-z1"
+	sameObject(t, "null over a marker replaces the null version", put(t, s, z1), z0)
+	res, err := s.ListObjectVersions(ctx, meta.ListVersionsQuery{Bucket: "b2", Prefix: "z"})
+	must(t, err)
+	same(t, "null over a marker", versionIDs(res.Versions), []string{"z/null*", "z/m(m)", "z/v"})
 	_, err = s.PutObject(ctx, marker("nope", "x", "m"))
 	wantKind(t, "marker in a missing bucket", err, errs.NotFound)
 }

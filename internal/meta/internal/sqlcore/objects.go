@@ -231,12 +231,11 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.O
 			if err := s.insertBlobRefs(ctx, tx, o); err != nil {
 				return nil, err
 			}
-			if o.VersionID != "" {
+			if o.VersionID != "" || !o.Versioned {
 				return nil, nil
 			}
 			// The key's latest version may be a delete marker, and the
-			// null version noncurrent (in a never-versioned bucket there
-			// is none: this finds nothing).
+			// null version noncurrent.
 			return s.removeVersion(ctx, tx, o.Bucket, o.Key, "")
 		}
 		// A concurrent transaction inserted the key first: replace its object.
