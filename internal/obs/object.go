@@ -716,6 +716,13 @@ func (s *Service) DeletePrefix(ctx context.Context, c *Caller, bucket, prefix st
 // when the upload had an algorithm (objects completed before Atelier kept
 // part checksums in the index have none).
 func (s *Service) GetObjectAttributes(ctx context.Context, c *Caller, bucket, key string) (*meta.Object, error) {
+	return s.GetObjectVersionAttributes(ctx, c, bucket, key, "")
+}
+
+// GetObjectVersionAttributes is GetObjectAttributes of a version (as S3
+// shows version ids; "" for the latest), which needs obs:GetObjectVersion
+// and obs:GetObjectVersionAttributes.
+func (s *Service) GetObjectVersionAttributes(ctx context.Context, c *Caller, bucket, key, version string) (*meta.Object, error) {
 	const op errs.Op = "obs.GetObjectAttributes"
 	if err := ValidateKey(key); err != nil {
 		return nil, err
@@ -724,14 +731,18 @@ func (s *Service) GetObjectAttributes(ctx context.Context, c *Caller, bucket, ke
 	if err != nil {
 		return nil, err
 	}
+	get, attrs := ActionGetObject, ActionGetObjectAttributes
+	if version != "" {
+		get, attrs = ActionGetObjectVersion, ActionGetObjectVersionAttributes
+	}
 	authz := func(obj *meta.Object) error {
 		tc := tagContext(nil, obj, nil)
-		if err := s.check(op, c, b, ActionGetObject, key, tc); err != nil {
+		if err := s.check(op, c, b, get, key, tc); err != nil {
 			return err
 		}
-		return s.check(op, c, b, ActionGetObjectAttributes, key, tc)
+		return s.check(op, c, b, attrs, key, tc)
 	}
-	res, err := s.lookup(ctx, op, b, key, GetOptions{}, http.MethodHead, authz)
+	res, err := s.lookup(ctx, op, b, key, GetOptions{VersionID: version}, http.MethodHead, authz)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,11 @@
 //     message), Error, constructors whose messages name the bucket, key,
 //     principal and action involved, ToError (mapping SigV4 failures and
 //     *errs.Error kinds to S3 codes) and WriteError.
+//   - versioning.go: VersioningConfiguration, ListVersionsResult (its
+//     <Version> and <DeleteMarker> entries in the listing's order), the
+//     versionId parameter and the x-amz-version-id and
+//     x-amz-delete-marker headers (also on the 404 and 405 of a delete
+//     marker).
 //   - bucketname.go: ValidateBucketName (the rules of internal/bucketname as
 //     an InvalidBucketName error that names the rule broken, with a hint
 //     that suggests a corrected name).

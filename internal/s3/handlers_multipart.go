@@ -75,6 +75,9 @@ func (s *Server) uploadPartCopy(q *request) error {
 	if err != nil {
 		return err
 	}
+	if version != "" {
+		q.w.Header().Set("x-amz-copy-source-version-id", version)
+	}
 	return WriteXML(q.w, http.StatusOK, CopyPartResult{LastModified: Time{p.LastModified}, ETag: QuoteETag(p.Blob.ETag)})
 }
 

@@ -164,6 +164,12 @@ func TestVersioningHTTP(t *testing.T) {
 		t.Fatalf("DELETE ?versionId: %d %v", st, h)
 	}
 
+	// Attributes of a version.
+	st, h, body = e.do("GET", "/ver/k?attributes&versionId="+v2, "", nil, a, "x-amz-object-attributes", "ObjectSize")
+	if st != 200 || h.Get("x-amz-version-id") != v2 || !strings.Contains(body, "<ObjectSize>2</ObjectSize>") {
+		t.Fatalf("GetObjectAttributes of a version: %d %v %s", st, h, body)
+	}
+
 	// Tags per version.
 	st, h, body = e.do("PUT", "/ver/k?tagging&versionId="+v2, "", []byte(`<Tagging><TagSet><Tag><Key>a</Key><Value>1</Value></Tag></TagSet></Tagging>`), a)
 	if st != 200 || h.Get("x-amz-version-id") != v2 {
