@@ -590,7 +590,9 @@ func (s *Service) CopyObject(ctx context.Context, c *Caller, srcBucket, srcKey, 
 		return nil, err
 	}
 	defer body.Close()
-	if srcBucket == dstBucket && srcKey == dstKey && !replace && !replaceTags && (o.StorageClass == "" || o.StorageClass == src.StorageClass) {
+	// Copying an older version over its key restores it: allowed as it is.
+	restore := o.SourceVersionID != "" && !src.IsLatest
+	if srcBucket == dstBucket && srcKey == dstKey && !restore && !replace && !replaceTags && (o.StorageClass == "" || o.StorageClass == src.StorageClass) {
 		return nil, fail(op, CodeCopyToItself,
 			fmt.Sprintf("copying %s/%s onto itself without changing its metadata or storage class", srcBucket, srcKey),
 			"set the metadata directive to REPLACE (with the new metadata) or copy to another key")

@@ -122,6 +122,27 @@ func TestVersioningOfAKey(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Copying the latest version onto itself is refused as before; an
+	// older version restores.
+	_, err = e.svc.CopyObject(e.ctx, e.alice, "data", "copy", "data", "copy", CopyOptions{})
+	wantCode(t, err, CodeNoSuchKey)
+	e.put(e.alice, "data", "self", "a")
+	latest := e.put(e.alice, "data", "self", "b")
+	_, err = e.svc.CopyObject(e.ctx, e.alice, "data", "self", "data", "self", CopyOptions{SourceVersionID: VersionID(latest)})
+	wantCode(t, err, CodeCopyToItself)
+	first0 := e.versionsOf("self")[1]
+	if _, err := e.svc.CopyObject(e.ctx, e.alice, "data", "self", "data", "self", CopyOptions{SourceVersionID: VersionID(first0)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(e.alice, "data", "self", GetOptions{}); got != "a" {
+		t.Fatalf("restored %q", got)
+	}
+	for _, v := range e.versionsOf("self") {
+		if _, err := e.svc.DeleteObjectVersion(e.ctx, e.alice, "data", "self", VersionID(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	// Deleting the marker brings v2 back.
 	d2, err := e.svc.DeleteObjectVersion(e.ctx, e.alice, "data", "k", d.VersionID)
 	if err != nil || !d2.DeleteMarker || d2.VersionID != d.VersionID {
