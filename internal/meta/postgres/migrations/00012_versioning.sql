@@ -10,6 +10,10 @@
 -- Within a key, seq orders them, the greatest newest; the objects row,
 -- when there is one, is newer than all of them. version_blobs records the
 -- blobs of versions, as object_blobs does for objects, for BlobsInUse.
+--
+-- Down keeps each key's objects row (its latest non-marker version) and
+-- drops every other version and delete marker: their blobs are then
+-- unreferenced, and the server's garbage collection deletes them.
 
 -- +goose Up
 ALTER TABLE buckets ADD COLUMN versioning TEXT NOT NULL DEFAULT '';
