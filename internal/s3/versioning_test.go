@@ -124,6 +124,19 @@ func TestVersioningHTTP(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("versions:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	e.do("PUT", "/ver/dir%20a/b%2Bc", "", []byte("x"), a)
+	st, _, body = e.do("GET", "/ver?versions&encoding-type=url&delimiter=/&prefix=dir%20", "", nil, a)
+	if st != 200 || !strings.Contains(body, "<Prefix>dir%20</Prefix>") || !strings.Contains(body, "<CommonPrefixes><Prefix>dir%20a/</Prefix></CommonPrefixes>") ||
+		!strings.Contains(body, "<EncodingType>url</EncodingType>") {
+		t.Fatalf("encoded listing: %d %s", st, body)
+	}
+	st, _, body = e.do("GET", "/ver?versions&encoding-type=url&prefix=dir", "", nil, a)
+	if st != 200 || !strings.Contains(body, "<Key>dir%20a/b%2Bc</Key>") {
+		t.Fatalf("encoded keys: %d %s", st, body)
+	}
+	st, _, body = e.do("GET", "/ver?versions&encoding-type=xml", "", nil, a)
+	wantS3(t, "encoding-type=xml", st, body, 400, InvalidArgument)
+	e.do("DELETE", "/ver/dir%20a/b%2Bc?versionId="+lvVersion(t, e, "dir%20a/b%2Bc"), "", nil, a)
 	st, _, body = e.do("GET", "/ver?versions&version-id-marker=null", "", nil, a)
 	wantS3(t, "version marker without key marker", st, body, 400, InvalidArgument)
 	st, _, body = e.do("GET", "/ver?versions&max-keys=2&key-marker=k&version-id-marker="+url.QueryEscape(marker), "", nil, a)
