@@ -105,6 +105,25 @@ func TestVersioningOfAKey(t *testing.T) {
 		"Principal":{"AWS":["user/bob"]},"Action":"s3:GetObject","Resource":"arn:aws:s3:::data/*"}]}`)))
 	_, err = e.svc.GetObject(e.ctx, e.bob, "data", "k", GetOptions{VersionID: v1.VersionID})
 	wantCode(t, err, CodeAccessDenied)
+	// … obs:ListBucketVersions to list versions, obs:DeleteObjectVersion
+	// to delete one; obs:DeleteObject adds a marker.
+	must(t, e.svc.PutBucketPolicy(e.ctx, e.alice, "data", []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow",
+		"Principal":{"AWS":["user/bob"]},"Action":["s3:ListBucket","s3:DeleteObject","s3:PutObject"],"Resource":["arn:aws:s3:::data","arn:aws:s3:::data/*"]}]}`)))
+	_, err = e.svc.ListObjectVersions(e.ctx, e.bob, "data", ListVersionsOptions{MaxKeys: 10})
+	wantCode(t, err, CodeAccessDenied)
+	bobs, err := e.svc.PutObject(e.ctx, e.bob, "data", "bobs", strings.NewReader("b"), PutOptions{Size: 1})
+	must(t, err)
+	_, err = e.svc.DeleteObjectVersion(e.ctx, e.bob, "data", "bobs", VersionID(bobs))
+	wantCode(t, err, CodeAccessDenied)
+	if d, err := e.svc.DeleteObjectVersion(e.ctx, e.bob, "data", "bobs", ""); err != nil || !d.DeleteMarker {
+		t.Fatalf("bob's delete: %+v %v", d, err)
+	}
+	for _, v := range e.versionsOf("bobs") {
+		if _, err := e.svc.DeleteObjectVersion(e.ctx, e.alice, "data", "bobs", VersionID(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(t, e.svc.DeleteBucketPolicy(e.ctx, e.alice, "data"))
 
 	// Copy from an old version.
 	cp, err := e.svc.CopyObject(e.ctx, e.alice, "data", "k", "data", "copy", CopyOptions{SourceVersionID: v1.VersionID})
