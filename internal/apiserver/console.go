@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -66,10 +67,27 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
+// userNavigation reports whether a top-level GET was started by the
+// person (typed, pasted, opened by another program) or by the console
+// itself, not by a page of another site. Browsers without Sec-Fetch-Site
+// are let through.
+func userNavigation(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "none", "same-origin":
+		return true
+	}
+	return false
+}
+
 // authenticateCookie resolves the console's cookie; state changes need
 // the CSRF token and the console's origin.
 func (s *Server) authenticateCookie(r *http.Request, c *http.Cookie) (*auth.Principal, error) {
 	const op errs.Op = "apiserver.console"
+	if n := len(consoleCookies(r)); n > 1 {
+		return nil, errs.E(op, errs.Unauthenticated, CodeConsoleSession,
+			fmt.Sprintf("the request carries %d console cookies; another page on this host may have set one", n),
+			errs.Hint("clear this site's cookies in the browser and sign in again; serve notebooks and other user content from another host name than the console"))
+	}
 	p, err := s.deps.Auth.AuthenticateToken(r.Context(), c.Value)
 	if errs.Is(err, errs.Unauthenticated) {
 		return nil, errs.E(op, errs.Unauthenticated, CodeConsoleSession, "the console session is not valid: "+errs.UserMessage(err),
@@ -151,16 +169,26 @@ func sessionOf(p *auth.Principal, cookie string) api.ConsoleSession {
 	return out
 }
 
-// consoleCookieOf is the console cookie that authenticated r, if one did.
+// consoleCookieOf is the console cookie that authenticated r, if one did:
+// exactly one (see consoleCookies).
 func consoleCookieOf(r *http.Request) string {
 	if r.Header.Get("X-Auth-Token") != "" {
 		return ""
 	}
-	c, err := r.Cookie(ConsoleCookie)
-	if err != nil {
-		return ""
+	if cs := r.CookiesNamed(ConsoleCookie); len(cs) == 1 {
+		return cs[0].Value
 	}
-	return c.Value
+	return ""
+}
+
+// consoleCookies are the console cookies r carries. Cookies are not
+// isolated by port: a page of another origin on this host (the notebook
+// listener, a service) can set one, with a longer Path so that it comes
+// first, holding a session of its author's ("cookie tossing"): the
+// victim's uploads would land in the attacker's account. More than one is
+// refused rather than guessed at.
+func consoleCookies(r *http.Request) []*http.Cookie {
+	return r.CookiesNamed(ConsoleCookie)
 }
 
 func (s *Server) consoleSession(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
@@ -208,6 +236,16 @@ func (s *Server) consoleRedeem(w http.ResponseWriter, r *http.Request, _ *auth.P
 	fail := func(code errs.Code) error {
 		http.Redirect(w, r, "/console/signin?error="+url.QueryEscape(string(code)), http.StatusSeeOther)
 		return nil
+	}
+	// Login CSRF: a page of another site (or of a sibling origin on this
+	// host, such as the notebook listener on another port) could send the
+	// browser to a link minted for the attacker's own key and swap the
+	// victim's session for the attacker's. A link the person opened
+	// (address bar, the CLI's browser launch, a terminal) comes with
+	// Sec-Fetch-Site: none; a navigation another site started is refused
+	// and the code is left unused.
+	if !userNavigation(r) {
+		return fail(CodeConsoleOrigin)
 	}
 	ak, err := s.deps.ConsoleLinks.Redeem(consoleSubject, r.URL.Query().Get("code"))
 	if err != nil {

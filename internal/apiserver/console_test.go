@@ -39,6 +39,8 @@ func TestConsoleSessionCSRF(t *testing.T) {
 	}
 	c := "atelier_console=" + cookie
 	host := strings.TrimPrefix(e.srv.URL, "http://")
+	oak, osk := e.newUser("mallory")
+	other, _ := e.signIn(oak, osk)
 	for _, tc := range []struct {
 		name   string
 		method string
@@ -57,6 +59,10 @@ func TestConsoleSessionCSRF(t *testing.T) {
 		{"change with Origin null", "POST", []string{"Cookie", c, "X-CSRF-Token", csrf, "Origin", "null"}, 403, string(CodeConsoleOrigin)},
 		{"change with the token, same origin", "POST", []string{"Cookie", c, "X-CSRF-Token", csrf, "Origin", "http://" + host, "Sec-Fetch-Site", "same-origin"}, 201, ""},
 		{"forged cookie", "GET", []string{"Cookie", "atelier_console=forged"}, 401, string(CodeConsoleSession)},
+		// Cookie tossing: a sibling origin on this host (another port) set
+		// a second console cookie, with a longer Path so it comes first.
+		{"tossed cookie first", "GET", []string{"Cookie", "atelier_console=" + other + "; " + c}, 401, string(CodeConsoleSession)},
+		{"tossed cookie last", "GET", []string{"Cookie", c + "; atelier_console=" + other}, 401, string(CodeConsoleSession)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path, body := "/api/v1/console/session", ""
@@ -118,8 +124,23 @@ func TestConsoleLinks(t *testing.T) {
 	var l api.ConsoleLink
 	e.mustJSON(e.admin("POST", "/api/v1/console/links", ""), 201, &l)
 	u, err := url.Parse(l.URL)
-	if err != nil || u.Path != "/console/login" || u.Query().Get("code") == "" || time.UnixMilli(l.ExpiresAt).Sub(time.Now()) > 61*time.Second {
+	if err != nil || u.Path != "/console/login" || u.Query().Get("code") == "" || time.Until(time.UnixMilli(l.ExpiresAt)) > 61*time.Second {
 		t.Fatalf("link %+v", l)
+	}
+	// A navigation another site (or a sibling origin on this host: the
+	// notebook listener) started is refused and leaves the code unused:
+	// login CSRF would swap the victim's session for the attacker's.
+	for _, site := range []string{"cross-site", "same-site"} {
+		req, _ := http.NewRequest("GET", l.URL, nil)
+		req.Header.Set("Sec-Fetch-Site", site)
+		res, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/console/signin?error="+string(CodeConsoleOrigin) || len(res.Cookies()) != 0 {
+			t.Fatalf("%s redeem: %d %v", site, res.StatusCode, res.Header)
+		}
 	}
 	res := redeem(l.URL)
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/console/" || res.Header.Get("Referrer-Policy") != "no-referrer" {

@@ -17,7 +17,6 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/errs"
-	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/obs"
 )
 
@@ -104,18 +103,6 @@ func queryKey(r *http.Request) (string, error) {
 	return vs[0], nil
 }
 
-func obsBucket(b *meta.Bucket) api.OBSBucket {
-	return api.OBSBucket{Name: b.Name, Region: b.Region, CreateTime: b.CreateTime.UnixMilli(), HasPolicy: b.Policy != "", HasLifecycle: b.Lifecycle != ""}
-}
-
-func obsObject(o *meta.Object) api.OBSObject {
-	out := api.OBSObject{Key: o.Key, Size: o.Size, ETag: o.ETag, ContentType: o.ContentType, StorageClass: o.StorageClass, LastModified: o.LastModified.UnixMilli()}
-	if strings.Contains(o.ETag, "-") {
-		out.Parts = len(o.Blobs)
-	}
-	return out
-}
-
 func (s *Server) obsListBuckets(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	o, err := s.objects()
 	if err != nil {
@@ -134,7 +121,7 @@ func (s *Server) obsListBuckets(w http.ResponseWriter, r *http.Request, p *auth.
 	}
 	page := []api.OBSBucket{}
 	for i := opts.Offset; i < len(bs) && i < opts.Offset+opts.Limit; i++ {
-		page = append(page, obsBucket(bs[i]))
+		page = append(page, obs.WireBucket(bs[i]))
 	}
 	writeJSON(w, http.StatusOK, list(page, len(bs)))
 	return nil
@@ -153,7 +140,7 @@ func (s *Server) obsCreateBucket(w http.ResponseWriter, r *http.Request, p *auth
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, obsBucket(b))
+	writeJSON(w, http.StatusCreated, obs.WireBucket(b))
 	return nil
 }
 
@@ -166,7 +153,7 @@ func (s *Server) obsGetBucket(w http.ResponseWriter, r *http.Request, p *auth.Pr
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, obsBucket(b))
+	writeJSON(w, http.StatusOK, obs.WireBucket(b))
 	return nil
 }
 
@@ -217,7 +204,7 @@ func (s *Server) obsListObjects(w http.ResponseWriter, r *http.Request, p *auth.
 		out.Prefixes = []string{}
 	}
 	for _, ob := range res.Objects {
-		out.Objects = append(out.Objects, obsObject(ob.Object))
+		out.Objects = append(out.Objects, obs.WireObject(ob.Object))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -236,7 +223,7 @@ func (s *Server) obsStatObject(w http.ResponseWriter, r *http.Request, p *auth.P
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, obsObject(res.Object))
+	writeJSON(w, http.StatusOK, obs.WireObject(res.Object))
 	return nil
 }
 
@@ -335,7 +322,7 @@ func (s *Server) obsPutObject(w http.ResponseWriter, r *http.Request, p *auth.Pr
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, obsObject(obj))
+	writeJSON(w, http.StatusOK, obs.WireObject(obj))
 	return nil
 }
 
@@ -446,11 +433,6 @@ func (s *Server) obsPresign(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	return nil
 }
 
-func (s *Server) obsUpload(u *meta.Upload) api.OBSUpload {
-	min, max := s.deps.OBS.PartSizes()
-	return api.OBSUpload{UploadID: u.ID, Bucket: u.Bucket, Key: u.Key, Initiated: u.Initiated.UnixMilli(), MinPartSize: min, MaxPartSize: max, MaxParts: obs.MaxPartNumber}
-}
-
 func (s *Server) obsCreateUpload(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	o, err := s.objects()
 	if err != nil {
@@ -464,7 +446,7 @@ func (s *Server) obsCreateUpload(w http.ResponseWriter, r *http.Request, p *auth
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, s.obsUpload(u))
+	writeJSON(w, http.StatusCreated, o.WireUpload(u))
 	return nil
 }
 
@@ -490,7 +472,7 @@ func (s *Server) obsListParts(w http.ResponseWriter, r *http.Request, p *auth.Pr
 	if err != nil {
 		return err
 	}
-	out := api.OBSParts{Upload: s.obsUpload(res.Upload), Parts: make([]api.OBSPart, 0, len(res.Parts)), Truncated: res.IsTruncated, NextMarker: res.NextPartNumberMarker}
+	out := api.OBSParts{Upload: o.WireUpload(res.Upload), Parts: make([]api.OBSPart, 0, len(res.Parts)), Truncated: res.IsTruncated, NextMarker: res.NextPartNumberMarker}
 	for _, pt := range res.Parts {
 		out.Parts = append(out.Parts, api.OBSPart{Number: pt.Number, ETag: pt.Blob.ETag, Size: pt.Blob.Size, LastModified: pt.LastModified.UnixMilli()})
 	}
@@ -541,7 +523,7 @@ func (s *Server) obsCompleteUpload(w http.ResponseWriter, r *http.Request, p *au
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, obsObject(obj))
+	writeJSON(w, http.StatusOK, obs.WireObject(obj))
 	return nil
 }
 

@@ -229,9 +229,8 @@ func (s *Server) authenticate(r *http.Request, maxBody int64) (*auth.Principal, 
 	var p *auth.Principal
 	var err error
 	switch {
-	case r.Header.Get("X-Auth-Token") == "" && !sigv4.IsSigned(r) && consoleCookieOf(r) != "":
-		c, _ := r.Cookie(ConsoleCookie)
-		p, err = s.authenticateCookie(r, c)
+	case r.Header.Get("X-Auth-Token") == "" && !sigv4.IsSigned(r) && len(consoleCookies(r)) > 0:
+		p, err = s.authenticateCookie(r, consoleCookies(r)[0])
 	case r.Header.Get("X-Auth-Token") != "":
 		p, err = s.deps.Auth.AuthenticateToken(r.Context(), r.Header.Get("X-Auth-Token"))
 	case sigv4.IsSigned(r):

@@ -160,6 +160,7 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 		return err
 	}
 	defer nbs.proxy.Close()
+	services.deployments.MeterNotebooks(notebookMeter{nbs.api})
 	ledger.OnFree(jobs.Controller.Kick)
 	ledger.OnFree(wake.Kick)
 	ledger.OnFree(nbs.controller.Kick)

@@ -158,6 +158,13 @@ func (s *Service) AuthenticatePresignedV2(ctx context.Context, r *http.Request, 
 	return s.authenticateSigned(ctx, v, func(v *sigv4.Verifier) (*sigv4.Result, error) { return v.VerifyPresignedV2(r, bucket) })
 }
 
+// AuthenticatePost verifies the signature of a browser-form (POST Object)
+// policy (see sigv4.VerifyPost) and resolves the signer to its Principal.
+// The policy's expiration and conditions are the caller's to check.
+func (s *Service) AuthenticatePost(ctx context.Context, sig sigv4.PostSignature, v sigv4.Verifier) (*Principal, *sigv4.Result, error) {
+	return s.authenticateSigned(ctx, v, func(v *sigv4.Verifier) (*sigv4.Result, error) { return v.VerifyPost(ctx, sig) })
+}
+
 func (s *Service) authenticateSigned(ctx context.Context, v sigv4.Verifier, verify func(*sigv4.Verifier) (*sigv4.Result, error)) (*Principal, *sigv4.Result, error) {
 	const op errs.Op = "auth.AuthenticateSigV4"
 	var rk *resolvedKey

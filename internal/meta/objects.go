@@ -18,6 +18,11 @@ type Bucket struct {
 	CORS       string
 	Tags       string
 	Versioning string // "" (never versioned), VersioningEnabled or VersioningSuspended
+	ACL        string // the bucket's access control list, a document of the obs package ("": the owner alone)
+	Ownership  string // the object ownership setting ("": none, which is ObjectWriter; new buckets get BucketOwnerEnforced)
+	// PublicAccessBlock is the bucket's public access block configuration
+	// ("": nothing blocked).
+	PublicAccessBlock string
 }
 
 // Versioning states of a bucket. A bucket that was never versioned has "";
@@ -37,6 +42,9 @@ const (
 	BucketCORS
 	BucketTags
 	BucketVersioning // the versioning state, not a document
+	BucketACL
+	BucketOwnership
+	BucketPublicAccessBlock
 )
 
 // Blob is one stored piece of an object's bytes, in order. A single PUT
@@ -63,6 +71,7 @@ type Object struct {
 	LastModified time.Time
 	Blobs        []Blob
 	Tags         map[string]string // object tags (S3 tagging); nil for none
+	ACL          string            // access control list, a document of the obs package ("": the owner alone); each version has its own
 
 	// VersionID is the version's id; "" is the null version (every object
 	// of a never-versioned bucket, and those written while versioning is
@@ -146,6 +155,7 @@ type Upload struct {
 	StorageClass string
 	ChecksumAlgo string            // algorithm requested at create ("" = none)
 	Tags         map[string]string // tags the object gets when the upload completes
+	ACL          string            // the ACL the object gets when the upload completes
 }
 
 // UploadPart is an uploaded part of a multipart upload.
@@ -216,6 +226,11 @@ type Objects interface {
 	// them) and returns the object; NotFound if none. Nothing else of the
 	// object changes (not its ETag, not its LastModified).
 	SetObjectTags(ctx context.Context, bucket, key string, tags map[string]string) (*Object, error)
+	// SetObjectACL replaces the ACL document of the object (the key's
+	// latest version, when it is not a delete marker; "" for the default)
+	// and returns the object; NotFound if none. Nothing else of the object
+	// changes.
+	SetObjectACL(ctx context.Context, bucket, key, acl string) (*Object, error)
 	// GetObject returns the object: the key's latest version unless that
 	// is a delete marker; NotFound if none.
 	GetObject(ctx context.Context, bucket, key string) (*Object, error)
@@ -236,6 +251,9 @@ type Objects interface {
 	// SetObjectVersionTags is SetObjectTags of one version; NotFound if
 	// none, Invalid for a delete marker.
 	SetObjectVersionTags(ctx context.Context, bucket, key, versionID string, tags map[string]string) (*Object, error)
+	// SetObjectVersionACL is SetObjectACL of one version; NotFound if
+	// none, Invalid for a delete marker.
+	SetObjectVersionACL(ctx context.Context, bucket, key, versionID, acl string) (*Object, error)
 	// ListObjectVersions returns a page of versions and delete markers;
 	// NotFound if the bucket does not exist.
 	ListObjectVersions(ctx context.Context, q ListVersionsQuery) (*ListVersionsResult, error)

@@ -17,6 +17,12 @@ type CreateBucketOptions struct {
 	// Location is the requested region (S3's LocationConstraint); "" or the
 	// server's region.
 	Location string
+	// ObjectOwnership (x-amz-object-ownership); "" is BucketOwnerEnforced,
+	// ACLs disabled, as S3 creates buckets since April 2023.
+	ObjectOwnership string
+	// ACL is the bucket's ACL (x-amz-acl, x-amz-grant-*); with
+	// BucketOwnerEnforced only private (or none) is accepted.
+	ACL ACLRequest
 }
 
 // CreateBucket creates a private bucket owned by the caller. Any
@@ -32,11 +38,31 @@ func (s *Service) CreateBucket(ctx context.Context, c *Caller, name string, o Cr
 			fmt.Sprintf("cannot create bucket %q in region %q: this server is region %q", name, o.Location, s.region),
 			fmt.Sprintf("leave the location constraint out or set it (and the client's region) to %q", s.region))
 	}
-	b := &meta.Bucket{Name: name, OwnerID: c.userID(), Region: s.region, CreateTime: s.nowMS()}
+	if o.ObjectOwnership == "" {
+		o.ObjectOwnership = OwnershipBucketOwnerEnforced
+	}
+	if err := ValidateOwnership(o.ObjectOwnership); err != nil {
+		return nil, err
+	}
+	b := &meta.Bucket{Name: name, OwnerID: c.userID(), Region: s.region, CreateTime: s.nowMS(), Ownership: o.ObjectOwnership}
 	if err := s.check(op, c, b, ActionCreateBucket, "", nil); err != nil {
 		return nil, err
 	}
-	err := s.store.CreateBucket(ctx, b)
+	acl, err := s.resolveACL(ctx, op, b, b.OwnerID, o.ACL, false)
+	if errs.CodeOf(err) == CodeACLNotSupported {
+		return nil, fail(op, CodeACLWithOwnership, fmt.Sprintf("bucket %q would have ObjectOwnership BucketOwnerEnforced (ACLs disabled) and an ACL granting access", name),
+			"leave x-amz-acl out (grant access with a bucket policy), or create the bucket with x-amz-object-ownership: ObjectWriter or BucketOwnerPreferred")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if acl != "" {
+		if err := s.check(op, c, b, ActionPutBucketACL, "", nil); err != nil {
+			return nil, err
+		}
+	}
+	b.ACL = acl
+	err = s.store.CreateBucket(ctx, b)
 	if errs.Is(err, errs.Exists) {
 		old, gerr := s.store.GetBucket(ctx, name)
 		if gerr == nil && old.OwnerID == b.OwnerID {
@@ -154,6 +180,12 @@ func (s *Service) PutBucketPolicy(ctx context.Context, c *Caller, name string, d
 	}
 	if err := ValidateBucketPolicy(name, doc); err != nil {
 		return err
+	}
+	if decodePAB(b.PublicAccessBlock).BlockPublicPolicy {
+		if p, err := policy.Parse(doc, policy.Resource); err == nil && PolicyIsPublic(p) {
+			return fail(op, CodeAccessDenied, fmt.Sprintf("access denied: the public access block of bucket %q (BlockPublicPolicy) refuses a public bucket policy", name),
+				"grant to named users (Principal {\"AWS\": [\"user/name\"]}) or pin aws:SourceIp; or have the owner change the block (PUT ?publicAccessBlock)")
+		}
 	}
 	return s.setConfig(ctx, op, name, meta.BucketPolicy, string(bytes.TrimSpace(doc)))
 }

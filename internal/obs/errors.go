@@ -64,6 +64,14 @@ const (
 	CodeBadVersioning        errs.Code = "ATL.OBS.0053"
 	CodeMFADelete            errs.Code = "ATL.OBS.0054"
 	CodeCopyFromMarker       errs.Code = "ATL.OBS.0055"
+	// ACLs, ownership controls, public access blocks.
+	CodeBadACL              errs.Code = "ATL.OBS.0060"
+	CodeBadACLRequest       errs.Code = "ATL.OBS.0061"
+	CodeACLNotSupported     errs.Code = "ATL.OBS.0062"
+	CodeACLWithOwnership    errs.Code = "ATL.OBS.0063"
+	CodeNoOwnershipControls errs.Code = "ATL.OBS.0064"
+	CodeNoPublicAccessBlock errs.Code = "ATL.OBS.0065"
+	CodeBadOwnership        errs.Code = "ATL.OBS.0066"
 )
 
 // hintFull is the hint of CodeStorageFull.
@@ -170,6 +178,20 @@ func infoOf(c errs.Code) (codeInfo, bool) {
 		return codeInfo{errs.Invalid, "IllegalVersioningConfigurationException", http.StatusBadRequest}, true
 	case CodeCopyFromMarker:
 		return codeInfo{errs.Invalid, "InvalidRequest", http.StatusBadRequest}, true
+	case CodeBadACL:
+		return codeInfo{errs.Invalid, "InvalidArgument", http.StatusBadRequest}, true
+	case CodeBadACLRequest:
+		return codeInfo{errs.Invalid, "InvalidRequest", http.StatusBadRequest}, true
+	case CodeACLNotSupported:
+		return codeInfo{errs.Invalid, "AccessControlListNotSupported", http.StatusBadRequest}, true
+	case CodeACLWithOwnership:
+		return codeInfo{errs.Invalid, "InvalidBucketAclWithObjectOwnership", http.StatusBadRequest}, true
+	case CodeNoOwnershipControls:
+		return codeInfo{errs.NotFound, "OwnershipControlsNotFoundError", http.StatusNotFound}, true
+	case CodeNoPublicAccessBlock:
+		return codeInfo{errs.NotFound, "NoSuchPublicAccessBlockConfiguration", http.StatusNotFound}, true
+	case CodeBadOwnership:
+		return codeInfo{errs.Invalid, "MalformedXML", http.StatusBadRequest}, true
 	}
 	return codeInfo{}, false
 }

@@ -27,8 +27,9 @@ type UploadOptions struct {
 	Metadata     map[string]string
 	Headers      map[string]string
 	StorageClass string
-	ChecksumAlgo string // the parts' additional checksum algorithm; "" for none
-	Tags         []Tag  // the object's tags (x-amz-tagging), given it when the upload completes
+	ChecksumAlgo string     // the parts' additional checksum algorithm; "" for none
+	Tags         []Tag      // the object's tags (x-amz-tagging), given it when the upload completes
+	ACL          ACLRequest // the object's ACL (x-amz-acl, x-amz-grant-*), given it when the upload completes
 }
 
 // CreateMultipartUpload starts a multipart upload of bucket/key.
@@ -52,8 +53,12 @@ func (s *Service) CreateMultipartUpload(ctx context.Context, c *Caller, bucket, 
 	if err := s.check(op, c, b, ActionPutObject, key, tagContext(nil, nil, o.Tags)); err != nil {
 		return nil, err
 	}
+	owner, acl, err := s.writeACL(ctx, op, c, b, key, o.ACL)
+	if err != nil {
+		return nil, err
+	}
 	u := &meta.Upload{
-		ID: newUploadID(), Bucket: bucket, Key: key, OwnerID: objectOwner(c, b), Initiated: s.nowMS(),
+		ID: newUploadID(), Bucket: bucket, Key: key, OwnerID: owner, ACL: acl, Initiated: s.nowMS(),
 		ContentType: o.ContentType, Metadata: o.Metadata, Headers: o.Headers, StorageClass: class,
 		ChecksumAlgo: o.ChecksumAlgo, Tags: tagMap(o.Tags),
 	}
@@ -278,9 +283,13 @@ func (s *Service) CompleteMultipartUploadIf(ctx context.Context, c *Caller, buck
 	if err != nil {
 		return nil, err
 	}
+	owner := objectOwner(c, b)
+	if b.Ownership == OwnershipBucketOwnerPreferred && u.OwnerID != "" {
+		owner = u.OwnerID // bucket-owner-full-control at create gave it to the bucket owner
+	}
 	obj := &meta.Object{
 		Bucket: bucket, Key: key, ContentType: u.ContentType, Metadata: u.Metadata, Headers: u.Headers,
-		StorageClass: u.StorageClass, OwnerID: objectOwner(c, b), LastModified: s.nowMS(), Tags: u.Tags,
+		StorageClass: u.StorageClass, OwnerID: owner, LastModified: s.nowMS(), Tags: u.Tags, ACL: u.ACL,
 		VersionID: newVersionID(b), Versioned: b.Versioning != "",
 	}
 	etags := make([]string, len(parts))

@@ -25,6 +25,7 @@ type PutOptions struct {
 	StorageClass string            // "" is STANDARD
 	Tags         []Tag             // the object's tags (x-amz-tagging); nil for none
 	Conditions   WriteConditions   // If-Match, If-None-Match
+	ACL          ACLRequest        // x-amz-acl or x-amz-grant-*; the zero value: private
 }
 
 // WriteConditions are the conditional headers of a write (PutObject,
@@ -117,6 +118,10 @@ func (s *Service) PutObject(ctx context.Context, c *Caller, bucket, key string, 
 	if err := s.check(op, c, b, ActionPutObject, key, tagContext(nil, nil, o.Tags)); err != nil {
 		return nil, err
 	}
+	owner, acl, err := s.writeACL(ctx, op, c, b, key, o.ACL)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.checkWrite(ctx, op, bucket, key, pre); err != nil {
 		return nil, err
 	}
@@ -127,8 +132,8 @@ func (s *Service) PutObject(ctx context.Context, c *Caller, bucket, key string, 
 	obj := &meta.Object{
 		Bucket: bucket, Key: key, Size: w.size, ETag: w.etag(),
 		ContentType: o.ContentType, Metadata: o.Metadata, Headers: o.Headers,
-		StorageClass: class, OwnerID: objectOwner(c, b), LastModified: s.nowMS(),
-		Blobs: []meta.Blob{{ID: w.id, Size: w.size}}, Tags: tagMap(o.Tags),
+		StorageClass: class, OwnerID: owner, LastModified: s.nowMS(),
+		Blobs: []meta.Blob{{ID: w.id, Size: w.size}}, Tags: tagMap(o.Tags), ACL: acl,
 		VersionID: newVersionID(b), Versioned: b.Versioning != "",
 	}
 	if w.checksum != "" {
@@ -150,13 +155,32 @@ func (s *Service) checkAttributes(op errs.Op, key string, md map[string]string, 
 	return storageClass(op, class)
 }
 
-// objectOwner is the owner of an object c writes: c, or the bucket owner
-// for anonymous writes.
+// objectOwner is the owner of an object c writes into b: the bucket owner
+// where the bucket has ObjectOwnership BucketOwnerEnforced (the default)
+// or for anonymous writes, else c.
 func objectOwner(c *Caller, b *meta.Bucket) string {
+	if b.Ownership == OwnershipBucketOwnerEnforced {
+		return b.OwnerID // ACLs disabled: the bucket owner owns every object
+	}
 	if id := c.userID(); id != "" {
 		return id
 	}
 	return b.OwnerID
+}
+
+// writeACL is the owner and the ACL document of an object that c writes
+// into b with the ACL r asks for: with BucketOwnerPreferred and
+// bucket-owner-full-control the bucket owner owns it, else the writer. An
+// ACL that grants anything also needs obs:PutObjectAcl.
+func (s *Service) writeACL(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, key string, r ACLRequest) (owner, doc string, err error) {
+	owner = objectOwner(c, b)
+	if b.Ownership == OwnershipBucketOwnerPreferred && r.Canned == CannedBucketOwnerFullControl {
+		owner = b.OwnerID
+	}
+	if doc, err = s.resolveACL(ctx, op, b, owner, r, true); err != nil || doc == "" {
+		return owner, doc, err
+	}
+	return owner, doc, s.check(op, c, b, ActionPutObjectACL, key, nil)
 }
 
 // commit indexes obj, whose blobs are new, and deletes the blobs of the
@@ -279,7 +303,7 @@ func (s *Service) get(ctx context.Context, op errs.Op, c *Caller, bucket, key st
 		action = ActionGetObjectVersion
 	}
 	authz := func(obj *meta.Object) error {
-		return s.check(op, c, b, action, key, tagContext(nil, obj, nil))
+		return s.checkWithObject(op, c, b, action, key, obj, tagContext(nil, obj, nil))
 	}
 	if method == http.MethodHead {
 		return s.lookup(ctx, op, b, key, o, method, authz) // reads no blob: nothing to pin
@@ -527,6 +551,8 @@ type CopyOptions struct {
 	// SourceVersionID is the source's versionId ("null" too; "" for the
 	// latest), which needs obs:GetObjectVersion.
 	SourceVersionID string
+	// ACL of the copy (x-amz-acl, x-amz-grant-*); the zero value: private.
+	ACL ACLRequest
 }
 
 // CopyObject copies srcBucket/srcKey to dstBucket/dstKey: it reads the
@@ -585,6 +611,10 @@ func (s *Service) CopyObject(ctx context.Context, c *Caller, srcBucket, srcKey, 
 	if err := s.check(op, c, db, ActionPutObject, dstKey, tagContext(nil, nil, reqTags)); err != nil {
 		return nil, err
 	}
+	owner, acl, err := s.writeACL(ctx, op, c, db, dstKey, o.ACL)
+	if err != nil {
+		return nil, err
+	}
 	src, _, body, err := s.openSource(ctx, op, c, sb, srcKey, o.SourceVersionID, o.SourceConditions, nil)
 	if err != nil {
 		return nil, err
@@ -610,8 +640,8 @@ func (s *Service) CopyObject(ctx context.Context, c *Caller, srcBucket, srcKey, 
 	obj := &meta.Object{
 		Bucket: dstBucket, Key: dstKey, Size: w.size, ETag: w.etag(),
 		ContentType: src.ContentType, Metadata: src.Metadata, Headers: src.Headers,
-		StorageClass: class, OwnerID: objectOwner(c, db), LastModified: s.nowMS(),
-		Blobs: []meta.Blob{{ID: w.id, Size: w.size}}, Tags: src.Tags,
+		StorageClass: class, OwnerID: owner, LastModified: s.nowMS(),
+		Blobs: []meta.Blob{{ID: w.id, Size: w.size}}, Tags: src.Tags, ACL: acl,
 		VersionID: newVersionID(db), Versioned: db.Versioning != "",
 	}
 	if replaceTags {
@@ -651,7 +681,7 @@ func (s *Service) openSource(ctx context.Context, op errs.Op, c *Caller, b *meta
 		action = ActionGetObjectVersion
 	}
 	authz := func(obj *meta.Object) error {
-		return s.check(op, c, b, action, key, tagContext(nil, obj, nil))
+		return s.checkWithObject(op, c, b, action, key, obj, tagContext(nil, obj, nil))
 	}
 	t := s.pins.begin()
 	res, err := s.lookup(ctx, op, b, key, GetOptions{Conditions: cond, VersionID: version}, "COPY", authz)

@@ -7,7 +7,7 @@
 //     path-style ("/bucket/key") or virtual-host-style
 //     ("<bucket>.<s3_domain>"). Keys are unescaped exactly once from the path
 //     as the client escaped it, so every key comes back byte for byte. S3
-//     sub-resources Atelier does not offer (?acl, ?object-lock, …)
+//     sub-resources Atelier does not offer (?object-lock, ?website, …)
 //     are answered NotImplemented, naming them (docs/obs.md lists every
 //     S3 operation; TestDocumentedOperations keeps the two in step). ParseCopySource, ParseRange
 //     and ParsePartNumber parse the x-amz-copy-source and Range headers and
@@ -32,6 +32,17 @@
 //     versionId parameter and the x-amz-version-id and
 //     x-amz-delete-marker headers (also on the 404 and 405 of a delete
 //     marker).
+//   - post.go, postpolicy.go: browser-form uploads (POST Object):
+//     ReadPostForm reads a multipart form up to its file with the fields
+//     bounded (MaxPostPreData), ParsePostPolicy and PostPolicy.Check parse and
+//     apply a POST policy (expiration, eq/starts-with conditions, every field
+//     covered), and postObject stores the file through obs PutObject as the
+//     policy's signer (sigv4.VerifyPost), the content-length-range enforced
+//     while it streams.
+//   - acl.go: ?acl (AccessControlPolicy with xsi:type grantees; x-amz-acl
+//     and x-amz-grant-* headers read by requestACL for every write that
+//     takes an ACL), ?ownershipControls, ?publicAccessBlock and
+//     ?policyStatus; the rules are obs's.
 //   - bucketname.go: ValidateBucketName (the rules of internal/bucketname as
 //     an InvalidBucketName error that names the rule broken, with a hint
 //     that suggests a corrected name).

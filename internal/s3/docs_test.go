@@ -57,7 +57,7 @@ func TestDocumentedOperations(t *testing.T) {
 			t.Errorf("%s is routed but not in docs/obs.md as implemented", op)
 		}
 	}
-	if !strings.Contains(string(doc), "| PostObject (browser-form upload) | `POST /bucket` | not yet |") {
-		t.Error("browser-form uploads (NotImplemented in bucketOp) are not in the table")
+	if !strings.Contains(string(doc), "| PostObject (browser-form upload) | `POST /bucket` | implemented |") {
+		t.Error("browser-form uploads (OpPostObject) are not in the table as implemented")
 	}
 }

@@ -80,6 +80,20 @@ const (
 	SlowDown                           ErrorCode = "SlowDown"
 	UserKeyMustBeSpecified             ErrorCode = "UserKeyMustBeSpecified"
 	XAmzContentSHA256Mismatch          ErrorCode = "XAmzContentSHA256Mismatch"
+
+	// Browser-form (POST Object) uploads.
+	AccessControlListNotSupported       ErrorCode = "AccessControlListNotSupported"
+	IncorrectNumberOfFilesInPostRequest ErrorCode = "IncorrectNumberOfFilesInPostRequest"
+	InvalidPolicyDocument               ErrorCode = "InvalidPolicyDocument"
+	MalformedPOSTRequest                ErrorCode = "MalformedPOSTRequest"
+	MaxPostPreDataLengthExceeded        ErrorCode = "MaxPostPreDataLengthExceeded"
+
+	// ACLs, ownership controls and public access blocks.
+	InvalidBucketACLWithObjectOwnership  ErrorCode = "InvalidBucketAclWithObjectOwnership"
+	MalformedACLError                    ErrorCode = "MalformedACLError"
+	NoSuchPublicAccessBlockConfiguration ErrorCode = "NoSuchPublicAccessBlockConfiguration"
+	OwnershipControlsNotFoundError       ErrorCode = "OwnershipControlsNotFoundError"
+	UnexpectedContent                    ErrorCode = "UnexpectedContent"
 )
 
 // errorInfo is the HTTP status and default message of an error code.
@@ -151,6 +165,18 @@ var errorTable = map[ErrorCode]errorInfo{
 	SlowDown:                           {http.StatusServiceUnavailable, "Please reduce your request rate."},
 	UserKeyMustBeSpecified:             {http.StatusBadRequest, "An object key must be specified."},
 	XAmzContentSHA256Mismatch:          {http.StatusBadRequest, "The provided 'x-amz-content-sha256' header does not match what was computed."},
+
+	AccessControlListNotSupported:       {http.StatusBadRequest, "The bucket does not allow ACLs."},
+	IncorrectNumberOfFilesInPostRequest: {http.StatusBadRequest, "POST requires exactly one file upload per request."},
+	InvalidPolicyDocument:               {http.StatusBadRequest, "The content of the form does not meet the conditions specified in the policy document."},
+	MalformedPOSTRequest:                {http.StatusBadRequest, "The body of your POST request is not well-formed multipart/form-data."},
+	MaxPostPreDataLengthExceeded:        {http.StatusBadRequest, "Your POST request fields preceding the upload file were too large."},
+
+	InvalidBucketACLWithObjectOwnership:  {http.StatusBadRequest, "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting."},
+	MalformedACLError:                    {http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."},
+	NoSuchPublicAccessBlockConfiguration: {http.StatusNotFound, "The public access block configuration was not found."},
+	OwnershipControlsNotFoundError:       {http.StatusNotFound, "The bucket ownership controls were not found."},
+	UnexpectedContent:                    {http.StatusBadRequest, "This request does not support content."},
 }
 
 // Status is the HTTP status of the code; 500 for a code not in the table.

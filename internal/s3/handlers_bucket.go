@@ -118,6 +118,26 @@ func (s *Server) dispatch(q *request) error {
 		return s.putBucketVersioning(q)
 	case OpListObjectVersions:
 		return s.listObjectVersions(q)
+	case OpPostObject:
+		return s.postObject(q)
+	case OpGetBucketACL, OpGetObjectACL:
+		return s.getACL(q)
+	case OpPutBucketACL, OpPutObjectACL:
+		return s.putACL(q)
+	case OpGetBucketOwnershipControls:
+		return s.getOwnershipControls(q)
+	case OpPutBucketOwnershipControls:
+		return s.putOwnershipControls(q)
+	case OpDeleteBucketOwnershipControls:
+		return noContent(q, s.d.OBS.DeleteBucketOwnershipControls(q.r.Context(), q.caller, q.t.Bucket))
+	case OpGetPublicAccessBlock:
+		return s.getPublicAccessBlock(q)
+	case OpPutPublicAccessBlock:
+		return s.putPublicAccessBlock(q)
+	case OpDeletePublicAccessBlock:
+		return noContent(q, s.d.OBS.DeletePublicAccessBlock(q.r.Context(), q.caller, q.t.Bucket))
+	case OpGetBucketPolicyStatus:
+		return s.getPolicyStatus(q)
 	}
 	return NewError(NotImplemented, q.t.Op.String()+" is not available")
 }
@@ -169,6 +189,11 @@ func (s *Server) createBucket(q *request) error {
 			o.Location = c.LocationConstraint
 		}
 	}
+	acl, err := requestACL(q.r.Header)
+	if err != nil {
+		return err
+	}
+	o.ACL, o.ObjectOwnership = acl, q.r.Header.Get("x-amz-object-ownership")
 	if _, err := s.d.OBS.CreateBucket(q.r.Context(), q.caller, q.t.Bucket, o); err != nil {
 		return err
 	}

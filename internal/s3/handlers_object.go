@@ -78,10 +78,14 @@ func (s *Server) putObject(q *request) error {
 	if err != nil {
 		return err
 	}
+	acl, err := requestACL(q.r.Header)
+	if err != nil {
+		return err
+	}
 	ct, md, stored := objectAttrs(q.r.Header)
 	o, err := s.d.OBS.PutObject(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, q.r.Body, obs.PutOptions{
 		Size: q.bodySize(), ContentType: ct, Metadata: md, Headers: stored, ContentMD5: md5sum, Checksum: ck,
-		StorageClass: q.r.Header.Get("x-amz-storage-class"), Tags: tags, Conditions: writeConditions(q.r.Header)})
+		StorageClass: q.r.Header.Get("x-amz-storage-class"), Tags: tags, Conditions: writeConditions(q.r.Header), ACL: acl})
 	if err != nil {
 		return err
 	}
@@ -229,6 +233,9 @@ func (s *Server) copyObject(q *request) error {
 		if o.Tags, err = requestTags(q.r.Header); err != nil {
 			return err
 		}
+	}
+	if o.ACL, err = requestACL(q.r.Header); err != nil {
+		return err
 	}
 	obj, err := s.d.OBS.CopyObject(q.r.Context(), q.caller, srcBucket, srcKey, q.t.Bucket, q.t.Key, o)
 	if err != nil {

@@ -56,6 +56,18 @@ const (
 	OpGetBucketVersioning
 	OpPutBucketVersioning
 	OpListObjectVersions
+	OpPostObject
+	OpGetBucketACL
+	OpPutBucketACL
+	OpGetObjectACL
+	OpPutObjectACL
+	OpGetBucketOwnershipControls
+	OpPutBucketOwnershipControls
+	OpDeleteBucketOwnershipControls
+	OpGetPublicAccessBlock
+	OpPutPublicAccessBlock
+	OpDeletePublicAccessBlock
+	OpGetBucketPolicyStatus
 	numOps
 )
 
@@ -109,6 +121,19 @@ var ops = [numOps]opInfo{
 	OpGetBucketVersioning:     {"GetBucketVersioning", "obs:GetBucketVersioning"},
 	OpPutBucketVersioning:     {"PutBucketVersioning", "obs:PutBucketVersioning"},
 	OpListObjectVersions:      {"ListObjectVersions", "obs:ListBucketVersions"},
+	OpPostObject:              {"PostObject", "obs:PutObject"},
+
+	OpGetBucketACL:                  {"GetBucketAcl", "obs:GetBucketAcl"},
+	OpPutBucketACL:                  {"PutBucketAcl", "obs:PutBucketAcl"},
+	OpGetObjectACL:                  {"GetObjectAcl", "obs:GetObjectAcl"},
+	OpPutObjectACL:                  {"PutObjectAcl", "obs:PutObjectAcl"},
+	OpGetBucketOwnershipControls:    {"GetBucketOwnershipControls", "obs:GetBucketOwnershipControls"},
+	OpPutBucketOwnershipControls:    {"PutBucketOwnershipControls", "obs:PutBucketOwnershipControls"},
+	OpDeleteBucketOwnershipControls: {"DeleteBucketOwnershipControls", "obs:PutBucketOwnershipControls"},
+	OpGetPublicAccessBlock:          {"GetPublicAccessBlock", "obs:GetBucketPublicAccessBlock"},
+	OpPutPublicAccessBlock:          {"PutPublicAccessBlock", "obs:PutBucketPublicAccessBlock"},
+	OpDeletePublicAccessBlock:       {"DeletePublicAccessBlock", "obs:PutBucketPublicAccessBlock"},
+	OpGetBucketPolicyStatus:         {"GetBucketPolicyStatus", "obs:GetBucketPolicyStatus"},
 }
 
 // String is the S3 API name of the operation, e.g. "GetObject".
@@ -288,8 +313,12 @@ var subresources = map[string]subresource{
 	"versioning": {true, "bucket versioning (?versioning)", ""},
 	"versions":   {true, "ListObjectVersions (?versions)", ""},
 
+	"acl":               {true, "access control lists (?acl)", ""},
+	"ownershipControls": {true, "object ownership controls (?ownershipControls)", ""},
+	"policyStatus":      {true, "policy status (?policyStatus)", ""},
+	"publicAccessBlock": {true, "public access blocks (?publicAccessBlock)", ""},
+
 	"accelerate":            {false, "transfer acceleration (?accelerate)", ""},
-	"acl":                   {false, "access control lists (?acl)", "grant access with a bucket policy (PUT ?policy) or IAM policies"},
 	"analytics":             {false, "storage class analytics (?analytics)", ""},
 	"encryption":            {false, "bucket encryption settings (?encryption)", ""},
 	"intelligent-tiering":   {false, "intelligent tiering (?intelligent-tiering)", "Atelier has one storage class"},
@@ -301,9 +330,6 @@ var subresources = map[string]subresource{
 	"metrics":               {false, "request metrics configuration (?metrics)", "the server exports Prometheus metrics at /metrics on its REST port"},
 	"notification":          {false, "event notifications (?notification)", ""},
 	"object-lock":           {false, "object lock (?object-lock)", ""},
-	"ownershipControls":     {false, "object ownership controls (?ownershipControls)", ""},
-	"policyStatus":          {false, "policy status (?policyStatus)", "read the policy with GET ?policy"},
-	"publicAccessBlock":     {false, "public access blocks (?publicAccessBlock)", "buckets are private unless a bucket policy grants access"},
 	"renameObject":          {false, "RenameObject (?renameObject)", "copy the object and delete the original"},
 	"replication":           {false, "replication (?replication)", ""},
 	"requestPayment":        {false, "requester pays (?requestPayment)", ""},
@@ -321,17 +347,21 @@ var bucketSubOps = map[string]map[string]Op{
 		"location": OpGetBucketLocation, "uploads": OpListMultipartUploads, "policy": OpGetBucketPolicy,
 		"lifecycle": OpGetBucketLifecycle, "cors": OpGetBucketCors, "tagging": OpGetBucketTagging,
 		"versioning": OpGetBucketVersioning, "versions": OpListObjectVersions,
+		"acl": OpGetBucketACL, "ownershipControls": OpGetBucketOwnershipControls,
+		"publicAccessBlock": OpGetPublicAccessBlock, "policyStatus": OpGetBucketPolicyStatus,
 	},
 	http.MethodPut: {"policy": OpPutBucketPolicy, "lifecycle": OpPutBucketLifecycle, "cors": OpPutBucketCors,
-		"tagging": OpPutBucketTagging, "versioning": OpPutBucketVersioning},
+		"tagging": OpPutBucketTagging, "versioning": OpPutBucketVersioning,
+		"acl": OpPutBucketACL, "ownershipControls": OpPutBucketOwnershipControls, "publicAccessBlock": OpPutPublicAccessBlock},
 	http.MethodDelete: {"policy": OpDeleteBucketPolicy, "lifecycle": OpDeleteBucketLifecycle, "cors": OpDeleteBucketCors,
-		"tagging": OpDeleteBucketTagging},
+		"tagging":           OpDeleteBucketTagging,
+		"ownershipControls": OpDeleteBucketOwnershipControls, "publicAccessBlock": OpDeletePublicAccessBlock},
 	http.MethodPost: {"delete": OpDeleteObjects},
 }
 
 var objectSubOps = map[string]map[string]Op{
-	http.MethodGet:    {"uploadId": OpListParts, "tagging": OpGetObjectTagging, "attributes": OpGetObjectAttributes},
-	http.MethodPut:    {"uploadId": OpUploadPart, "tagging": OpPutObjectTagging},
+	http.MethodGet:    {"uploadId": OpListParts, "tagging": OpGetObjectTagging, "attributes": OpGetObjectAttributes, "acl": OpGetObjectACL},
+	http.MethodPut:    {"uploadId": OpUploadPart, "tagging": OpPutObjectTagging, "acl": OpPutObjectACL},
 	http.MethodPost:   {"uploads": OpCreateMultipartUpload, "uploadId": OpCompleteMultipartUpload},
 	http.MethodDelete: {"uploadId": OpAbortMultipartUpload, "tagging": OpDeleteObjectTagging},
 }
@@ -394,7 +424,7 @@ func bucketOp(r *http.Request) (Op, error) {
 		case http.MethodHead:
 			return OpHeadBucket, nil
 		case http.MethodPost:
-			return OpNone, ErrNotImplemented("browser-form uploads (POST to a bucket)", "upload with PUT, or with a presigned PUT URL")
+			return OpPostObject, nil
 		}
 	}
 	if op, ok := bucketSubOps[r.Method][sub]; ok {

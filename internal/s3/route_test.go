@@ -71,12 +71,11 @@ func TestRouteOps(t *testing.T) {
 		{"POST", "/bk1?delete", nil, OpDeleteObjects, "bk1", "", ""},
 		{"POST", "/bk1?delete=", nil, OpDeleteObjects, "bk1", "", ""},
 		{"OPTIONS", "/bk1", nil, OpOptions, "bk1", "", ""},
-		{"POST", "/bk1", nil, OpNone, "bk1", "", NotImplemented},
+		{"POST", "/bk1", nil, OpPostObject, "bk1", "", ""},
 		{"GET", "/bk1?delete", nil, OpNone, "bk1", "", MethodNotAllowed},
 		{"HEAD", "/bk1?location", nil, OpNone, "bk1", "", MethodNotAllowed},
 		{"DELETE", "/bk1?uploadId=u", nil, OpNone, "bk1", "", InvalidRequest},
 		{"GET", "/bk1?policy&cors", nil, OpNone, "bk1", "", InvalidRequest},
-		{"GET", "/bk1?acl", nil, OpNone, "bk1", "", NotImplemented},
 		{"GET", "/bk1?versioning", nil, OpGetBucketVersioning, "bk1", "", ""},
 		{"PUT", "/bk1?versioning", nil, OpPutBucketVersioning, "bk1", "", ""},
 		{"DELETE", "/bk1?versioning", nil, OpNone, "bk1", "", MethodNotAllowed},
@@ -85,13 +84,25 @@ func TestRouteOps(t *testing.T) {
 		{"GET", "/bk1/k?versions", nil, OpNone, "bk1", "k", InvalidRequest},
 		{"GET", "/bk1/k?versionId=null", nil, OpGetObject, "bk1", "k", ""},
 		{"DELETE", "/bk1/k?versionId=x", nil, OpDeleteObject, "bk1", "k", ""},
+		{"GET", "/bk1?acl", nil, OpGetBucketACL, "bk1", "", ""},
+		{"PUT", "/bk1?acl", nil, OpPutBucketACL, "bk1", "", ""},
+		{"DELETE", "/bk1?acl", nil, OpNone, "bk1", "", MethodNotAllowed},
+		{"GET", "/bk1?ownershipControls", nil, OpGetBucketOwnershipControls, "bk1", "", ""},
+		{"PUT", "/bk1?ownershipControls", nil, OpPutBucketOwnershipControls, "bk1", "", ""},
+		{"DELETE", "/bk1?ownershipControls", nil, OpDeleteBucketOwnershipControls, "bk1", "", ""},
+		{"GET", "/bk1?publicAccessBlock", nil, OpGetPublicAccessBlock, "bk1", "", ""},
+		{"PUT", "/bk1?publicAccessBlock", nil, OpPutPublicAccessBlock, "bk1", "", ""},
+		{"DELETE", "/bk1?publicAccessBlock", nil, OpDeletePublicAccessBlock, "bk1", "", ""},
+		{"GET", "/bk1?policyStatus", nil, OpGetBucketPolicyStatus, "bk1", "", ""},
+		{"PUT", "/bk1?policyStatus", nil, OpNone, "bk1", "", MethodNotAllowed},
+		{"GET", "/bk1/k?ownershipControls", nil, OpNone, "bk1", "k", InvalidRequest},
 		{"PUT", "/bk1?website", nil, OpNone, "bk1", "", NotImplemented},
 		{"PUT", "/bk1?tagging", nil, OpPutBucketTagging, "bk1", "", ""},
 		{"GET", "/bk1?tagging", nil, OpGetBucketTagging, "bk1", "", ""},
 		{"DELETE", "/bk1?tagging", nil, OpDeleteBucketTagging, "bk1", "", ""},
 		{"POST", "/bk1?tagging", nil, OpNone, "bk1", "", MethodNotAllowed},
 		{"GET", "/bk1?attributes", nil, OpNone, "bk1", "", InvalidRequest},
-		{"GET", "/bk1?policy&acl", nil, OpNone, "bk1", "", NotImplemented},
+		{"GET", "/bk1?policy&acl", nil, OpNone, "bk1", "", InvalidRequest},
 
 		{"PUT", "/bk1/k", nil, OpPutObject, "bk1", "k", ""},
 		{"PUT", "/bk1/k", copySrc, OpCopyObject, "bk1", "k", ""},
@@ -115,7 +126,8 @@ func TestRouteOps(t *testing.T) {
 		{"POST", "/bk1/k", nil, OpNone, "bk1", "k", MethodNotAllowed},
 		{"GET", "/bk1/k?location", nil, OpNone, "bk1", "k", InvalidRequest},
 		{"POST", "/bk1/k?delete", nil, OpNone, "bk1", "k", InvalidRequest},
-		{"GET", "/bk1/k?acl", nil, OpNone, "bk1", "k", NotImplemented},
+		{"GET", "/bk1/k?acl", nil, OpGetObjectACL, "bk1", "k", ""},
+		{"PUT", "/bk1/k?acl", nil, OpPutObjectACL, "bk1", "k", ""},
 		{"PUT", "/bk1/k?tagging", nil, OpPutObjectTagging, "bk1", "k", ""},
 		{"GET", "/bk1/k?tagging", nil, OpGetObjectTagging, "bk1", "k", ""},
 		{"DELETE", "/bk1/k?tagging", nil, OpDeleteObjectTagging, "bk1", "k", ""},
@@ -156,7 +168,7 @@ func TestRouteOps(t *testing.T) {
 }
 
 func TestRouteNotImplementedNamesSubresource(t *testing.T) {
-	for _, sub := range []string{"acl", "website", "object-lock"} {
+	for _, sub := range []string{"website", "object-lock", "inventory"} {
 		_, err := Route(readRequest(t, "GET", "/bucket?"+sub, "h"), "")
 		if err == nil || !strings.Contains(ToError(err).Message, "?"+sub) {
 			t.Errorf("?%s: error %v does not name the sub-resource", sub, err)

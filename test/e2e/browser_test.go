@@ -136,7 +136,7 @@ func newTab(t *testing.T) *tab {
 
 // allowedProblem are console errors the browser logs for requests the test
 // makes fail on purpose (an HTTP error status is logged as a failed load).
-var allowedProblem = regexp.MustCompile(`Failed to load resource: the server responded with a status of (401|403|404|409|412)`)
+var allowedProblem = regexp.MustCompile(`Failed to load resource: the server responded with a status of (400|401|403|404|409|412)`)
 
 func (tb *tab) problem(s string) {
 	if allowedProblem.MatchString(s) {

@@ -357,3 +357,59 @@ func testConcurrentVersionedPuts(t *testing.T, s meta.Store) {
 		same(t, "GetObject is the latest", got.VersionID, top.VersionID)
 	}
 }
+
+// testVersionACLs checks that each version keeps its own ACL: the latest's
+// goes with it into the noncurrent versions when a newer one is written,
+// and comes back when it is made the latest again; SetObjectVersionACL
+// changes one version's, and refuses a delete marker.
+func testVersionACLs(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	seedBucket(t, s, "b1")
+	const key = "k"
+	const public = `{"canned":"public-read"}`
+	v1 := version("b1", key, "v1", 1)
+	v1.ACL = public
+	put(t, s, v1)
+	v2 := version("b1", key, "v2", 2)
+	put(t, s, v2)
+	got, err := s.GetObjectVersion(ctx, "b1", key, "v1")
+	must(t, err)
+	same(t, "noncurrent v1's ACL", got.ACL, public)
+	got, err = s.GetObject(ctx, "b1", key)
+	must(t, err)
+	same(t, "latest v2's ACL", got.ACL, "")
+	res, err := s.ListObjectVersions(ctx, meta.ListVersionsQuery{Bucket: "b1"})
+	must(t, err)
+	same(t, "listed ACLs", []string{res.Versions[0].ACL, res.Versions[1].ACL}, []string{"", public})
+
+	set, err := s.SetObjectVersionACL(ctx, "b1", key, "v1", `{"canned":"authenticated-read"}`)
+	must(t, err)
+	same(t, "SetObjectVersionACL of a noncurrent version", set.ACL, `{"canned":"authenticated-read"}`)
+	set, err = s.SetObjectVersionACL(ctx, "b1", key, "v2", public)
+	must(t, err)
+	same(t, "SetObjectVersionACL of the latest", []any{set.ACL, set.IsLatest}, []any{public, true})
+	got, err = s.GetObject(ctx, "b1", key)
+	must(t, err)
+	same(t, "the latest's ACL after SetObjectVersionACL", got.ACL, public)
+	got, err = s.GetObjectVersion(ctx, "b1", key, "v1")
+	must(t, err)
+	same(t, "v1 untouched by v2's ACL", got.ACL, `{"canned":"authenticated-read"}`)
+	_, err = s.SetObjectVersionACL(ctx, "b1", key, "v9", "")
+	wantKind(t, "SetObjectVersionACL of a missing version", err, errs.NotFound)
+
+	// Deleting v2 makes v1 the latest, with its ACL.
+	_, err = s.DeleteObjectVersion(ctx, "b1", key, "v2")
+	must(t, err)
+	got, err = s.GetObject(ctx, "b1", key)
+	must(t, err)
+	same(t, "v1 promoted keeps its ACL", []any{got.VersionID, got.ACL}, []any{"v1", `{"canned":"authenticated-read"}`})
+
+	put(t, s, marker("b1", key, "m1"))
+	_, err = s.SetObjectVersionACL(ctx, "b1", key, "m1", public)
+	wantKind(t, "SetObjectVersionACL of a delete marker", err, errs.Invalid)
+	_, err = s.SetObjectACL(ctx, "b1", key, public)
+	wantKind(t, "SetObjectACL behind a delete marker", err, errs.NotFound)
+	got, err = s.GetObjectVersion(ctx, "b1", key, "v1")
+	must(t, err)
+	same(t, "v1 behind a marker keeps its ACL", got.ACL, `{"canned":"authenticated-read"}`)
+}

@@ -171,6 +171,7 @@ func (j *jupyter) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "from-jupyter", Path: "/"})
 		http.SetCookie(w, &http.Cookie{Name: "_xsrf", Value: "x1", Path: "/"})
+		http.SetCookie(w, &http.Cookie{Name: "atelier_console", Value: "atl_tossed", Path: "/api/v1/obs"})
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(seen{Host: r.Host, Authorization: r.Header.Values("Authorization"),
 			XAuthToken: r.Header.Values("X-Auth-Token"), Cookie: r.Header.Values("Cookie"),

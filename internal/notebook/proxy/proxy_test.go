@@ -303,7 +303,7 @@ func TestForwardedHeaders(t *testing.T) {
 	c := e.cookie("nb1", "alice")
 	h := http.Header{
 		"Authorization": {"token stolen", "Bearer x"},
-		"Cookie":        {"_xsrf=abc; " + CookieName + "=" + c.Value + "; other=1", CookieName + "=zz"},
+		"Cookie":        {"_xsrf=abc; " + CookieName + "=" + c.Value + "; atelier_console=atl_victim; other=1", CookieName + "=zz"},
 		"Connection":    {"X-Hop"},
 		"X-Hop":         {"1"},
 	}

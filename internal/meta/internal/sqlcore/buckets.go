@@ -10,12 +10,12 @@ import (
 	"github.com/atelier-dev/atelier/internal/meta"
 )
 
-const bucketColumns = `name, owner_id, region, create_time, policy, lifecycle, cors, tags, versioning`
+const bucketColumns = `name, owner_id, region, create_time, policy, lifecycle, cors, tags, versioning, acl, ownership, public_access_block`
 
 func scanBucket(sc scanner) (*meta.Bucket, error) {
 	var b meta.Bucket
 	var ct sql.NullInt64
-	if err := sc.Scan(&b.Name, &b.OwnerID, &b.Region, &ct, &b.Policy, &b.Lifecycle, &b.CORS, &b.Tags, &b.Versioning); err != nil {
+	if err := sc.Scan(&b.Name, &b.OwnerID, &b.Region, &ct, &b.Policy, &b.Lifecycle, &b.CORS, &b.Tags, &b.Versioning, &b.ACL, &b.Ownership, &b.PublicAccessBlock); err != nil {
 		return nil, err
 	}
 	b.CreateTime = fromMillis(ct)
@@ -34,15 +34,16 @@ func (s *Store) CreateBucket(ctx context.Context, b *meta.Bucket) error {
 		return err
 	}
 	if err := validText(op, "bucket name", b.Name, "owner id", b.OwnerID, "region", b.Region,
-		"bucket policy", b.Policy, "lifecycle configuration", b.Lifecycle, "CORS configuration", b.CORS, "tag set", b.Tags); err != nil {
+		"bucket policy", b.Policy, "lifecycle configuration", b.Lifecycle, "CORS configuration", b.CORS, "tag set", b.Tags,
+		"ACL", b.ACL, "object ownership", b.Ownership, "public access block", b.PublicAccessBlock); err != nil {
 		return err
 	}
 	if err := validVersioning(op, b.Versioning, true); err != nil {
 		return err
 	}
 	_, err := s.exec(ctx, s.w,
-		`INSERT INTO buckets (`+bucketColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		b.Name, b.OwnerID, b.Region, millis(b.CreateTime), b.Policy, b.Lifecycle, b.CORS, b.Tags, b.Versioning)
+		`INSERT INTO buckets (`+bucketColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		b.Name, b.OwnerID, b.Region, millis(b.CreateTime), b.Policy, b.Lifecycle, b.CORS, b.Tags, b.Versioning, b.ACL, b.Ownership, b.PublicAccessBlock)
 	if s.d.IsUnique(err) {
 		return errs.E(op, errs.Exists, fmt.Sprintf("bucket %q already exists", b.Name))
 	}
@@ -119,6 +120,12 @@ func (s *Store) SetBucketConfig(ctx context.Context, name string, which meta.Buc
 		if err := validVersioning(op, doc, false); err != nil {
 			return err
 		}
+	case meta.BucketACL:
+		column = "acl"
+	case meta.BucketOwnership:
+		column = "ownership"
+	case meta.BucketPublicAccessBlock:
+		column = "public_access_block"
 	default:
 		return errs.E(op, errs.Invalid, fmt.Sprintf("unknown bucket configuration %d", which))
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 const objectColumns = `bucket, key, size, etag, content_type, metadata, headers, checksums,
-	storage_class, owner_id, last_modified, blob_id, blobs, tags, version_id`
+	storage_class, owner_id, last_modified, blob_id, blobs, tags, acl, version_id`
 
 // batchSize bounds the values of one IN list or multi-row INSERT, well
 // under both databases' limits on bound parameters.
@@ -30,7 +30,7 @@ type objectRow struct {
 
 func (r *objectRow) scan(sc scanner) error {
 	return sc.Scan(&r.o.Bucket, &r.o.Key, &r.o.Size, &r.o.ETag, &r.o.ContentType,
-		&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobID, &r.blobs, &r.tags,
+		&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobID, &r.blobs, &r.tags, &r.o.ACL,
 		&r.o.VersionID)
 }
 
@@ -80,7 +80,7 @@ func validObject(op errs.Op, o *meta.Object) error {
 		return err
 	}
 	if err := validText(op, "bucket name", o.Bucket, "ETag", o.ETag, "content type", o.ContentType,
-		"storage class", o.StorageClass, "owner id", o.OwnerID, "version id", o.VersionID); err != nil {
+		"storage class", o.StorageClass, "owner id", o.OwnerID, "ACL", o.ACL, "version id", o.VersionID); err != nil {
 		return err
 	}
 	if o.DeleteMarker && (o.Size != 0 || len(o.Blobs) != 0) {
@@ -175,7 +175,7 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.O
 	}
 	blobID, blobs := encodeBlobList(o.Size, o.Blobs)
 	args := []any{o.Size, o.ETag, o.ContentType, encodeMap(o.Metadata), encodeMap(o.Headers), encodeMap(o.Checksums),
-		o.StorageClass, o.OwnerID, millis(o.LastModified), blobID, blobs, encodeMap(o.Tags), o.VersionID}
+		o.StorageClass, o.OwnerID, millis(o.LastModified), blobID, blobs, encodeMap(o.Tags), o.ACL, o.VersionID}
 	for {
 		old, err := s.lockLatest(ctx, tx, o.Bucket, o.Key)
 		switch {
@@ -199,7 +199,7 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.O
 			}
 			_, err = s.exec(ctx, tx,
 				`UPDATE objects SET size = ?, etag = ?, content_type = ?, metadata = ?, headers = ?, checksums = ?,
-				storage_class = ?, owner_id = ?, last_modified = ?, blob_id = ?, blobs = ?, tags = ?, version_id = ?
+				storage_class = ?, owner_id = ?, last_modified = ?, blob_id = ?, blobs = ?, tags = ?, acl = ?, version_id = ?
 				WHERE bucket = ? AND key = ?`, append(args, o.Bucket, o.Key)...)
 			if err == nil {
 				_, err = s.exec(ctx, tx, `DELETE FROM object_blobs WHERE bucket = ? AND key = ?`, o.Bucket, o.Key)
@@ -215,7 +215,7 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.O
 			return nil, err
 		}
 		res, err := s.exec(ctx, tx,
-			`INSERT INTO objects (`+objectColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			`INSERT INTO objects (`+objectColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (bucket, key) DO NOTHING`, append([]any{o.Bucket, o.Key}, args...)...)
 		if s.d.IsForeignKey(err) {
 			return nil, bucketNotFound(op, o.Bucket)
@@ -283,6 +283,27 @@ func (s *Store) SetObjectTags(ctx context.Context, bucket, key string, tags map[
 		var err error
 		o, err = scanObject(s.queryRow(ctx, q,
 			`UPDATE objects SET tags = ? WHERE bucket = ? AND key = ? RETURNING `+objectColumns, encodeMap(tags), bucket, key))
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, objectNotFound(op, bucket, key)
+	}
+	return o, s.wrap(op, err)
+}
+
+// SetObjectACL replaces the ACL document of the object ("" for the default)
+// and returns the object; NotFound if none, Invalid if acl is not NUL-free
+// UTF-8.
+func (s *Store) SetObjectACL(ctx context.Context, bucket, key, acl string) (*meta.Object, error) {
+	const op errs.Op = "meta.SetObjectACL"
+	if err := validText(op, "bucket name", bucket, "object key", key, "ACL", acl); err != nil {
+		return nil, err
+	}
+	var o *meta.Object
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		var err error
+		o, err = scanObject(s.queryRow(ctx, q,
+			`UPDATE objects SET acl = ? WHERE bucket = ? AND key = ? RETURNING `+objectColumns, acl, bucket, key))
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {

@@ -22,14 +22,14 @@ const (
 )
 
 const uploadColumns = `id, bucket, key, owner_id, initiated, content_type, metadata, headers,
-	storage_class, checksum_algo, tags`
+	storage_class, checksum_algo, tags, acl`
 
 func scanUpload(sc scanner) (*meta.Upload, error) {
 	var u meta.Upload
 	var initiated sql.NullInt64
 	var metadata, headers, tags string
 	err := sc.Scan(&u.ID, &u.Bucket, &u.Key, &u.OwnerID, &initiated, &u.ContentType, &metadata, &headers,
-		&u.StorageClass, &u.ChecksumAlgo, &tags)
+		&u.StorageClass, &u.ChecksumAlgo, &tags, &u.ACL)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func (s *Store) CreateUpload(ctx context.Context, u *meta.Upload) error {
 		return err
 	}
 	if err := validText(op, "upload id", u.ID, "bucket name", u.Bucket, "owner id", u.OwnerID,
-		"content type", u.ContentType, "storage class", u.StorageClass, "checksum algorithm", u.ChecksumAlgo); err != nil {
+		"content type", u.ContentType, "storage class", u.StorageClass, "checksum algorithm", u.ChecksumAlgo, "ACL", u.ACL); err != nil {
 		return err
 	}
 	if err := validMap(op, "metadata", u.Metadata); err != nil {
@@ -88,9 +88,9 @@ func (s *Store) CreateUpload(ctx context.Context, u *meta.Upload) error {
 	}
 	err := s.write(ctx, func(ctx context.Context, q querier) error {
 		_, err := s.exec(ctx, q,
-			`INSERT INTO uploads (`+uploadColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			`INSERT INTO uploads (`+uploadColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			u.ID, u.Bucket, u.Key, u.OwnerID, millis(u.Initiated), u.ContentType,
-			encodeMap(u.Metadata), encodeMap(u.Headers), u.StorageClass, u.ChecksumAlgo, encodeMap(u.Tags))
+			encodeMap(u.Metadata), encodeMap(u.Headers), u.StorageClass, u.ChecksumAlgo, encodeMap(u.Tags), u.ACL)
 		return err
 	})
 	switch {

@@ -37,7 +37,7 @@ type versionRow struct {
 
 func (r *versionRow) scan(sc scanner, withSeq bool) error {
 	dest := []any{&r.o.Bucket, &r.o.Key, &r.o.Size, &r.o.ETag, &r.o.ContentType,
-		&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobID, &r.blobs, &r.tags,
+		&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobID, &r.blobs, &r.tags, &r.o.ACL,
 		&r.o.VersionID, &r.marker}
 	if withSeq {
 		dest = append(dest, &r.seq)
@@ -171,7 +171,7 @@ func (s *Store) putMarker(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.O
 		// In PostgreSQL a concurrent marker of the key may take the seq
 		// (or the null version id) first: then read the seq again.
 		res, err := s.exec(ctx, tx, `INSERT INTO object_versions (`+versionColumns+`, seq)
-			VALUES (?, ?, 0, '', '', '{}', '{}', '{}', ?, ?, ?, '', '[]', '{}', ?, 1, ?) ON CONFLICT DO NOTHING`,
+			VALUES (?, ?, 0, '', '', '{}', '{}', '{}', ?, ?, ?, '', '[]', '{}', '', ?, 1, ?) ON CONFLICT DO NOTHING`,
 			o.Bucket, o.Key, o.StorageClass, o.OwnerID, millis(o.LastModified), o.VersionID, seq)
 		if err != nil {
 			return nil, err
@@ -230,7 +230,7 @@ func (s *Store) getVersion(ctx context.Context, q querier, bucket, key, versionI
 		THEN 1 ELSE 0 END
 		FROM object_versions v WHERE bucket = ? AND key = ? AND version_id = ?`, bucket, key, versionID).
 		Scan(&r.o.Bucket, &r.o.Key, &r.o.Size, &r.o.ETag, &r.o.ContentType,
-			&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobID, &r.blobs, &r.tags,
+			&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobID, &r.blobs, &r.tags, &r.o.ACL,
 			&r.o.VersionID, &r.marker, &latest)
 	if err != nil {
 		return nil, err
@@ -361,6 +361,51 @@ func (s *Store) SetObjectVersionTags(ctx context.Context, bucket, key, versionID
 		if len(tags) == 0 {
 			v.Tags = nil
 		}
+		o = v
+		return nil
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, versionNotFound(op, bucket, key, versionID)
+	}
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	return o, nil
+}
+
+// SetObjectVersionACL replaces the ACL document of one version ("" for
+// the default) and returns it; NotFound if none, Invalid for a delete
+// marker or an acl that is not NUL-free UTF-8.
+func (s *Store) SetObjectVersionACL(ctx context.Context, bucket, key, versionID, acl string) (*meta.Object, error) {
+	const op errs.Op = "meta.SetObjectVersionACL"
+	if err := validText(op, "bucket name", bucket, "object key", key, "version id", versionID, "ACL", acl); err != nil {
+		return nil, err
+	}
+	var o *meta.Object
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		o, err = scanObject(s.queryRow(ctx, tx,
+			`UPDATE objects SET acl = ? WHERE bucket = ? AND key = ? AND version_id = ? RETURNING `+objectColumns,
+			acl, bucket, key, versionID))
+		if err == nil {
+			o.IsLatest = true
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		v, err := s.getVersion(ctx, tx, bucket, key, versionID)
+		if err != nil {
+			return err
+		}
+		if v.DeleteMarker {
+			return errs.E(op, errs.Invalid, fmt.Sprintf("version %q of object %q is a delete marker, which has no ACL", versionID, key))
+		}
+		if _, err := s.exec(ctx, tx, `UPDATE object_versions SET acl = ? WHERE bucket = ? AND key = ? AND version_id = ?`,
+			acl, bucket, key, versionID); err != nil {
+			return err
+		}
+		v.ACL = acl
 		o = v
 		return nil
 	})

@@ -4,6 +4,7 @@ import { get } from '../js/api.js';
 import { Page, useLoad, usePoll, pageState, Badge, Table } from '../js/ui.js';
 import { href } from '../js/router.js';
 import { bytes, ago, number } from '../js/format.js';
+import { windowStart, hours } from './usage.js';
 
 function amount(resource, v) {
 	if (resource === 'memory') return bytes(v);
@@ -28,7 +29,8 @@ export default function Overview() {
 	const notebooks = useLoad(() => get('/api/v1/notebooks', { limit: 100 }));
 	const services = useLoad(() => get('/api/v1/services', { limit: 100 }).catch((e) => (e.status === 503 ? { items: [], total: 0 } : Promise.reject(e))));
 	const cap = useLoad(() => get('/api/v1/capacity').catch((e) => (e.status === 503 ? null : Promise.reject(e))));
-	const usage = useLoad(() => get('/api/v1/usage').catch((e) => (e.status === 503 ? null : Promise.reject(e))));
+	// This week's usage (from Monday) and what runs idle now.
+	const usage = useLoad(() => get('/api/v1/usage', { since: windowStart('week'), limit: 1 }).catch((e) => (e.status === 503 ? null : Promise.reject(e))));
 	usePoll(() => { jobs.reload(); notebooks.reload(); services.reload(); cap.reload(); }, 5000);
 	const state = pageState(jobs, notebooks, services, cap, usage);
 	const error = jobs.error || notebooks.error || services.error || cap.error || usage.error;
@@ -45,7 +47,9 @@ export default function Overview() {
 		running.push({ kind: 'Service', name: s.service_name, link: href('services', s.service_id), status: s.status, since: s.update_time || s.create_time, why: s.error_msg });
 	}
 	const waiting = (cap.data && cap.data.waiting) || [];
-	const cost = usage.data && usage.data.total_cost;
+	const u = usage.data;
+	const idle = u ? u.idle_notebooks.length + u.no_traffic.length : 0;
+	const waste = u ? u.idle_notebooks.reduce((a, n) => a + n.cost_per_hour, 0) + u.no_traffic.reduce((a, s) => a + s.cost_per_hour, 0) : 0;
 	return html`<${Page} name="overview" title="Overview" state=${state} error=${error}>
 		${cap.data && html`<h2>Capacity</h2><${CapacityBars} cap=${cap.data} />`}
 		<h2>Running now</h2>
@@ -65,6 +69,8 @@ export default function Overview() {
 			{ label: 'Why', render: (w) => html`${w.never_fits && html`<${Badge} status="ERROR" text="never fits" /> `}${w.reason}` },
 		]} />
 		<h2>Usage</h2>
-		${usage.data ? html`<p>${usage.data.items.length} metered workloads${cost ? html`, cost so far <strong>${number(cost, 4)}</strong>` : ''}. <a href=${href('usage')}>Usage details</a></p>` : html`<p class="muted">Usage metering is not enabled.</p>`}
+		${u ? html`<p data-testid="week-usage">This week: <strong>${hours(u.instance_seconds)}</strong> instance-hours in ${u.total} metered workloads${u.total_cost ? html`, cost <strong>${number(u.total_cost, 4)}</strong>` : ''}.
+			${idle ? html` Idle now: ${u.idle_notebooks.length} notebooks and ${u.no_traffic.length} services without traffic${waste ? html`, costing <strong>${number(waste, 4)}</strong> per hour` : ''}.` : ' Nothing runs idle.'}
+			<a href=${href('usage')}>Usage details</a></p>` : html`<p class="muted">Usage metering is not enabled.</p>`}
 	</${Page}>`;
 }

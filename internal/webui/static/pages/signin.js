@@ -4,6 +4,7 @@ import { post } from '../js/api.js';
 import { ErrorBox, Field } from '../js/ui.js';
 
 const linkErrors = {
+	'ATL.CON.0102': 'That sign-in link was opened from another site, so it was not used: paste it into the address bar (or run `atelier console` again).',
 	'ATL.CON.0103': 'That sign-in link was already used, has expired (they last a minute) or was never issued.',
 	'ATL.IAM.0104': 'The access key of that link is disabled.',
 };
@@ -13,7 +14,9 @@ export default function SignIn({ onSignedIn, ended, route }) {
 	const [sk, setSK] = useState('');
 	const [busy, setBusy] = useState(false);
 	const [error, setError] = useState(null);
-	const linkErr = route && route.query.get('error');
+	// Only a well-formed code is shown: the query is anyone's to write.
+	const raw = route && route.query.get('error');
+	const linkErr = raw && (/^ATL\.[A-Z]{2,6}\.\d{4}$/.test(raw) ? raw : 'error');
 	const submit = async (e) => {
 		e.preventDefault();
 		setBusy(true); setError(null);

@@ -14,18 +14,22 @@
 -- Down keeps each key's objects row (its latest non-marker version) and
 -- drops every other version and delete marker: their blobs are then
 -- unreferenced, and the server's garbage collection deletes them.
+--
+-- Each version keeps its own ACL (acl, the objects.acl document of
+-- migration 00013): an object's ACL goes with it into object_versions
+-- when it becomes noncurrent, and back when a version is made current.
 
 -- +goose Up
 ALTER TABLE buckets ADD COLUMN versioning TEXT NOT NULL DEFAULT '';
-ALTER TABLE objects ADD COLUMN version_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE objects ADD COLUMN version_id TEXT COLLATE "C" NOT NULL DEFAULT '';
 
 CREATE TABLE object_versions (
-    bucket        TEXT NOT NULL REFERENCES buckets (name),
-    key           TEXT NOT NULL,
-    version_id    TEXT NOT NULL,
-    seq           INTEGER NOT NULL,
-    delete_marker INTEGER NOT NULL DEFAULT 0,
-    size          INTEGER NOT NULL,
+    bucket        TEXT COLLATE "C" NOT NULL REFERENCES buckets (name),
+    key           TEXT COLLATE "C" NOT NULL,
+    version_id    TEXT COLLATE "C" NOT NULL,
+    seq           BIGINT NOT NULL,
+    delete_marker SMALLINT NOT NULL DEFAULT 0,
+    size          BIGINT NOT NULL,
     etag          TEXT NOT NULL DEFAULT '',
     content_type  TEXT NOT NULL DEFAULT '',
     metadata      TEXT NOT NULL DEFAULT '{}',
@@ -33,22 +37,23 @@ CREATE TABLE object_versions (
     checksums     TEXT NOT NULL DEFAULT '{}',
     storage_class TEXT NOT NULL DEFAULT '',
     owner_id      TEXT NOT NULL DEFAULT '',
-    last_modified INTEGER,
-    blob_id       TEXT NOT NULL DEFAULT '',
+    last_modified BIGINT,
+    blob_id       TEXT COLLATE "C" NOT NULL DEFAULT '',
     blobs         TEXT NOT NULL DEFAULT '[]',
     tags          TEXT NOT NULL DEFAULT '{}',
+    acl           TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (bucket, key, version_id)
-) STRICT, WITHOUT ROWID;
+);
 CREATE UNIQUE INDEX object_versions_order ON object_versions (bucket, key, seq DESC);
 
 CREATE TABLE version_blobs (
-    bucket     TEXT NOT NULL,
-    key        TEXT NOT NULL,
-    version_id TEXT NOT NULL,
-    blob_id    TEXT NOT NULL,
+    bucket     TEXT COLLATE "C" NOT NULL,
+    key        TEXT COLLATE "C" NOT NULL,
+    version_id TEXT COLLATE "C" NOT NULL,
+    blob_id    TEXT COLLATE "C" NOT NULL,
     PRIMARY KEY (bucket, key, version_id, blob_id),
     FOREIGN KEY (bucket, key, version_id) REFERENCES object_versions (bucket, key, version_id) ON DELETE CASCADE
-) STRICT, WITHOUT ROWID;
+);
 CREATE INDEX version_blobs_blob ON version_blobs (blob_id);
 
 -- +goose Down
