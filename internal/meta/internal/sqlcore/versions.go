@@ -73,16 +73,42 @@ func (s *Store) nextSeq(ctx context.Context, tx *sql.Tx, bucket, key string) (in
 // retireLatest moves the key's objects row, which the caller has locked,
 // into object_versions as its newest noncurrent version; the objects row
 // stays for the caller to replace or delete.
+//
+// In PostgreSQL a concurrent delete marker of the key (written while the
+// key had no objects row) may take the seq first: the insert then does
+// nothing, and the seq is read again, as putMarker does.
 func (s *Store) retireLatest(ctx context.Context, tx *sql.Tx, bucket, key string) error {
-	seq, err := s.nextSeq(ctx, tx, bucket, key)
-	if err != nil {
-		return err
+	for {
+		seq, err := s.nextSeq(ctx, tx, bucket, key)
+		if err != nil {
+			return err
+		}
+		res, err := s.exec(ctx, tx, `INSERT INTO object_versions (`+objectColumns+`, delete_marker, seq)
+			SELECT `+objectColumns+`, 0, ? FROM objects WHERE bucket = ? AND key = ? ON CONFLICT DO NOTHING`, seq, bucket, key)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			break
+		}
+		// Nothing inserted: the seq was taken, or (which would be a broken
+		// invariant) the version id is already a noncurrent version.
+		var dup int
+		err = s.queryRow(ctx, tx, `SELECT COUNT(*) FROM object_versions v JOIN objects o
+			ON o.bucket = v.bucket AND o.key = v.key AND o.version_id = v.version_id
+			WHERE o.bucket = ? AND o.key = ?`, bucket, key).Scan(&dup)
+		if err != nil {
+			return err
+		}
+		if dup != 0 {
+			return fmt.Errorf("retiring the latest version of %q: its version id is already a noncurrent version", key)
+		}
 	}
-	if _, err := s.exec(ctx, tx, `INSERT INTO object_versions (`+objectColumns+`, delete_marker, seq)
-		SELECT `+objectColumns+`, 0, ? FROM objects WHERE bucket = ? AND key = ?`, seq, bucket, key); err != nil {
-		return err
-	}
-	_, err = s.exec(ctx, tx, `INSERT INTO version_blobs (bucket, key, version_id, blob_id)
+	_, err := s.exec(ctx, tx, `INSERT INTO version_blobs (bucket, key, version_id, blob_id)
 		SELECT b.bucket, b.key, o.version_id, b.blob_id FROM object_blobs b
 		JOIN objects o ON o.bucket = b.bucket AND o.key = b.key
 		WHERE b.bucket = ? AND b.key = ?`, bucket, key)
