@@ -96,6 +96,8 @@ func TestRouteOps(t *testing.T) {
 		{"GET", "/bk1?policyStatus", nil, OpGetBucketPolicyStatus, "bk1", "", ""},
 		{"PUT", "/bk1?policyStatus", nil, OpNone, "bk1", "", MethodNotAllowed},
 		{"GET", "/bk1/k?ownershipControls", nil, OpNone, "bk1", "k", InvalidRequest},
+		{"GET", "/bk1/k?acl&versionId=v", nil, OpGetObjectACL, "bk1", "k", ""},
+		{"PUT", "/bk1/k?acl&versionId=null", nil, OpPutObjectACL, "bk1", "k", ""},
 		{"PUT", "/bk1?website", nil, OpNone, "bk1", "", NotImplemented},
 		{"PUT", "/bk1?tagging", nil, OpPutBucketTagging, "bk1", "", ""},
 		{"GET", "/bk1?tagging", nil, OpGetBucketTagging, "bk1", "", ""},
