@@ -140,6 +140,11 @@ type OBSLifecycleRule struct {
 	Prefix              string `json:"prefix,omitempty"`
 	ExpirationDays      int    `json:"expiration_days,omitempty"`
 	AbortIncompleteDays int    `json:"abort_incomplete_days,omitempty"`
+	// Of versioned buckets: NoncurrentVersionExpiration and
+	// Expiration's ExpiredObjectDeleteMarker (see docs/obs.md).
+	NoncurrentDays            int  `json:"noncurrent_days,omitempty"`
+	NewerNoncurrentVersions   int  `json:"newer_noncurrent_versions,omitempty"`
+	ExpiredObjectDeleteMarker bool `json:"expired_object_delete_marker,omitempty"`
 }
 
 // OBSValidation is the answer of a validate route: whether the document

@@ -623,7 +623,8 @@ func writeValidation(w http.ResponseWriter, r *http.Request, err error) {
 func lifecycleRules(in []api.OBSLifecycleRule) []obs.LifecycleRule {
 	out := make([]obs.LifecycleRule, len(in))
 	for i, r := range in {
-		out[i] = obs.LifecycleRule{ID: r.ID, Status: r.Status, Prefix: r.Prefix, ExpirationDays: r.ExpirationDays, AbortIncompleteDays: r.AbortIncompleteDays}
+		out[i] = obs.LifecycleRule{ID: r.ID, Status: r.Status, Prefix: r.Prefix, ExpirationDays: r.ExpirationDays, AbortIncompleteDays: r.AbortIncompleteDays,
+			NoncurrentDays: r.NoncurrentDays, NewerNoncurrentVersions: r.NewerNoncurrentVersions, ExpiredObjectDeleteMarker: r.ExpiredObjectDeleteMarker}
 	}
 	return out
 }
@@ -631,7 +632,8 @@ func lifecycleRules(in []api.OBSLifecycleRule) []obs.LifecycleRule {
 func apiLifecycle(in []obs.LifecycleRule) api.OBSLifecycle {
 	out := api.OBSLifecycle{Rules: make([]api.OBSLifecycleRule, len(in))}
 	for i, r := range in {
-		out.Rules[i] = api.OBSLifecycleRule{ID: r.ID, Status: r.Status, Prefix: r.Prefix, ExpirationDays: r.ExpirationDays, AbortIncompleteDays: r.AbortIncompleteDays}
+		out.Rules[i] = api.OBSLifecycleRule{ID: r.ID, Status: r.Status, Prefix: r.Prefix, ExpirationDays: r.ExpirationDays, AbortIncompleteDays: r.AbortIncompleteDays,
+			NoncurrentDays: r.NoncurrentDays, NewerNoncurrentVersions: r.NewerNoncurrentVersions, ExpiredObjectDeleteMarker: r.ExpiredObjectDeleteMarker}
 	}
 	return out
 }

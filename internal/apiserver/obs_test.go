@@ -435,6 +435,16 @@ func TestOBSPolicyAndLifecycle(t *testing.T) {
 	if len(lc.Rules) != 1 || lc.Rules[0] != (api.OBSLifecycleRule{ID: "rule-1", Status: "Enabled", Prefix: "tmp/", ExpirationDays: 7, AbortIncompleteDays: 2}) {
 		t.Errorf("stored %+v", lc)
 	}
+	// The rules of versions go through too, so that the console's editor
+	// keeps what an S3 client set.
+	o.mustJSON(o.alice("PUT", bkt+"/lifecycle", `{"rules":[{"id":"v","status":"Enabled","noncurrent_days":30,"newer_noncurrent_versions":2},`+
+		`{"id":"m","status":"Enabled","expired_object_delete_marker":true}]}`), 200, nil)
+	lc = api.OBSLifecycle{}
+	o.mustJSON(o.alice("GET", bkt+"/lifecycle", ""), 200, &lc)
+	if len(lc.Rules) != 2 || lc.Rules[0] != (api.OBSLifecycleRule{ID: "v", Status: "Enabled", NoncurrentDays: 30, NewerNoncurrentVersions: 2}) ||
+		lc.Rules[1] != (api.OBSLifecycleRule{ID: "m", Status: "Enabled", ExpiredObjectDeleteMarker: true}) {
+		t.Errorf("stored versions' rules %+v", lc)
+	}
 	if r := o.alice("DELETE", bkt+"/lifecycle", ""); r.status != 204 {
 		t.Errorf("delete lifecycle: %d", r.status)
 	}

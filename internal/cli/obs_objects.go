@@ -111,14 +111,16 @@ abort its incomplete multipart uploads.`,
 }
 
 func (o *obsCmds) ls() *cobra.Command {
-	var recursive, long bool
+	var recursive, long, versions bool
 	cmd := &cobra.Command{
 		Use:   "ls [obs://BUCKET[/PREFIX]] [-r] [-l]",
 		Short: "List buckets, or the objects under a prefix",
 		Long: `Without an argument, list your buckets. With one, list the objects and
 "directories" under it, one level deep (every object with -r). obs://b/ds and
 obs://b/ds/ both list the contents of ds/. -l adds sizes and times. With -o json
-or -o yaml the list object {"total", "count", "items"} is printed.`,
+or -o yaml the list object {"total", "count", "items"} is printed. --versions
+lists every version and delete marker, each key's newest first, with its
+version id ("*" marks the latest).`,
 		Args: obsOptionalArg("obs://BUCKET[/PREFIX]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var l obsclient.Location
@@ -133,7 +135,13 @@ or -o yaml the list object {"total", "count", "items"} is printed.`,
 				return err
 			}
 			if !l.Remote() {
+				if versions {
+					return usagef("--versions lists the versions under obs://BUCKET[/PREFIX]; name one")
+				}
 				return o.listBuckets(cmd, c, long)
+			}
+			if versions {
+				return o.listVersions(cmd, c, l, recursive, long)
 			}
 			objs, err := c.List(cmd.Context(), l, recursive)
 			if err != nil {
@@ -167,6 +175,7 @@ or -o yaml the list object {"total", "count", "items"} is printed.`,
 	}
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "list every object under the prefix")
 	cmd.Flags().BoolVarP(&long, "long", "l", false, "show sizes and times")
+	cmd.Flags().BoolVar(&versions, "versions", false, "list every version and delete marker (a versioned bucket)")
 	return cmd
 }
 
@@ -197,21 +206,34 @@ func (o *obsCmds) listBuckets(cmd *cobra.Command, c *obsclient.Client, long bool
 
 func (o *obsCmds) rm() *cobra.Command {
 	var recursive bool
+	var versionID string
 	cmd := &cobra.Command{
 		Use:   "rm obs://BUCKET/KEY [-r]",
 		Short: "Delete an object, or with -r everything under a prefix",
 		Long: `Delete an object. With -r, delete every object under the prefix (obs://b/ds
 and obs://b/ds/ both mean everything under ds/, plus the object ds itself if
-there is one); obs://b with -r empties the bucket.`,
+there is one); obs://b with -r empties the bucket. In a versioned bucket a
+delete adds a delete marker and keeps the versions; --version-id deletes one
+version (or delete marker) for good.`,
 		Args: exactArgs("obs://BUCKET/KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := obsParseRemote(args[0])
 			if err != nil {
 				return err
 			}
+			if versionID != "" && recursive {
+				return usagef("--version-id deletes one version of one object; it does not go with -r")
+			}
 			c, err := o.plainClient()
 			if err != nil {
 				return err
+			}
+			if versionID != "" {
+				if err := c.RemoveVersion(cmd.Context(), l, versionID); err != nil {
+					return err
+				}
+				o.a.done("deleted version %s of %s", versionID, l)
+				return nil
 			}
 			n, err := c.Remove(cmd.Context(), l, recursive)
 			if err != nil {
@@ -226,6 +248,7 @@ there is one); obs://b with -r empties the bucket.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "delete everything under the prefix")
+	cmd.Flags().StringVar(&versionID, "version-id", "", "delete this version of the object for good")
 	return cmd
 }
 

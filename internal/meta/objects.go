@@ -17,12 +17,20 @@ type Bucket struct {
 	Lifecycle  string
 	CORS       string
 	Tags       string
+	Versioning string // "" (never versioned), VersioningEnabled or VersioningSuspended
 	ACL        string // the bucket's access control list, a document of the obs package ("": the owner alone)
 	Ownership  string // the object ownership setting ("": none, which is ObjectWriter; new buckets get BucketOwnerEnforced)
 	// PublicAccessBlock is the bucket's public access block configuration
 	// ("": nothing blocked).
 	PublicAccessBlock string
 }
+
+// Versioning states of a bucket. A bucket that was never versioned has "";
+// once Enabled it can be Suspended but never again "".
+const (
+	VersioningEnabled   = "Enabled"
+	VersioningSuspended = "Suspended"
+)
 
 // BucketConfig names one of a bucket's documents.
 type BucketConfig int
@@ -33,6 +41,7 @@ const (
 	BucketLifecycle
 	BucketCORS
 	BucketTags
+	BucketVersioning // the versioning state, not a document
 	BucketACL
 	BucketOwnership
 	BucketPublicAccessBlock
@@ -62,7 +71,56 @@ type Object struct {
 	LastModified time.Time
 	Blobs        []Blob
 	Tags         map[string]string // object tags (S3 tagging); nil for none
-	ACL          string            // access control list, a document of the obs package ("": the owner alone)
+	ACL          string            // access control list, a document of the obs package ("": the owner alone); each version has its own
+
+	// VersionID is the version's id; "" is the null version (every object
+	// of a never-versioned bucket, and those written while versioning is
+	// Suspended).
+	VersionID string
+	// DeleteMarker marks a delete marker: a version without bytes that
+	// makes its key look deleted while it is the latest version.
+	DeleteMarker bool
+	// IsLatest is set by the reads of versions (GetObjectVersion,
+	// GetLatestVersion, ListObjectVersions): this is the key's latest
+	// version. Writes ignore it.
+	IsLatest bool
+	// Versioned is not stored. On a write (PutObject, CompleteUpload) it
+	// says that the bucket has versioning (Enabled or Suspended), so that
+	// a null version written where the key has no object also replaces a
+	// noncurrent null version; false (a never-versioned bucket, whose
+	// keys have no other versions) spares that lookup. obs also sets it on
+	// the objects it returns, so that a front end shows their version id
+	// ("null" for the null version).
+	Versioned bool
+}
+
+// ListVersionsQuery selects a page of object versions: keys in byte order,
+// each key's versions newest first.
+type ListVersionsQuery struct {
+	Bucket    string
+	Prefix    string
+	Delimiter string // "" = no grouping
+	// KeyMarker alone: keys (and common prefixes) <= KeyMarker are skipped.
+	// With VersionMarker set, the listing resumes after version
+	// VersionIDMarker of KeyMarker (when that version is gone, after the
+	// key).
+	KeyMarker       string
+	VersionIDMarker string
+	VersionMarker   bool
+	MaxKeys         int // versions, delete markers and common prefixes in the page; 0 means 1000
+}
+
+// ListVersionsResult is a page of versions (IsLatest and DeleteMarker set).
+// When Truncated, NextKeyMarker is the last entry's key (or common prefix)
+// and, when the last entry is a version, NextVersionIDMarker its id with
+// NextVersionMarker set.
+type ListVersionsResult struct {
+	Versions            []*Object
+	CommonPrefixes      []string
+	Truncated           bool
+	NextKeyMarker       string
+	NextVersionIDMarker string
+	NextVersionMarker   bool
 }
 
 // ListObjectsQuery selects a page of objects in key order (byte order of the
@@ -139,17 +197,26 @@ type Buckets interface {
 	// ListBuckets returns the buckets of the owner ("" = every owner) by name.
 	ListBuckets(ctx context.Context, ownerID string) ([]*Bucket, error)
 	// DeleteBucket removes an empty bucket; NotFound if none, Conflict if it
-	// holds objects or multipart uploads.
+	// holds objects, versions (delete markers too) or multipart uploads.
 	DeleteBucket(ctx context.Context, name string) error
-	// SetBucketConfig replaces one document ("" deletes it); NotFound if no bucket.
+	// SetBucketConfig replaces one document ("" deletes it), or with
+	// BucketVersioning sets the versioning state; NotFound if no bucket.
 	SetBucketConfig(ctx context.Context, name string, which BucketConfig, doc string) error
 }
 
 // Objects stores the object index.
 type Objects interface {
-	// PutObject inserts o or replaces the object with its key, in one
-	// transaction, and returns the replaced object (nil if none) so that the
-	// caller can delete its blobs. NotFound if the bucket does not exist.
+	// PutObject makes o the latest version of its key, in one transaction,
+	// and returns the version it replaced (nil if none) so that the caller
+	// can delete its blobs. NotFound if the bucket does not exist.
+	//
+	// A version is replaced only by a version with the same id: o with
+	// VersionID "" (a never-versioned or Suspended bucket) replaces the
+	// key's null version, wherever it is; the key's previous latest
+	// version, when it is not the null version, stays as a noncurrent
+	// version. o with a VersionID (an Enabled bucket) replaces nothing.
+	// A DeleteMarker o is stored as a version without bytes; the key then
+	// has no object (GetObject and ListObjects do not see it).
 	PutObject(ctx context.Context, o *Object) (replaced *Object, err error)
 	// PutObjectIf is PutObject when pre holds for the object with o's key,
 	// checked in the same transaction; else a Conflict error whose cause is
@@ -159,18 +226,41 @@ type Objects interface {
 	// them) and returns the object; NotFound if none. Nothing else of the
 	// object changes (not its ETag, not its LastModified).
 	SetObjectTags(ctx context.Context, bucket, key string, tags map[string]string) (*Object, error)
-	// SetObjectACL replaces the ACL document of the object ("" for the
-	// default) and returns the object; NotFound if none. Nothing else of the
-	// object changes.
+	// SetObjectACL replaces the ACL document of the object (the key's
+	// latest version, when it is not a delete marker; "" for the default)
+	// and returns the object; NotFound if none. Nothing else of the object
+	// changes.
 	SetObjectACL(ctx context.Context, bucket, key, acl string) (*Object, error)
-	// GetObject returns the object; NotFound if none.
+	// GetObject returns the object: the key's latest version unless that
+	// is a delete marker; NotFound if none.
 	GetObject(ctx context.Context, bucket, key string) (*Object, error)
-	// DeleteObject removes the object and returns it; NotFound if none.
+	// DeleteObject removes the object (the key's latest version, when it
+	// is not a delete marker) and returns it; NotFound if none. The key's
+	// next newest version, if any, becomes its latest.
 	DeleteObject(ctx context.Context, bucket, key string) (*Object, error)
+	// GetObjectVersion returns a version of the key ("" is the null
+	// version), a delete marker too; NotFound if none.
+	GetObjectVersion(ctx context.Context, bucket, key, versionID string) (*Object, error)
+	// GetLatestVersion returns the key's latest version, a delete marker
+	// too; NotFound if the key has no version.
+	GetLatestVersion(ctx context.Context, bucket, key string) (*Object, error)
+	// DeleteObjectVersion removes a version ("" is the null version), a
+	// delete marker too, and returns it; NotFound if none. When it was the
+	// latest, the key's next newest version becomes the latest.
+	DeleteObjectVersion(ctx context.Context, bucket, key, versionID string) (*Object, error)
+	// SetObjectVersionTags is SetObjectTags of one version; NotFound if
+	// none, Invalid for a delete marker.
+	SetObjectVersionTags(ctx context.Context, bucket, key, versionID string, tags map[string]string) (*Object, error)
+	// SetObjectVersionACL is SetObjectACL of one version; NotFound if
+	// none, Invalid for a delete marker.
+	SetObjectVersionACL(ctx context.Context, bucket, key, versionID, acl string) (*Object, error)
+	// ListObjectVersions returns a page of versions and delete markers;
+	// NotFound if the bucket does not exist.
+	ListObjectVersions(ctx context.Context, q ListVersionsQuery) (*ListVersionsResult, error)
 	// ListObjects returns a page; NotFound if the bucket does not exist.
 	ListObjects(ctx context.Context, q ListObjectsQuery) (*ListObjectsResult, error)
-	// BlobsInUse reports which of the blob ids an object or an upload part
-	// references.
+	// BlobsInUse reports which of the blob ids an object, a version or an
+	// upload part references.
 	BlobsInUse(ctx context.Context, ids []string) (map[string]bool, error)
 }
 

@@ -51,6 +51,8 @@ const (
 	ActionPutBucketACL               = "obs:PutBucketAcl"
 	ActionGetObjectACL               = "obs:GetObjectAcl"
 	ActionPutObjectACL               = "obs:PutObjectAcl"
+	ActionGetObjectVersionACL        = "obs:GetObjectVersionAcl"
+	ActionPutObjectVersionACL        = "obs:PutObjectVersionAcl"
 	ActionGetBucketOwnershipControls = "obs:GetBucketOwnershipControls"
 	ActionPutBucketOwnershipControls = "obs:PutBucketOwnershipControls"
 	ActionGetBucketPublicAccessBlock = "obs:GetBucketPublicAccessBlock"
@@ -171,15 +173,15 @@ func aclPermission(action string, onObject bool) (perm string, objectACL bool) {
 	}
 	is := func(a string) bool { return strings.EqualFold(n, a) }
 	switch {
-	case onObject && is(ActionGetObject):
+	case onObject && (is(ActionGetObject) || is(ActionGetObjectVersion)):
 		return PermRead, true
-	case onObject && is(ActionGetObjectACL):
+	case onObject && (is(ActionGetObjectACL) || is(ActionGetObjectVersionACL)):
 		return PermReadACP, true
-	case onObject && is(ActionPutObjectACL):
+	case onObject && (is(ActionPutObjectACL) || is(ActionPutObjectVersionACL)):
 		return PermWriteACP, true
 	case is(ActionPutObject), is(ActionDeleteObject), is(ActionAbortMultipartUpload):
 		return PermWrite, false
-	case !onObject && (is(ActionListBucket) || is(ActionListBucketMultipartUploads)):
+	case !onObject && (is(ActionListBucket) || is(ActionListBucketVersions) || is(ActionListBucketMultipartUploads)):
 		return PermRead, false
 	case !onObject && is(ActionGetBucketACL):
 		return PermReadACP, false
@@ -416,41 +418,74 @@ func (s *Service) PutBucketACL(ctx context.Context, c *Caller, bucket string, r 
 
 // GetObjectACL returns the object's ACL.
 func (s *Service) GetObjectACL(ctx context.Context, c *Caller, bucket, key string) (*ACL, error) {
+	a, _, err := s.GetObjectVersionACL(ctx, c, bucket, key, "")
+	return a, err
+}
+
+// GetObjectVersionACL returns the ACL of a version (version as S3 shows
+// it; "" for the latest, with obs:GetObjectAcl; else
+// obs:GetObjectVersionAcl) and the id of the version read ("" in a
+// never-versioned bucket). Each version has its own ACL.
+func (s *Service) GetObjectVersionACL(ctx context.Context, c *Caller, bucket, key, version string) (*ACL, string, error) {
 	const op errs.Op = "obs.GetObjectAcl"
-	b, o, err := s.aclObject(ctx, op, c, bucket, key, ActionGetObjectACL)
-	if err != nil {
-		return nil, err
+	action := ActionGetObjectACL
+	if version != "" {
+		action = ActionGetObjectVersionACL
 	}
-	return s.named(ctx, aclOf(b, o.OwnerID, o.ACL)), nil
+	b, o, err := s.aclObject(ctx, op, c, bucket, key, version, action)
+	if err != nil {
+		return nil, "", err
+	}
+	return s.named(ctx, aclOf(b, o.OwnerID, o.ACL)), shownVersion(o), nil
 }
 
 // PutObjectACL replaces the object's ACL.
 func (s *Service) PutObjectACL(ctx context.Context, c *Caller, bucket, key string, r ACLRequest) error {
+	_, err := s.PutObjectVersionACL(ctx, c, bucket, key, "", r)
+	return err
+}
+
+// PutObjectVersionACL is PutObjectACL of a version ("" for the latest;
+// else obs:PutObjectVersionAcl); it returns the version's id ("" in a
+// never-versioned bucket). The other versions' ACLs do not change.
+func (s *Service) PutObjectVersionACL(ctx context.Context, c *Caller, bucket, key, version string, r ACLRequest) (string, error) {
 	const op errs.Op = "obs.PutObjectAcl"
-	b, o, err := s.aclObject(ctx, op, c, bucket, key, ActionPutObjectACL)
+	action := ActionPutObjectACL
+	if version != "" {
+		action = ActionPutObjectVersionACL
+	}
+	b, o, err := s.aclObject(ctx, op, c, bucket, key, version, action)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if r.empty() {
-		return fail(op, CodeBadACLRequest, "PUT ?acl needs an x-amz-acl header, x-amz-grant-* headers or an AccessControlPolicy body", "")
+		return "", fail(op, CodeBadACLRequest, "PUT ?acl needs an x-amz-acl header, x-amz-grant-* headers or an AccessControlPolicy body", "")
 	}
 	doc, err := s.resolveACL(ctx, op, b, o.OwnerID, r, true)
 	if err != nil {
-		return err
+		return "", err
 	}
-	_, err = s.store.SetObjectACL(ctx, bucket, key, doc)
-	if errs.Is(err, errs.NotFound) {
-		return noSuchKey(op, bucket, key)
+	if version == "" {
+		_, err = s.store.SetObjectACL(ctx, bucket, key, doc)
+	} else {
+		_, err = s.store.SetObjectVersionACL(ctx, bucket, key, o.VersionID, doc)
 	}
-	if err != nil {
-		return storeErr(op, fmt.Sprintf("storing the ACL of object %q in bucket %q", key, bucket), err)
+	switch {
+	case errs.Is(err, errs.NotFound) && version != "":
+		return "", noSuchVersion(op, bucket, key, version)
+	case errs.Is(err, errs.NotFound):
+		return "", noSuchKey(op, bucket, key)
+	case err != nil:
+		return "", storeErr(op, fmt.Sprintf("storing the ACL of object %q in bucket %q", key, bucket), err)
 	}
-	return nil
+	return shownVersion(o), nil
 }
 
-// aclObject loads the bucket and the object and authorizes action on it
-// (the object's own ACL counts).
-func (s *Service) aclObject(ctx context.Context, op errs.Op, c *Caller, bucket, key, action string) (*meta.Bucket, *meta.Object, error) {
+// aclObject loads the bucket and the version of the object that version
+// names ("" for the latest) and authorizes action on it (that version's
+// own ACL counts), then answers NoSuchKey, NoSuchVersion or, for a
+// delete marker, MethodNotAllowed, as checkVersion does.
+func (s *Service) aclObject(ctx context.Context, op errs.Op, c *Caller, bucket, key, version, action string) (*meta.Bucket, *meta.Object, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, nil, err
 	}
@@ -458,14 +493,23 @@ func (s *Service) aclObject(ctx context.Context, op errs.Op, c *Caller, bucket, 
 	if err != nil {
 		return nil, nil, err
 	}
-	o, err := s.readObject(ctx, op, bucket, key)
+	o, err := s.findVersion(ctx, op, b, key, version)
 	if err != nil {
 		return nil, nil, err
+	}
+	var marker *meta.Object
+	if o != nil && o.DeleteMarker {
+		marker, o = o, nil
 	}
 	if err := s.checkWithObject(op, c, b, action, key, o, tagContext(nil, o, nil)); err != nil {
 		return nil, nil, err
 	}
-	if o == nil {
+	switch {
+	case marker != nil:
+		return nil, nil, markerError(op, bucket, key, version, marker)
+	case o == nil && version != "":
+		return nil, nil, noSuchVersion(op, bucket, key, version)
+	case o == nil:
 		return nil, nil, noSuchKey(op, bucket, key)
 	}
 	return b, o, nil

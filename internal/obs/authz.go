@@ -35,6 +35,15 @@ const (
 	ActionGetBucketTagging           = "obs:GetBucketTagging"
 	ActionPutBucketTagging           = "obs:PutBucketTagging"
 	ActionGetObjectAttributes        = "obs:GetObjectAttributes"
+	ActionPutBucketVersioning        = "obs:PutBucketVersioning"
+	ActionGetBucketVersioning        = "obs:GetBucketVersioning"
+	ActionListBucketVersions         = "obs:ListBucketVersions"
+	ActionGetObjectVersion           = "obs:GetObjectVersion"
+	ActionDeleteObjectVersion        = "obs:DeleteObjectVersion"
+	ActionGetObjectVersionTagging    = "obs:GetObjectVersionTagging"
+	ActionPutObjectVersionTagging    = "obs:PutObjectVersionTagging"
+	ActionDeleteObjectVersionTagging = "obs:DeleteObjectVersionTagging"
+	ActionGetObjectVersionAttributes = "obs:GetObjectVersionAttributes"
 )
 
 // Caller is who makes a request: an authenticated principal, or nobody

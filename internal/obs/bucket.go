@@ -90,7 +90,7 @@ func (s *Service) DeleteBucket(ctx context.Context, c *Caller, name string) erro
 	err = s.store.DeleteBucket(ctx, name)
 	switch {
 	case errs.Is(err, errs.Conflict):
-		return fail(op, CodeBucketNotEmpty, fmt.Sprintf("bucket %q is not empty: it holds objects or unfinished multipart uploads", name),
+		return fail(op, CodeBucketNotEmpty, fmt.Sprintf("bucket %q is not empty: it holds objects, object versions or delete markers, or unfinished multipart uploads", name),
 			fmt.Sprintf("delete the objects first (`atelier obs rm -r obs://%s/`) and abort unfinished uploads", name))
 	case errs.Is(err, errs.NotFound):
 		return noSuchBucket(op, name)

@@ -58,6 +58,12 @@ const (
 	CodeConditionalConflict  errs.Code = "ATL.OBS.0047"
 	CodeBadTagging           errs.Code = "ATL.OBS.0048"
 	CodeBadWriteCondition    errs.Code = "ATL.OBS.0049"
+	CodeNoSuchVersion        errs.Code = "ATL.OBS.0050"
+	CodeBadVersionID         errs.Code = "ATL.OBS.0051"
+	CodeDeleteMarker         errs.Code = "ATL.OBS.0052"
+	CodeBadVersioning        errs.Code = "ATL.OBS.0053"
+	CodeMFADelete            errs.Code = "ATL.OBS.0054"
+	CodeCopyFromMarker       errs.Code = "ATL.OBS.0055"
 	// ACLs, ownership controls, public access blocks.
 	CodeBadACL              errs.Code = "ATL.OBS.0060"
 	CodeBadACLRequest       errs.Code = "ATL.OBS.0061"
@@ -160,8 +166,18 @@ func infoOf(c errs.Code) (codeInfo, bool) {
 		return codeInfo{errs.Conflict, "ConditionalRequestConflict", http.StatusConflict}, true
 	case CodeBadTagging:
 		return codeInfo{errs.Invalid, "InvalidArgument", http.StatusBadRequest}, true
-	case CodeBadWriteCondition:
+	case CodeBadWriteCondition, CodeMFADelete:
 		return codeInfo{errs.Unsupported, "NotImplemented", http.StatusNotImplemented}, true
+	case CodeNoSuchVersion:
+		return codeInfo{errs.NotFound, "NoSuchVersion", http.StatusNotFound}, true
+	case CodeBadVersionID:
+		return codeInfo{errs.Invalid, "InvalidArgument", http.StatusBadRequest}, true
+	case CodeDeleteMarker:
+		return codeInfo{errs.Invalid, "MethodNotAllowed", http.StatusMethodNotAllowed}, true
+	case CodeBadVersioning:
+		return codeInfo{errs.Invalid, "IllegalVersioningConfigurationException", http.StatusBadRequest}, true
+	case CodeCopyFromMarker:
+		return codeInfo{errs.Invalid, "InvalidRequest", http.StatusBadRequest}, true
 	case CodeBadACL:
 		return codeInfo{errs.Invalid, "InvalidArgument", http.StatusBadRequest}, true
 	case CodeBadACLRequest:

@@ -198,6 +198,7 @@ func (s *Service) deleteUnused(ctx context.Context, blobs []meta.Blob) {
 type PartCopyOptions struct {
 	Range            *Range // bytes=first-last of the source; nil: all of it
 	SourceConditions Conditions
+	SourceVersionID  string // the source's versionId ("null" too; "" for the latest)
 }
 
 // UploadPartCopy stores part number of an upload from (a byte range of) an
@@ -215,7 +216,7 @@ func (s *Service) UploadPartCopy(ctx context.Context, c *Caller, bucket, key, up
 	if err != nil {
 		return nil, err
 	}
-	_, n, body, err := s.openSource(ctx, op, c, sb, srcKey, o.SourceConditions, o.Range)
+	_, n, body, err := s.openSource(ctx, op, c, sb, srcKey, o.SourceVersionID, o.SourceConditions, o.Range)
 	if err != nil {
 		return nil, err
 	}
@@ -289,6 +290,7 @@ func (s *Service) CompleteMultipartUploadIf(ctx context.Context, c *Caller, buck
 	obj := &meta.Object{
 		Bucket: bucket, Key: key, ContentType: u.ContentType, Metadata: u.Metadata, Headers: u.Headers,
 		StorageClass: u.StorageClass, OwnerID: owner, LastModified: s.nowMS(), Tags: u.Tags, ACL: u.ACL,
+		VersionID: newVersionID(b), Versioned: b.Versioning != "",
 	}
 	etags := make([]string, len(parts))
 	used := make([]*meta.UploadPart, len(parts))
@@ -344,7 +346,7 @@ func (s *Service) CompleteMultipartUploadIf(ctx context.Context, c *Caller, buck
 		s.deleteBlobs(ctx, replaced.Blobs)
 	}
 	s.deleteBlobs(ctx, partBlobs(unused))
-	return obj, nil
+	return markVersioned(obj, b), nil
 }
 
 // allParts loads every part of an upload by number.

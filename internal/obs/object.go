@@ -134,6 +134,7 @@ func (s *Service) PutObject(ctx context.Context, c *Caller, bucket, key string, 
 		ContentType: o.ContentType, Metadata: o.Metadata, Headers: o.Headers,
 		StorageClass: class, OwnerID: owner, LastModified: s.nowMS(),
 		Blobs: []meta.Blob{{ID: w.id, Size: w.size}}, Tags: tagMap(o.Tags), ACL: acl,
+		VersionID: newVersionID(b), Versioned: b.Versioning != "",
 	}
 	if w.checksum != "" {
 		obj.Checksums = map[string]string{w.algo: w.checksum}
@@ -141,7 +142,7 @@ func (s *Service) PutObject(ctx context.Context, c *Caller, bucket, key string, 
 	if err := s.commitIf(ctx, op, obj, pre); err != nil {
 		return nil, err
 	}
-	return obj, nil
+	return markVersioned(obj, b), nil
 }
 
 func (s *Service) checkAttributes(op errs.Op, key string, md map[string]string, class string) (string, error) {
@@ -241,6 +242,10 @@ type GetOptions struct {
 	Range      *Range // nil: the whole object
 	PartNumber int    // > 0: that part of a multipart object (part 1 of a simple object is all of it)
 	Conditions Conditions
+	// VersionID is the versionId parameter ("null" for the null
+	// version): read that version, which needs obs:GetObjectVersion. ""
+	// reads the latest.
+	VersionID string
 }
 
 // GetResult is an object and the bytes asked for.
@@ -293,17 +298,21 @@ func (s *Service) get(ctx context.Context, op errs.Op, c *Caller, bucket, key st
 	}
 	// The object is authorized once it is found, with its tags in the
 	// condition context (s3:ExistingObjectTag/<key>).
+	action := ActionGetObject
+	if o.VersionID != "" {
+		action = ActionGetObjectVersion
+	}
 	authz := func(obj *meta.Object) error {
-		return s.checkWithObject(op, c, b, ActionGetObject, key, obj, tagContext(nil, obj, nil))
+		return s.checkWithObject(op, c, b, action, key, obj, tagContext(nil, obj, nil))
 	}
 	if method == http.MethodHead {
-		return s.lookup(ctx, op, bucket, key, o, method, authz) // reads no blob: nothing to pin
+		return s.lookup(ctx, op, b, key, o, method, authz) // reads no blob: nothing to pin
 	}
 	// The ticket is taken before the index is read: the blobs found stay
 	// until the body is closed, whatever overwrites or deletes the object
 	// meanwhile.
 	t := s.pins.begin()
-	res, err := s.lookup(ctx, op, bucket, key, o, method, authz)
+	res, err := s.lookup(ctx, op, b, key, o, method, authz)
 	if err != nil {
 		s.abandon(ctx, t)
 		return res, err
@@ -316,17 +325,28 @@ func (s *Service) get(ctx context.Context, op errs.Op, c *Caller, bucket, key st
 	return res, nil
 }
 
-// lookup reads the index entry, has authz (which sees nil when there is
-// no object) authorize the request, and works out the bytes to send.
-func (s *Service) lookup(ctx context.Context, op errs.Op, bucket, key string, o GetOptions, method string, authz func(*meta.Object) error) (*GetResult, error) {
-	obj, err := s.readObject(ctx, op, bucket, key)
+// lookup reads the index entry (the version o.VersionID names, if any),
+// has authz (which sees nil when there is no object, or a delete marker)
+// authorize the request, and works out the bytes to send.
+func (s *Service) lookup(ctx context.Context, op errs.Op, b *meta.Bucket, key string, o GetOptions, method string, authz func(*meta.Object) error) (*GetResult, error) {
+	bucket := b.Name
+	obj, err := s.findVersion(ctx, op, b, key, o.VersionID)
 	if err != nil {
 		return nil, err
+	}
+	var marker *meta.Object
+	if obj != nil && obj.DeleteMarker {
+		marker, obj = obj, nil
 	}
 	if err := authz(obj); err != nil {
 		return nil, err
 	}
-	if obj == nil {
+	switch {
+	case marker != nil:
+		return nil, markerError(op, bucket, key, o.VersionID, marker)
+	case obj == nil && o.VersionID != "":
+		return nil, noSuchVersion(op, bucket, key, o.VersionID)
+	case obj == nil:
 		return nil, noSuchKey(op, bucket, key)
 	}
 	res := &GetResult{Object: obj, Length: obj.Size}
@@ -369,32 +389,85 @@ func noSuchPart(op errs.Op, n, count int) error {
 }
 
 // DeleteObject deletes the object; deleting a missing object succeeds (S3
-// semantics).
+// semantics). In a versioned bucket it adds a delete marker.
 func (s *Service) DeleteObject(ctx context.Context, c *Caller, bucket, key string) error {
+	_, err := s.DeleteObjectVersion(ctx, c, bucket, key, "")
+	return err
+}
+
+// Deleted is what a delete did, as S3 answers it.
+type Deleted struct {
+	// VersionID is the id (as S3 shows it) of the version deleted, or of
+	// the delete marker added; "" in a never-versioned bucket.
+	VersionID string
+	// DeleteMarker: a delete marker was added, or the version deleted was
+	// one.
+	DeleteMarker bool
+}
+
+// DeleteObjectVersion deletes a key as DeleteObject does when version is
+// "", else removes that version (a delete marker too) for good, which
+// needs obs:DeleteObjectVersion; a missing version is no error.
+func (s *Service) DeleteObjectVersion(ctx context.Context, c *Caller, bucket, key, version string) (Deleted, error) {
 	const op errs.Op = "obs.DeleteObject"
 	if err := ValidateKey(key); err != nil {
-		return err
+		return Deleted{}, err
 	}
 	b, err := s.bucket(ctx, op, bucket)
 	if err != nil {
-		return err
+		return Deleted{}, err
 	}
-	return s.deleteOne(ctx, op, c, b, key)
+	return s.deleteOne(ctx, op, c, b, key, version)
 }
 
-func (s *Service) deleteOne(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, key string) error {
+func (s *Service) deleteOne(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, key, version string) (Deleted, error) {
+	if version != "" {
+		return s.deleteVersion(ctx, op, c, b, key, version)
+	}
 	if err := s.check(op, c, b, ActionDeleteObject, key, nil); err != nil {
-		return err
+		return Deleted{}, err
+	}
+	if b.Versioning != "" {
+		m := &meta.Object{Bucket: b.Name, Key: key, VersionID: newVersionID(b), DeleteMarker: true,
+			OwnerID: objectOwner(c, b), LastModified: s.nowMS(), Versioned: true}
+		replaced, err := s.store.PutObject(ctx, m)
+		if err != nil {
+			return Deleted{}, storeErr(op, fmt.Sprintf("adding a delete marker to object %q", key), err)
+		}
+		if replaced != nil {
+			s.deleteBlobs(ctx, replaced.Blobs)
+		}
+		return Deleted{VersionID: VersionID(m), DeleteMarker: true}, nil
 	}
 	gone, err := s.store.DeleteObject(ctx, b.Name, key)
 	if errs.Is(err, errs.NotFound) {
-		return nil
+		return Deleted{}, nil
 	}
 	if err != nil {
-		return storeErr(op, fmt.Sprintf("deleting object %q", key), err)
+		return Deleted{}, storeErr(op, fmt.Sprintf("deleting object %q", key), err)
 	}
 	s.deleteBlobs(ctx, gone.Blobs)
-	return nil
+	return Deleted{}, nil
+}
+
+// deleteVersion removes one version of key for good.
+func (s *Service) deleteVersion(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, key, version string) (Deleted, error) {
+	id, err := ParseVersionID(version)
+	if err != nil {
+		return Deleted{}, err
+	}
+	if err := s.check(op, c, b, ActionDeleteObjectVersion, key, nil); err != nil {
+		return Deleted{}, err
+	}
+	gone, err := s.store.DeleteObjectVersion(ctx, b.Name, key, id)
+	if errs.Is(err, errs.NotFound) {
+		return Deleted{VersionID: version}, nil
+	}
+	if err != nil {
+		return Deleted{}, storeErr(op, fmt.Sprintf("deleting version %s of object %q", version, key), err)
+	}
+	s.deleteBlobs(ctx, gone.Blobs)
+	return Deleted{VersionID: version, DeleteMarker: gone.DeleteMarker}, nil
 }
 
 // MaxDeleteKeys is the most keys one DeleteObjects takes.
@@ -403,33 +476,52 @@ const MaxDeleteKeys = 1000
 // DeleteResult is the outcome for one key of DeleteObjects; Err is nil on
 // success (a missing key is a success).
 type DeleteResult struct {
-	Key string
-	Err error
+	Key       string
+	VersionID string // the version asked for, as S3 shows it; "" for none
+	Deleted          // what was done, when Err is nil
+	Err       error
+}
+
+// ObjectVersion names a key and, optionally, one of its versions (as S3
+// shows version ids; "" for none).
+type ObjectVersion struct {
+	Key       string
+	VersionID string
 }
 
 // DeleteObjects deletes up to MaxDeleteKeys objects of one bucket and
 // reports per key. The error is for the request as a whole.
 func (s *Service) DeleteObjects(ctx context.Context, c *Caller, bucket string, keys []string) ([]DeleteResult, error) {
+	objs := make([]ObjectVersion, len(keys))
+	for i, k := range keys {
+		objs[i].Key = k
+	}
+	return s.DeleteObjectVersions(ctx, c, bucket, objs)
+}
+
+// DeleteObjectVersions is DeleteObjects of keys or, where a version is
+// named, of that version (DeleteObjectVersion).
+func (s *Service) DeleteObjectVersions(ctx context.Context, c *Caller, bucket string, objs []ObjectVersion) ([]DeleteResult, error) {
 	const op errs.Op = "obs.DeleteObjects"
 	switch {
-	case len(keys) == 0:
+	case len(objs) == 0:
 		return nil, fail(op, CodeMalformedRequest, "no keys to delete", "name at least one object")
-	case len(keys) > MaxDeleteKeys:
-		return nil, fail(op, CodeTooManyDeleteKeys, fmt.Sprintf("%d keys to delete; the limit is %d per request", len(keys), MaxDeleteKeys),
+	case len(objs) > MaxDeleteKeys:
+		return nil, fail(op, CodeTooManyDeleteKeys, fmt.Sprintf("%d keys to delete; the limit is %d per request", len(objs), MaxDeleteKeys),
 			"split the keys into batches of 1000")
 	}
 	b, err := s.bucket(ctx, op, bucket)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]DeleteResult, len(keys))
-	for i, k := range keys {
-		out[i].Key = k
-		if err := ValidateKey(k); err != nil {
+	out := make([]DeleteResult, len(objs))
+	for i, o := range objs {
+		out[i].Key, out[i].VersionID = o.Key, o.VersionID
+		if err := ValidateKey(o.Key); err != nil {
 			out[i].Err = err
 			continue
 		}
-		out[i].Err = s.deleteOne(ctx, op, c, b, k)
+		out[i].Deleted, out[i].Err = s.deleteOne(ctx, op, c, b, o.Key, o.VersionID)
 	}
 	return out, nil
 }
@@ -456,6 +548,9 @@ type CopyOptions struct {
 	// TaggingReplace (Tags).
 	TaggingDirective string
 	Tags             []Tag
+	// SourceVersionID is the source's versionId ("null" too; "" for the
+	// latest), which needs obs:GetObjectVersion.
+	SourceVersionID string
 	// ACL of the copy (x-amz-acl, x-amz-grant-*); the zero value: private.
 	ACL ACLRequest
 }
@@ -520,12 +615,14 @@ func (s *Service) CopyObject(ctx context.Context, c *Caller, srcBucket, srcKey, 
 	if err != nil {
 		return nil, err
 	}
-	src, _, body, err := s.openSource(ctx, op, c, sb, srcKey, o.SourceConditions, nil)
+	src, _, body, err := s.openSource(ctx, op, c, sb, srcKey, o.SourceVersionID, o.SourceConditions, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer body.Close()
-	if srcBucket == dstBucket && srcKey == dstKey && !replace && !replaceTags && (o.StorageClass == "" || o.StorageClass == src.StorageClass) {
+	// Copying an older version over its key restores it: allowed as it is.
+	restore := o.SourceVersionID != "" && !src.IsLatest
+	if srcBucket == dstBucket && srcKey == dstKey && !restore && !replace && !replaceTags && (o.StorageClass == "" || o.StorageClass == src.StorageClass) {
 		return nil, fail(op, CodeCopyToItself,
 			fmt.Sprintf("copying %s/%s onto itself without changing its metadata or storage class", srcBucket, srcKey),
 			"set the metadata directive to REPLACE (with the new metadata) or copy to another key")
@@ -545,6 +642,7 @@ func (s *Service) CopyObject(ctx context.Context, c *Caller, srcBucket, srcKey, 
 		ContentType: src.ContentType, Metadata: src.Metadata, Headers: src.Headers,
 		StorageClass: class, OwnerID: owner, LastModified: s.nowMS(),
 		Blobs: []meta.Blob{{ID: w.id, Size: w.size}}, Tags: src.Tags, ACL: acl,
+		VersionID: newVersionID(db), Versioned: db.Versioning != "",
 	}
 	if replaceTags {
 		obj.Tags = tagMap(o.Tags)
@@ -558,7 +656,7 @@ func (s *Service) CopyObject(ctx context.Context, c *Caller, srcBucket, srcKey, 
 	if err := s.commit(ctx, op, obj); err != nil {
 		return nil, err
 	}
-	return obj, nil
+	return markVersioned(obj, db), nil
 }
 
 // checksumAlgo is the algorithm of the object's additional checksum, if any
@@ -576,15 +674,24 @@ func checksumAlgo(o *meta.Object) string {
 // failed one is PreconditionFailed). It returns the source object and the
 // number of bytes the reader yields; the source's bytes stay readable until
 // the reader is closed, whatever happens to the object meanwhile.
-func (s *Service) openSource(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, key string, cond Conditions, rng *Range) (*meta.Object, int64, io.ReadCloser, error) {
+func (s *Service) openSource(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, key, version string, cond Conditions, rng *Range) (*meta.Object, int64, io.ReadCloser, error) {
 	bucket := b.Name
+	action := ActionGetObject
+	if version != "" {
+		action = ActionGetObjectVersion
+	}
 	authz := func(obj *meta.Object) error {
-		return s.checkWithObject(op, c, b, ActionGetObject, key, obj, tagContext(nil, obj, nil))
+		return s.checkWithObject(op, c, b, action, key, obj, tagContext(nil, obj, nil))
 	}
 	t := s.pins.begin()
-	res, err := s.lookup(ctx, op, bucket, key, GetOptions{Conditions: cond}, "COPY", authz)
+	res, err := s.lookup(ctx, op, b, key, GetOptions{Conditions: cond, VersionID: version}, "COPY", authz)
 	if err != nil {
 		s.abandon(ctx, t)
+		if _, ok := Marker(err); ok && version != "" {
+			return nil, 0, nil, fail(op, CodeCopyFromMarker,
+				fmt.Sprintf("the copy source, version %s of %s/%s, is a delete marker", version, bucket, key),
+				"copy a version that is not a delete marker", err)
+		}
 		return nil, 0, nil, err
 	}
 	src := res.Object
@@ -641,6 +748,13 @@ func (s *Service) DeletePrefix(ctx context.Context, c *Caller, bucket, prefix st
 // when the upload had an algorithm (objects completed before Atelier kept
 // part checksums in the index have none).
 func (s *Service) GetObjectAttributes(ctx context.Context, c *Caller, bucket, key string) (*meta.Object, error) {
+	return s.GetObjectVersionAttributes(ctx, c, bucket, key, "")
+}
+
+// GetObjectVersionAttributes is GetObjectAttributes of a version (as S3
+// shows version ids; "" for the latest), which needs obs:GetObjectVersion
+// and obs:GetObjectVersionAttributes.
+func (s *Service) GetObjectVersionAttributes(ctx context.Context, c *Caller, bucket, key, version string) (*meta.Object, error) {
 	const op errs.Op = "obs.GetObjectAttributes"
 	if err := ValidateKey(key); err != nil {
 		return nil, err
@@ -649,14 +763,18 @@ func (s *Service) GetObjectAttributes(ctx context.Context, c *Caller, bucket, ke
 	if err != nil {
 		return nil, err
 	}
+	get, attrs := ActionGetObject, ActionGetObjectAttributes
+	if version != "" {
+		get, attrs = ActionGetObjectVersion, ActionGetObjectVersionAttributes
+	}
 	authz := func(obj *meta.Object) error {
 		tc := tagContext(nil, obj, nil)
-		if err := s.check(op, c, b, ActionGetObject, key, tc); err != nil {
+		if err := s.check(op, c, b, get, key, tc); err != nil {
 			return err
 		}
-		return s.check(op, c, b, ActionGetObjectAttributes, key, tc)
+		return s.check(op, c, b, attrs, key, tc)
 	}
-	res, err := s.lookup(ctx, op, bucket, key, GetOptions{}, http.MethodHead, authz)
+	res, err := s.lookup(ctx, op, b, key, GetOptions{VersionID: version}, http.MethodHead, authz)
 	if err != nil {
 		return nil, err
 	}

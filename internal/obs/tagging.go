@@ -157,74 +157,137 @@ func (s *Service) readObject(ctx context.Context, op errs.Op, bucket, key string
 	return o, nil
 }
 
-// checkObject authorizes action on an object with its tags in the
-// condition context, then returns NoSuchKey if it does not exist (so a
-// caller without access learns nothing of it).
-func (s *Service) checkObject(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, action, key string, request []Tag) (*meta.Object, error) {
+// checkVersion authorizes action on an object, the version version names
+// ("" for the latest), with its tags in the condition context, then
+// returns NoSuchKey (NoSuchVersion) if there is none, so that a caller
+// without access learns nothing of it; MethodNotAllowed when the version
+// is a delete marker (NoSuchKey when the latest is one).
+func (s *Service) checkVersion(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, action, key, version string, request []Tag) (*meta.Object, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err
 	}
-	o, err := s.readObject(ctx, op, b.Name, key)
+	o, err := s.findVersion(ctx, op, b, key, version)
 	if err != nil {
 		return nil, err
+	}
+	var marker *meta.Object
+	if o != nil && o.DeleteMarker {
+		marker, o = o, nil
 	}
 	if err := s.check(op, c, b, action, key, tagContext(nil, o, request)); err != nil {
 		return nil, err
 	}
-	if o == nil {
+	switch {
+	case marker != nil:
+		return nil, markerError(op, b.Name, key, version, marker)
+	case o == nil && version != "":
+		return nil, noSuchVersion(op, b.Name, key, version)
+	case o == nil:
 		return nil, noSuchKey(op, b.Name, key)
 	}
 	return o, nil
 }
 
+// shownVersion is the version id a response about o shows: "" for an
+// object of a never-versioned bucket.
+func shownVersion(o *meta.Object) string {
+	if o == nil || !o.Versioned {
+		return ""
+	}
+	return VersionID(o)
+}
+
 // GetObjectTagging returns the object's tags, sorted by key (none: empty).
 func (s *Service) GetObjectTagging(ctx context.Context, c *Caller, bucket, key string) ([]Tag, error) {
+	tags, _, err := s.GetObjectVersionTagging(ctx, c, bucket, key, "")
+	return tags, err
+}
+
+// GetObjectVersionTagging returns the tags of a version (version as S3
+// shows it; "" for the latest, with obs:GetObjectTagging; else
+// obs:GetObjectVersionTagging) and the id of the version read ("" in a
+// never-versioned bucket).
+func (s *Service) GetObjectVersionTagging(ctx context.Context, c *Caller, bucket, key, version string) ([]Tag, string, error) {
 	const op errs.Op = "obs.GetObjectTagging"
 	b, err := s.bucket(ctx, op, bucket)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	o, err := s.checkObject(ctx, op, c, b, ActionGetObjectTagging, key, nil)
+	action := ActionGetObjectTagging
+	if version != "" {
+		action = ActionGetObjectVersionTagging
+	}
+	o, err := s.checkVersion(ctx, op, c, b, action, key, version, nil)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return TagList(o.Tags), nil
+	return TagList(o.Tags), shownVersion(o), nil
 }
 
 // PutObjectTagging replaces the object's tags (at most MaxObjectTags).
 // The object's ETag and LastModified do not change.
 func (s *Service) PutObjectTagging(ctx context.Context, c *Caller, bucket, key string, tags []Tag) error {
+	_, err := s.PutObjectVersionTagging(ctx, c, bucket, key, "", tags)
+	return err
+}
+
+// PutObjectVersionTagging is PutObjectTagging of a version ("" for the
+// latest; else obs:PutObjectVersionTagging); it returns the version's id
+// ("" in a never-versioned bucket).
+func (s *Service) PutObjectVersionTagging(ctx context.Context, c *Caller, bucket, key, version string, tags []Tag) (string, error) {
 	const op errs.Op = "obs.PutObjectTagging"
 	if err := ValidateTags(tags, MaxObjectTags); err != nil {
-		return err
+		return "", err
 	}
 	if tags == nil {
 		tags = []Tag{}
 	}
-	return s.setObjectTags(ctx, op, c, bucket, key, ActionPutObjectTagging, tags)
+	action := ActionPutObjectTagging
+	if version != "" {
+		action = ActionPutObjectVersionTagging
+	}
+	return s.setObjectTags(ctx, op, c, bucket, key, version, action, tags)
 }
 
 // DeleteObjectTagging removes the object's tags.
 func (s *Service) DeleteObjectTagging(ctx context.Context, c *Caller, bucket, key string) error {
-	return s.setObjectTags(ctx, "obs.DeleteObjectTagging", c, bucket, key, ActionDeleteObjectTagging, nil)
+	_, err := s.DeleteObjectVersionTagging(ctx, c, bucket, key, "")
+	return err
 }
 
-func (s *Service) setObjectTags(ctx context.Context, op errs.Op, c *Caller, bucket, key, action string, tags []Tag) error {
+// DeleteObjectVersionTagging is DeleteObjectTagging of a version ("" for
+// the latest; else obs:DeleteObjectVersionTagging).
+func (s *Service) DeleteObjectVersionTagging(ctx context.Context, c *Caller, bucket, key, version string) (string, error) {
+	action := ActionDeleteObjectTagging
+	if version != "" {
+		action = ActionDeleteObjectVersionTagging
+	}
+	return s.setObjectTags(ctx, "obs.DeleteObjectTagging", c, bucket, key, version, action, nil)
+}
+
+func (s *Service) setObjectTags(ctx context.Context, op errs.Op, c *Caller, bucket, key, version, action string, tags []Tag) (string, error) {
 	b, err := s.bucket(ctx, op, bucket)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if _, err := s.checkObject(ctx, op, c, b, action, key, tags); err != nil {
-		return err
-	}
-	_, err = s.store.SetObjectTags(ctx, bucket, key, tagMap(tags))
-	if errs.Is(err, errs.NotFound) {
-		return noSuchKey(op, bucket, key)
-	}
+	o, err := s.checkVersion(ctx, op, c, b, action, key, version, tags)
 	if err != nil {
-		return storeErr(op, fmt.Sprintf("storing the tags of object %q", key), err)
+		return "", err
 	}
-	return nil
+	if version == "" {
+		_, err = s.store.SetObjectTags(ctx, bucket, key, tagMap(tags))
+	} else {
+		_, err = s.store.SetObjectVersionTags(ctx, bucket, key, o.VersionID, tagMap(tags))
+	}
+	switch {
+	case errs.Is(err, errs.NotFound) && version != "":
+		return "", noSuchVersion(op, bucket, key, version)
+	case errs.Is(err, errs.NotFound):
+		return "", noSuchKey(op, bucket, key)
+	case err != nil:
+		return "", storeErr(op, fmt.Sprintf("storing the tags of object %q", key), err)
+	}
+	return shownVersion(o), nil
 }
 
 // GetBucketTagging returns the bucket's tags in the order they were put;

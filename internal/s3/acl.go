@@ -175,7 +175,14 @@ func (s *Server) getACL(q *request) error {
 	if q.t.Key == "" {
 		a, err = s.d.OBS.GetBucketACL(q.r.Context(), q.caller, q.t.Bucket)
 	} else {
-		a, err = s.d.OBS.GetObjectACL(q.r.Context(), q.caller, q.t.Bucket, q.t.Key)
+		var version, shown string
+		if version, err = versionParam(q.r.URL.Query()); err != nil {
+			return err
+		}
+		a, shown, err = s.d.OBS.GetObjectVersionACL(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, version)
+		if shown != "" {
+			q.w.Header().Set("x-amz-version-id", shown)
+		}
 	}
 	if err != nil {
 		return err
@@ -191,7 +198,14 @@ func (s *Server) putACL(q *request) error {
 	if q.t.Key == "" {
 		err = s.d.OBS.PutBucketACL(q.r.Context(), q.caller, q.t.Bucket, r)
 	} else {
-		err = s.d.OBS.PutObjectACL(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, r)
+		var version, shown string
+		if version, err = versionParam(q.r.URL.Query()); err != nil {
+			return err
+		}
+		shown, err = s.d.OBS.PutObjectVersionACL(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, version, r)
+		if shown != "" {
+			q.w.Header().Set("x-amz-version-id", shown)
+		}
 	}
 	if err != nil {
 		return err

@@ -99,10 +99,15 @@ func (s *Server) getObjectAttributes(q *request) error {
 	if err != nil {
 		return err
 	}
-	obj, err := s.d.OBS.GetObjectAttributes(q.r.Context(), q.caller, q.t.Bucket, q.t.Key)
+	version, err := versionParam(q.r.URL.Query())
 	if err != nil {
 		return err
 	}
+	obj, err := s.d.OBS.GetObjectVersionAttributes(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, version)
+	if err != nil {
+		return err
+	}
+	setVersionHeader(q.w.Header(), obj)
 	out := GetObjectAttributesResponse{}
 	if attrs["ETag"] {
 		out.ETag = obj.ETag

@@ -7,7 +7,7 @@
 //     path-style ("/bucket/key") or virtual-host-style
 //     ("<bucket>.<s3_domain>"). Keys are unescaped exactly once from the path
 //     as the client escaped it, so every key comes back byte for byte. S3
-//     sub-resources Atelier does not offer (?versioning, ?object-lock, …)
+//     sub-resources Atelier does not offer (?object-lock, ?website, …)
 //     are answered NotImplemented, naming them (docs/obs.md lists every
 //     S3 operation; TestDocumentedOperations keeps the two in step). ParseCopySource, ParseRange
 //     and ParsePartNumber parse the x-amz-copy-source and Range headers and
@@ -27,6 +27,11 @@
 //     message), Error, constructors whose messages name the bucket, key,
 //     principal and action involved, ToError (mapping SigV4 failures and
 //     *errs.Error kinds to S3 codes) and WriteError.
+//   - versioning.go: VersioningConfiguration, ListVersionsResult (its
+//     <Version> and <DeleteMarker> entries in the listing's order), the
+//     versionId parameter and the x-amz-version-id and
+//     x-amz-delete-marker headers (also on the 404 and 405 of a delete
+//     marker).
 //   - post.go, postpolicy.go: browser-form uploads (POST Object):
 //     ReadPostForm reads a multipart form up to its file with the fields
 //     bounded (MaxPostPreData), ParsePostPolicy and PostPolicy.Check parse and

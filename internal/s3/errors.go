@@ -34,6 +34,7 @@ const (
 	EntityTooSmall                     ErrorCode = "EntityTooSmall"
 	ExpiredToken                       ErrorCode = "ExpiredToken"
 	IllegalLocationConstraintException ErrorCode = "IllegalLocationConstraintException"
+	IllegalVersioningConfiguration     ErrorCode = "IllegalVersioningConfigurationException"
 	IncompleteBody                     ErrorCode = "IncompleteBody"
 	InsufficientStorage                ErrorCode = "InsufficientStorage"
 	InternalError                      ErrorCode = "InternalError"
@@ -118,6 +119,7 @@ var errorTable = map[ErrorCode]errorInfo{
 	EntityTooSmall:                     {http.StatusBadRequest, "Your proposed upload is smaller than the minimum allowed object size."},
 	ExpiredToken:                       {http.StatusBadRequest, "The provided token has expired."},
 	IllegalLocationConstraintException: {http.StatusBadRequest, "The location constraint is not this server's region."},
+	IllegalVersioningConfiguration:     {http.StatusBadRequest, "The versioning configuration specified in the request is invalid."},
 	IncompleteBody:                     {http.StatusBadRequest, "You did not provide the number of bytes specified by the Content-Length HTTP header."},
 	InsufficientStorage:                {http.StatusInsufficientStorage, "The server's storage is full. Deleting objects frees space; deletes keep working."},
 	InternalError:                      {http.StatusInternalServerError, "We encountered an internal error. Please try again."},

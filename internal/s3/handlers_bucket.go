@@ -85,7 +85,7 @@ func (s *Server) dispatch(q *request) error {
 	case OpGetObject, OpHeadObject:
 		return s.getObject(q)
 	case OpDeleteObject:
-		return noContent(q, s.d.OBS.DeleteObject(q.r.Context(), q.caller, q.t.Bucket, q.t.Key))
+		return s.deleteObject(q)
 	case OpCreateMultipartUpload:
 		return s.createUpload(q)
 	case OpUploadPart:
@@ -103,7 +103,7 @@ func (s *Server) dispatch(q *request) error {
 	case OpPutObjectTagging:
 		return s.putObjectTagging(q)
 	case OpDeleteObjectTagging:
-		return noContent(q, s.d.OBS.DeleteObjectTagging(q.r.Context(), q.caller, q.t.Bucket, q.t.Key))
+		return s.deleteObjectTagging(q)
 	case OpGetBucketTagging:
 		return s.getBucketTagging(q)
 	case OpPutBucketTagging:
@@ -112,6 +112,12 @@ func (s *Server) dispatch(q *request) error {
 		return noContent(q, s.d.OBS.DeleteBucketTagging(q.r.Context(), q.caller, q.t.Bucket))
 	case OpGetObjectAttributes:
 		return s.getObjectAttributes(q)
+	case OpGetBucketVersioning:
+		return s.getBucketVersioning(q)
+	case OpPutBucketVersioning:
+		return s.putBucketVersioning(q)
+	case OpListObjectVersions:
+		return s.listObjectVersions(q)
 	case OpPostObject:
 		return s.postObject(q)
 	case OpGetBucketACL, OpGetObjectACL:
@@ -209,6 +215,17 @@ func (s *Server) getLifecycle(q *request) error {
 			d := r.ExpirationDays
 			lr.Expiration = &LifecycleExpiration{Days: &d}
 		}
+		if r.ExpiredObjectDeleteMarker {
+			t := true
+			lr.Expiration = &LifecycleExpiration{ExpiredObjectDeleteMarker: &t}
+		}
+		if r.NoncurrentDays > 0 {
+			d := r.NoncurrentDays
+			lr.NoncurrentVersionExpiration = &NoncurrentVersionExpiration{NoncurrentDays: &d}
+			if n := r.NewerNoncurrentVersions; n > 0 {
+				lr.NoncurrentVersionExpiration.NewerNoncurrentVersions = &n
+			}
+		}
 		if r.AbortIncompleteDays > 0 {
 			d := r.AbortIncompleteDays
 			lr.AbortIncompleteMultipartUpload = &AbortIncompleteMultipartUpload{DaysAfterInitiation: &d}
@@ -239,6 +256,17 @@ func (s *Server) putLifecycle(q *request) error {
 			}
 			if r.Expiration.Days != nil {
 				rule.ExpirationDays = *r.Expiration.Days
+			}
+			if m := r.Expiration.ExpiredObjectDeleteMarker; m != nil {
+				rule.ExpiredObjectDeleteMarker = *m
+			}
+		}
+		if x := r.NoncurrentVersionExpiration; x != nil {
+			if x.NoncurrentDays != nil {
+				rule.NoncurrentDays = *x.NoncurrentDays
+			}
+			if x.NewerNoncurrentVersions != nil {
+				rule.NewerNoncurrentVersions = *x.NewerNoncurrentVersions
 			}
 		}
 		if a := r.AbortIncompleteMultipartUpload; a != nil && a.DaysAfterInitiation != nil {

@@ -53,6 +53,9 @@ const (
 	OpPutBucketTagging
 	OpDeleteBucketTagging
 	OpGetObjectAttributes
+	OpGetBucketVersioning
+	OpPutBucketVersioning
+	OpListObjectVersions
 	OpPostObject
 	OpGetBucketACL
 	OpPutBucketACL
@@ -115,6 +118,9 @@ var ops = [numOps]opInfo{
 	OpPutBucketTagging:        {"PutBucketTagging", "obs:PutBucketTagging"},
 	OpDeleteBucketTagging:     {"DeleteBucketTagging", "obs:PutBucketTagging"},
 	OpGetObjectAttributes:     {"GetObjectAttributes", "obs:GetObjectAttributes"},
+	OpGetBucketVersioning:     {"GetBucketVersioning", "obs:GetBucketVersioning"},
+	OpPutBucketVersioning:     {"PutBucketVersioning", "obs:PutBucketVersioning"},
+	OpListObjectVersions:      {"ListObjectVersions", "obs:ListBucketVersions"},
 	OpPostObject:              {"PostObject", "obs:PutObject"},
 
 	OpGetBucketACL:                  {"GetBucketAcl", "obs:GetBucketAcl"},
@@ -304,6 +310,8 @@ var subresources = map[string]subresource{
 	"delete":     {true, "multi-object delete (?delete)", ""},
 	"tagging":    {true, "tagging (?tagging)", ""},
 	"attributes": {true, "GetObjectAttributes (?attributes)", ""},
+	"versioning": {true, "bucket versioning (?versioning)", ""},
+	"versions":   {true, "ListObjectVersions (?versions)", ""},
 
 	"acl":               {true, "access control lists (?acl)", ""},
 	"ownershipControls": {true, "object ownership controls (?ownershipControls)", ""},
@@ -330,8 +338,6 @@ var subresources = map[string]subresource{
 	"select":                {false, "S3 Select (?select)", "read the object with GET"},
 	"session":               {false, "CreateSession (?session)", ""},
 	"torrent":               {false, "BitTorrent (?torrent)", ""},
-	"versioning":            {false, "bucket versioning (?versioning)", "buckets are not versioned"},
-	"versions":              {false, "ListObjectVersions (?versions)", "buckets are not versioned; list with ListObjectsV2"},
 	"website":               {false, "static website hosting (?website)", ""},
 }
 
@@ -340,12 +346,13 @@ var bucketSubOps = map[string]map[string]Op{
 	http.MethodGet: {
 		"location": OpGetBucketLocation, "uploads": OpListMultipartUploads, "policy": OpGetBucketPolicy,
 		"lifecycle": OpGetBucketLifecycle, "cors": OpGetBucketCors, "tagging": OpGetBucketTagging,
+		"versioning": OpGetBucketVersioning, "versions": OpListObjectVersions,
 		"acl": OpGetBucketACL, "ownershipControls": OpGetBucketOwnershipControls,
 		"publicAccessBlock": OpGetPublicAccessBlock, "policyStatus": OpGetBucketPolicyStatus,
 	},
 	http.MethodPut: {"policy": OpPutBucketPolicy, "lifecycle": OpPutBucketLifecycle, "cors": OpPutBucketCors,
-		"tagging": OpPutBucketTagging,
-		"acl":     OpPutBucketACL, "ownershipControls": OpPutBucketOwnershipControls, "publicAccessBlock": OpPutPublicAccessBlock},
+		"tagging": OpPutBucketTagging, "versioning": OpPutBucketVersioning,
+		"acl": OpPutBucketACL, "ownershipControls": OpPutBucketOwnershipControls, "publicAccessBlock": OpPutPublicAccessBlock},
 	http.MethodDelete: {"policy": OpDeleteBucketPolicy, "lifecycle": OpDeleteBucketLifecycle, "cors": OpDeleteBucketCors,
 		"tagging":           OpDeleteBucketTagging,
 		"ownershipControls": OpDeleteBucketOwnershipControls, "publicAccessBlock": OpDeletePublicAccessBlock},

@@ -76,6 +76,14 @@ func TestRouteOps(t *testing.T) {
 		{"HEAD", "/bk1?location", nil, OpNone, "bk1", "", MethodNotAllowed},
 		{"DELETE", "/bk1?uploadId=u", nil, OpNone, "bk1", "", InvalidRequest},
 		{"GET", "/bk1?policy&cors", nil, OpNone, "bk1", "", InvalidRequest},
+		{"GET", "/bk1?versioning", nil, OpGetBucketVersioning, "bk1", "", ""},
+		{"PUT", "/bk1?versioning", nil, OpPutBucketVersioning, "bk1", "", ""},
+		{"DELETE", "/bk1?versioning", nil, OpNone, "bk1", "", MethodNotAllowed},
+		{"GET", "/bk1?versions", nil, OpListObjectVersions, "bk1", "", ""},
+		{"GET", "/bk1?versions&prefix=a&key-marker=b&version-id-marker=null", nil, OpListObjectVersions, "bk1", "", ""},
+		{"GET", "/bk1/k?versions", nil, OpNone, "bk1", "k", InvalidRequest},
+		{"GET", "/bk1/k?versionId=null", nil, OpGetObject, "bk1", "k", ""},
+		{"DELETE", "/bk1/k?versionId=x", nil, OpDeleteObject, "bk1", "k", ""},
 		{"GET", "/bk1?acl", nil, OpGetBucketACL, "bk1", "", ""},
 		{"PUT", "/bk1?acl", nil, OpPutBucketACL, "bk1", "", ""},
 		{"DELETE", "/bk1?acl", nil, OpNone, "bk1", "", MethodNotAllowed},
@@ -88,8 +96,8 @@ func TestRouteOps(t *testing.T) {
 		{"GET", "/bk1?policyStatus", nil, OpGetBucketPolicyStatus, "bk1", "", ""},
 		{"PUT", "/bk1?policyStatus", nil, OpNone, "bk1", "", MethodNotAllowed},
 		{"GET", "/bk1/k?ownershipControls", nil, OpNone, "bk1", "k", InvalidRequest},
-		{"GET", "/bk1?versioning", nil, OpNone, "bk1", "", NotImplemented},
-		{"GET", "/bk1?versions", nil, OpNone, "bk1", "", NotImplemented},
+		{"GET", "/bk1/k?acl&versionId=v", nil, OpGetObjectACL, "bk1", "k", ""},
+		{"PUT", "/bk1/k?acl&versionId=null", nil, OpPutObjectACL, "bk1", "k", ""},
 		{"PUT", "/bk1?website", nil, OpNone, "bk1", "", NotImplemented},
 		{"PUT", "/bk1?tagging", nil, OpPutBucketTagging, "bk1", "", ""},
 		{"GET", "/bk1?tagging", nil, OpGetBucketTagging, "bk1", "", ""},
@@ -162,7 +170,7 @@ func TestRouteOps(t *testing.T) {
 }
 
 func TestRouteNotImplementedNamesSubresource(t *testing.T) {
-	for _, sub := range []string{"versioning", "website", "object-lock"} {
+	for _, sub := range []string{"website", "object-lock", "inventory"} {
 		_, err := Route(readRequest(t, "GET", "/bucket?"+sub, "h"), "")
 		if err == nil || !strings.Contains(ToError(err).Message, "?"+sub) {
 			t.Errorf("?%s: error %v does not name the sub-resource", sub, err)

@@ -133,6 +133,7 @@ func (s *Server) fail(q *request, err error) {
 			q.w.Header().Set("Last-Modified", res.Object.LastModified.UTC().Format(http.TimeFormat))
 		}
 	}
+	setMarkerHeaders(q.w.Header(), err)
 	WriteError(q.w, q.r, e, q.id)
 }
 

@@ -85,22 +85,53 @@ func (s *Server) readTagging(q *request) ([]obs.Tag, error) {
 }
 
 func (s *Server) getObjectTagging(q *request) error {
-	tags, err := s.d.OBS.GetObjectTagging(q.r.Context(), q.caller, q.t.Bucket, q.t.Key)
+	version, err := versionParam(q.r.URL.Query())
 	if err != nil {
 		return err
+	}
+	tags, shown, err := s.d.OBS.GetObjectVersionTagging(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, version)
+	if err != nil {
+		return err
+	}
+	if shown != "" {
+		q.w.Header().Set("x-amz-version-id", shown)
 	}
 	return WriteXML(q.w, http.StatusOK, NewTagging(tags))
 }
 
 func (s *Server) putObjectTagging(q *request) error {
+	version, err := versionParam(q.r.URL.Query())
+	if err != nil {
+		return err
+	}
 	tags, err := s.readTagging(q)
 	if err != nil {
 		return err
 	}
-	if err := s.d.OBS.PutObjectTagging(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, tags); err != nil {
+	shown, err := s.d.OBS.PutObjectVersionTagging(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, version, tags)
+	if err != nil {
 		return err
 	}
+	if shown != "" {
+		q.w.Header().Set("x-amz-version-id", shown)
+	}
 	q.w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+func (s *Server) deleteObjectTagging(q *request) error {
+	version, err := versionParam(q.r.URL.Query())
+	if err != nil {
+		return err
+	}
+	shown, err := s.d.OBS.DeleteObjectVersionTagging(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, version)
+	if err != nil {
+		return err
+	}
+	if shown != "" {
+		q.w.Header().Set("x-amz-version-id", shown)
+	}
+	q.w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 

@@ -155,6 +155,39 @@ func responses() map[string]any {
 			Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
 		"error": ErrorResponse{Code: NoSuchKey, Message: "The resource you requested does not exist", Resource: "/mybucket/myfoto.jpg",
 			RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"versioning_enabled":   VersioningConfiguration{Status: "Enabled"},
+		"versioning_suspended": VersioningConfiguration{Status: "Suspended"},
+		"versioning_never":     VersioningConfiguration{},
+		"list_versions": ListVersionsResult{
+			Name: "bucket", Prefix: "my", KeyMarker: "", VersionIDMarker: "", MaxKeys: 5, IsTruncated: true,
+			NextKeyMarker: "my-third-image.jpg", NextVersionIDMarker: "03jpff543dhffds434rfdsFDN943fdsFkdmqnh892",
+			Entries: []VersionEntry{
+				{Key: "my-image.jpg", VersionID: "3/L4kqtJl40Nr8X8gdRQBpUMLUo", IsLatest: true, LastModified: mustTime("2009-10-12T17:50:30Z"),
+					ETag: QuoteETag("fba9dede5f27731c9771645a39863328"), Size: 434234, StorageClass: "STANDARD", Owner: owner},
+				{DeleteMarker: true, Key: "my-second-image.jpg", VersionID: "03jpff543dhffds434rfdsFDN943fdsFkdmqnh892", IsLatest: true,
+					LastModified: mustTime("2009-11-12T17:50:30Z"), Owner: owner},
+				{Key: "my-second-image.jpg", VersionID: "QUpfdndhfd8438MNFDN93jdnJFkdmqnh893", IsLatest: false, LastModified: mustTime("2009-10-10T17:50:30Z"),
+					ETag: QuoteETag("9b2cf535f27731c974343645a3985328"), Size: 166434, StorageClass: "STANDARD", Owner: owner},
+				{Key: "my-third-image.jpg", VersionID: "null", IsLatest: false, LastModified: mustTime("2009-10-10T17:50:30Z"),
+					ETag: QuoteETag("9b2cf535f27731c974343645a3985328"), Size: 64, StorageClass: "STANDARD", Owner: owner},
+			},
+		},
+		"list_versions_prefixes": ListVersionsResult{
+			Name: "bucket", Prefix: "photos/", KeyMarker: "photos/a.jpg", VersionIDMarker: "null", MaxKeys: 1000, Delimiter: "/",
+			EncodingType: "url", Entries: []VersionEntry{},
+			CommonPrefixes: []CommonPrefix{{Prefix: "photos/2006/"}, {Prefix: "photos/2007/"}},
+		},
+		"delete_result_versions": DeleteResult{Deleted: []DeletedObject{
+			{Key: "sample1.txt", DeleteMarker: true, DeleteMarkerVersionID: "0190d6a4-1c2f-7a5b-9c3d-4e5f60718293"},
+			{Key: "sample2.txt", VersionID: "0190d6a4-1c2f-7a5b-9c3d-4e5f60718294"},
+			{Key: "sample3.txt", VersionID: "null", DeleteMarker: true, DeleteMarkerVersionID: "null"},
+		}, Errors: []DeleteError{{Key: "sample4.txt", VersionID: "bad", Code: InvalidArgument, Message: "Invalid version id specified"}}},
+		"error_no_such_version": ErrorResponse{Code: NoSuchVersion, Message: "The specified version does not exist.",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_method_not_allowed": ErrorResponse{Code: MethodNotAllowed, Message: "The specified method is not allowed against this resource.",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_illegal_versioning": ErrorResponse{Code: IllegalVersioningConfiguration,
+			Message: "The versioning configuration specified in the request is invalid.", Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
 	}
 }
 
@@ -472,7 +505,9 @@ func TestValidateLifecycle(t *testing.T) {
 		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><AbortIncompleteMultipartUpload/></Rule>`), InvalidArgument, "DaysAfterInitiation"},
 		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><AbortIncompleteMultipartUpload><DaysAfterInitiation>0</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`), InvalidArgument, "positive"},
 		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><Transition><Days>30</Days><StorageClass>GLACIER</StorageClass></Transition></Rule>`), NotImplemented, "<Transition> in lifecycle rule \"r\""},
-		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays></NoncurrentVersionExpiration></Rule>`), NotImplemented, "NoncurrentVersionExpiration"},
+		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><NoncurrentVersionExpiration><NewerNoncurrentVersions>3</NewerNoncurrentVersions></NoncurrentVersionExpiration></Rule>`), InvalidArgument, "NoncurrentDays"},
+		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays><NewerNoncurrentVersions>101</NewerNoncurrentVersions></NoncurrentVersionExpiration></Rule>`), InvalidArgument, "NewerNoncurrentVersions"},
+		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><NoncurrentVersionTransition><NoncurrentDays>1</NoncurrentDays></NoncurrentVersionTransition></Rule>`), NotImplemented, "NoncurrentVersionTransition"},
 		{rule(`<Rule><ID>r</ID><Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><Status>Enabled</Status>` + exp + `</Rule>`), NotImplemented, "<Tag> in the <Filter>"},
 		{rule(`<Rule><ID>r</ID><Filter><And><Prefix>p</Prefix><Tag><Key>k</Key><Value>v</Value></Tag></And></Filter><Status>Enabled</Status>` + exp + `</Rule>`), NotImplemented, "<Tag> in the <And>"},
 		{rule(`<Rule><ID>r</ID><Filter><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan></Filter><Status>Enabled</Status>` + exp + `</Rule>`), NotImplemented, "ObjectSizeGreaterThan"},
@@ -486,6 +521,15 @@ func TestValidateLifecycle(t *testing.T) {
 		_, err := parseLifecycle(t, tc.doc)
 		if codeOf(err) != tc.code || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%.150s:\n  error %v\n  want %s containing %q", tc.doc, err, tc.code, tc.msg)
+		}
+	}
+	for _, doc := range []string{
+		rule(`<Rule><ID>r</ID><Status>Enabled</Status><NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays></NoncurrentVersionExpiration></Rule>`),
+		rule(`<Rule><ID>r</ID><Status>Enabled</Status><NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays><NewerNoncurrentVersions>3</NewerNoncurrentVersions></NoncurrentVersionExpiration></Rule>`),
+		rule(`<Rule><ID>r</ID><Status>Enabled</Status><Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration></Rule>`),
+	} {
+		if _, err := parseLifecycle(t, doc); err != nil {
+			t.Errorf("%.150s: %v", doc, err)
 		}
 	}
 }

@@ -78,6 +78,11 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"ConcurrentCreateOnly", testConcurrentCreateOnly},
 		{"CompleteUploadIf", testCompleteUploadIf},
 		{"PartChecksums", testPartChecksums},
+		{"VersioningState", testVersioningState},
+		{"Versions", testVersions},
+		{"ListObjectVersionsPaging", testListObjectVersionsPaging},
+		{"ConcurrentVersionedPuts", testConcurrentVersionedPuts},
+		{"VersionACLs", testVersionACLs},
 
 		{"UploadRoundTrip", testUploadRoundTrip},
 		{"Multipart", testMultipart},

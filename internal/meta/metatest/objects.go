@@ -65,6 +65,7 @@ func normObject(o *meta.Object) meta.Object {
 	if len(n.Blobs) == 0 {
 		n.Blobs = nil
 	}
+	n.Versioned = false // a write's hint, not stored
 	return n
 }
 

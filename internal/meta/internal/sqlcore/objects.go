@@ -13,7 +13,7 @@ import (
 )
 
 const objectColumns = `bucket, key, size, etag, content_type, metadata, headers, checksums,
-	storage_class, owner_id, last_modified, blob_id, blobs, tags, acl`
+	storage_class, owner_id, last_modified, blob_id, blobs, tags, acl, version_id`
 
 // batchSize bounds the values of one IN list or multi-row INSERT, well
 // under both databases' limits on bound parameters.
@@ -30,7 +30,8 @@ type objectRow struct {
 
 func (r *objectRow) scan(sc scanner) error {
 	return sc.Scan(&r.o.Bucket, &r.o.Key, &r.o.Size, &r.o.ETag, &r.o.ContentType,
-		&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobID, &r.blobs, &r.tags, &r.o.ACL)
+		&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobID, &r.blobs, &r.tags, &r.o.ACL,
+		&r.o.VersionID)
 }
 
 // object decodes the row.
@@ -79,8 +80,11 @@ func validObject(op errs.Op, o *meta.Object) error {
 		return err
 	}
 	if err := validText(op, "bucket name", o.Bucket, "ETag", o.ETag, "content type", o.ContentType,
-		"storage class", o.StorageClass, "owner id", o.OwnerID, "ACL", o.ACL); err != nil {
+		"storage class", o.StorageClass, "owner id", o.OwnerID, "ACL", o.ACL, "version id", o.VersionID); err != nil {
 		return err
+	}
+	if o.DeleteMarker && (o.Size != 0 || len(o.Blobs) != 0) {
+		return errs.E(op, errs.Invalid, "a delete marker has no bytes")
 	}
 	for what, m := range map[string]map[string]string{"metadata": o.Metadata, "headers": o.Headers, "checksums": o.Checksums, "tags": o.Tags} {
 		if err := validMap(op, what, m); err != nil {
@@ -166,20 +170,36 @@ func (s *Store) putObjectIf(ctx context.Context, op errs.Op, o *meta.Object, pre
 // (or, when pre forbids replacing it, fails: the precondition is checked
 // against the row every concurrent writer sees last).
 func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.Object, pre meta.Precondition) (*meta.Object, error) {
+	if o.DeleteMarker {
+		return s.putMarker(ctx, tx, op, o)
+	}
 	blobID, blobs := encodeBlobList(o.Size, o.Blobs)
 	args := []any{o.Size, o.ETag, o.ContentType, encodeMap(o.Metadata), encodeMap(o.Headers), encodeMap(o.Checksums),
-		o.StorageClass, o.OwnerID, millis(o.LastModified), blobID, blobs, encodeMap(o.Tags), o.ACL}
+		o.StorageClass, o.OwnerID, millis(o.LastModified), blobID, blobs, encodeMap(o.Tags), o.ACL, o.VersionID}
 	for {
-		old, err := scanObject(s.queryRow(ctx, tx,
-			`SELECT `+objectColumns+` FROM objects WHERE bucket = ? AND key = ?`+s.d.ForUpdate, o.Bucket, o.Key))
+		old, err := s.lockLatest(ctx, tx, o.Bucket, o.Key)
 		switch {
 		case err == nil:
 			if err := checkPrecondition(op, pre, o, old); err != nil {
 				return nil, err
 			}
+			replaced := old
+			if old.VersionID != "" || o.VersionID != "" {
+				// The old version stays, noncurrent; o, if it is the null
+				// version, replaces a noncurrent null version.
+				replaced = nil
+				if err := s.retireLatest(ctx, tx, o.Bucket, o.Key); err != nil {
+					return nil, err
+				}
+				if o.VersionID == "" {
+					if replaced, err = s.removeVersion(ctx, tx, o.Bucket, o.Key, ""); err != nil {
+						return nil, err
+					}
+				}
+			}
 			_, err = s.exec(ctx, tx,
 				`UPDATE objects SET size = ?, etag = ?, content_type = ?, metadata = ?, headers = ?, checksums = ?,
-				storage_class = ?, owner_id = ?, last_modified = ?, blob_id = ?, blobs = ?, tags = ?, acl = ?
+				storage_class = ?, owner_id = ?, last_modified = ?, blob_id = ?, blobs = ?, tags = ?, acl = ?, version_id = ?
 				WHERE bucket = ? AND key = ?`, append(args, o.Bucket, o.Key)...)
 			if err == nil {
 				_, err = s.exec(ctx, tx, `DELETE FROM object_blobs WHERE bucket = ? AND key = ?`, o.Bucket, o.Key)
@@ -187,7 +207,7 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.O
 			if err == nil {
 				err = s.insertBlobRefs(ctx, tx, o)
 			}
-			return old, err
+			return replaced, err
 		case !errors.Is(err, sql.ErrNoRows):
 			return nil, err
 		}
@@ -195,7 +215,7 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.O
 			return nil, err
 		}
 		res, err := s.exec(ctx, tx,
-			`INSERT INTO objects (`+objectColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			`INSERT INTO objects (`+objectColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (bucket, key) DO NOTHING`, append([]any{o.Bucket, o.Key}, args...)...)
 		if s.d.IsForeignKey(err) {
 			return nil, bucketNotFound(op, o.Bucket)
@@ -208,10 +228,25 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.O
 			return nil, err
 		}
 		if n == 1 {
-			return nil, s.insertBlobRefs(ctx, tx, o)
+			if err := s.insertBlobRefs(ctx, tx, o); err != nil {
+				return nil, err
+			}
+			if o.VersionID != "" || !o.Versioned {
+				return nil, nil
+			}
+			// The key's latest version may be a delete marker, and the
+			// null version noncurrent.
+			return s.removeVersion(ctx, tx, o.Bucket, o.Key, "")
 		}
 		// A concurrent transaction inserted the key first: replace its object.
 	}
+}
+
+// lockLatest reads, and in PostgreSQL locks, the objects row of the key;
+// sql.ErrNoRows if none.
+func (s *Store) lockLatest(ctx context.Context, tx *sql.Tx, bucket, key string) (*meta.Object, error) {
+	return scanObject(s.queryRow(ctx, tx,
+		`SELECT `+objectColumns+` FROM objects WHERE bucket = ? AND key = ?`+s.d.ForUpdate, bucket, key))
 }
 
 // checkPrecondition checks pre against the object a write of o would
@@ -314,27 +349,35 @@ func (s *Store) GetObject(ctx context.Context, bucket, key string) (*meta.Object
 }
 
 // DeleteObject removes the object and returns it; NotFound if none. One
-// statement deletes the row and, by cascade, its blob references.
+// statement deletes the row and, by cascade, its blob references; the
+// key's next newest version, if there is one and it is not a delete
+// marker, becomes its object.
 func (s *Store) DeleteObject(ctx context.Context, bucket, key string) (*meta.Object, error) {
 	const op errs.Op = "meta.DeleteObject"
 	if err := validText(op, "bucket name", bucket, "object key", key); err != nil {
 		return nil, err
 	}
 	var o *meta.Object
-	err := s.write(ctx, func(ctx context.Context, q querier) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		o, err = scanObject(s.queryRow(ctx, q,
+		o, err = scanObject(s.queryRow(ctx, tx,
 			`DELETE FROM objects WHERE bucket = ? AND key = ? RETURNING `+objectColumns, bucket, key))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.promote(ctx, tx, bucket, key)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, objectNotFound(op, bucket, key)
 	}
-	return o, s.wrap(op, err)
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	return o, nil
 }
 
-// BlobsInUse reports which of the blob ids an object or an upload part
-// references: the map holds the ids in use, each true, and no others. It
+// BlobsInUse reports which of the blob ids an object, a version or an
+// upload part references: the map holds the ids in use, each true, and no others. It
 // asks in batches, so ids may be many.
 func (s *Store) BlobsInUse(ctx context.Context, ids []string) (map[string]bool, error) {
 	const op errs.Op = "meta.BlobsInUse"
@@ -351,7 +394,8 @@ func (s *Store) BlobsInUse(ctx context.Context, ids []string) (map[string]bool, 
 			err := sc.Scan(&id)
 			return id, err
 		}, `SELECT blob_id FROM object_blobs WHERE blob_id IN (`+marks+`)
-		UNION SELECT blob_id FROM upload_parts WHERE blob_id IN (`+marks+`)`, append(in, in...)...)
+		UNION SELECT blob_id FROM upload_parts WHERE blob_id IN (`+marks+`)
+		UNION SELECT blob_id FROM version_blobs WHERE blob_id IN (`+marks+`)`, append(append(in, in...), in...)...)
 		if err != nil {
 			return nil, s.wrap(op, err)
 		}
