@@ -184,7 +184,7 @@ func TestConsoleJobOBSPicker(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`.picker-list [data-prefix="data/train/"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`.picker-list [data-prefix="data/train/cats/"]`)))
 	tb.screenshot("jobs-obs-picker")
-	tb.run("use the folder", chromedp.Click(chromedp.CSS(`dialog[open] [data-use="folder"]`)), chromedp.WaitNotVisible(chromedp.CSS(`dialog[open]`)))
+	tb.run("use the folder", chromedp.Click(chromedp.CSS(`dialog[open] [data-use="folder"]`)), chromedp.WaitNotPresent(chromedp.CSS(`dialog[open]`)))
 	v, err := chromedp.Run(tb.ctx, chromedp.Value(chromedp.CSS(`#in-url-0`)))
 	if err != nil || v != "obs://pick/data/train/" {
 		t.Fatalf("input path %q %v", v, err)
@@ -193,7 +193,7 @@ func TestConsoleJobOBSPicker(t *testing.T) {
 	tb.run("pick an object", chromedp.Click(chromedp.CSS(`#in-browse-0`)),
 		chromedp.Click(chromedp.CSS(`.picker-list [data-prefix="data/train/cats/"]`)),
 		chromedp.Click(chromedp.CSS(`.picker-list [data-key="data/train/cats/1.txt"]`)),
-		chromedp.WaitNotVisible(chromedp.CSS(`dialog[open]`)))
+		chromedp.WaitNotPresent(chromedp.CSS(`dialog[open]`)))
 	if v, _ = chromedp.Run(tb.ctx, chromedp.Value(chromedp.CSS(`#in-url-0`))); v != "obs://pick/data/train/cats/1.txt" {
 		t.Fatalf("input object %q", v)
 	}
