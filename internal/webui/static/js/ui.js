@@ -1,7 +1,7 @@
 // Components shared by every page. Pages mark their state on <main>
 // (data-page, data-state = loading | ready | error) so tests wait on it.
 import { html, useState, useEffect, useRef, useCallback } from './lib.js';
-import { statusClass } from './format.js';
+import { statusClass, time } from './format.js';
 
 // useLoad runs load() now and whenever deps change; reload() runs it again.
 // While a reload runs, the previous data stays on screen.
@@ -130,4 +130,16 @@ export function Live({ text }) {
 
 export function KV({ items }) {
 	return html`<dl class="kv">${items.filter(Boolean).map(([k, v]) => html`<dt>${k}</dt><dd>${v === undefined || v === null || v === '' ? '–' : v}</dd>`)}</dl>`;
+}
+
+// Events is one page of a resource's events (a notebook's, a service's):
+// time, level, source and message, with the pager under it.
+export function Events({ page, offset, limit = 20, onPage }) {
+	return html`<${Table} label="events" rows=${page && page.items} empty="No events." columns=${[
+		{ label: 'Time', render: (e) => html`<span class="nowrap">${time(e.time)}</span>` },
+		{ label: 'Level', render: (e) => html`<${Badge} status=${e.level === 'Error' ? 'ERROR' : e.level === 'Warning' ? 'WAIT' : 'INFO'} text=${e.level} />` },
+		{ label: 'Source', key: 'source' },
+		{ label: 'Message', className: 'name', key: 'message' },
+	]} />
+	<${Pager} total=${page && page.total} offset=${offset} limit=${limit} onPage=${onPage} />`;
 }

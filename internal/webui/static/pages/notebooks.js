@@ -4,7 +4,7 @@
 // volume use, why it stopped, and its events.
 import { html, useState } from '../js/lib.js';
 import { get, post, request } from '../js/api.js';
-import { Page, useLoad, usePoll, pageState, Badge, Table, Pager, KV, Field, ErrorBox, Live } from '../js/ui.js';
+import { Page, useLoad, usePoll, pageState, Badge, Table, Pager, KV, Field, ErrorBox, Live, Events } from '../js/ui.js';
 import { href, navigate, setQuery } from '../js/router.js';
 import { bytes, duration, time, ago } from '../js/format.js';
 
@@ -167,13 +167,7 @@ function Detail({ id }) {
 			</section>
 		</div>
 		<h2>Events</h2>
-		<${Table} label="events" rows=${evs.data && evs.data.items} empty="No events." columns=${[
-			{ label: 'Time', render: (e) => html`<span class="nowrap">${time(e.time)}</span>` },
-			{ label: 'Level', render: (e) => html`<${Badge} status=${e.level === 'Error' ? 'ERROR' : e.level === 'Warning' ? 'WAIT' : 'INFO'} text=${e.level} />` },
-			{ label: 'Source', key: 'source' },
-			{ label: 'Message', className: 'name', key: 'message' },
-		]} />
-		<${Pager} total=${evs.data && evs.data.total} offset=${evOff} limit=${20} onPage=${setEvOff} />`}
+		<${Events} page=${evs.data} offset=${evOff} onPage=${setEvOff} />`}
 	</${Page}>`;
 }
 

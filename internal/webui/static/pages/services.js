@@ -7,7 +7,7 @@
 // token; the answer is shown as text, never as HTML).
 import { html, useState, useEffect, useMemo } from '../js/lib.js';
 import { get, put, request } from '../js/api.js';
-import { Page, useLoad, usePoll, pageState, Badge, Table, Pager, KV, Field, ErrorBox, Live } from '../js/ui.js';
+import { Page, useLoad, usePoll, pageState, Badge, Table, Pager, KV, Field, ErrorBox, Live, Events } from '../js/ui.js';
 import { href, setQuery } from '../js/router.js';
 import { time, ago, number, bytes } from '../js/format.js';
 import { Chart } from '../js/chart.js';
@@ -270,13 +270,7 @@ function Detail({ id }) {
 			<${Autoscale} key=${'a' + edits} svc=${s} onSaved=${reloadAll} />
 		</div>
 		<h2>Events</h2>
-		<${Table} label="events" rows=${evs.data && evs.data.items} empty="No events." columns=${[
-			{ label: 'Time', render: (e) => html`<span class="nowrap">${time(e.time)}</span>` },
-			{ label: 'Level', render: (e) => html`<${Badge} status=${e.level === 'Error' ? 'ERROR' : e.level === 'Warning' ? 'WAIT' : 'INFO'} text=${e.level} />` },
-			{ label: 'Source', key: 'source' },
-			{ label: 'Message', className: 'name', key: 'message' },
-		]} />
-		<${Pager} total=${evs.data && evs.data.total} offset=${evOff} limit=${20} onPage=${setEvOff} />`}
+		<${Events} page=${evs.data} offset=${evOff} onPage=${setEvOff} />`}
 	</${Page}>`;
 }
 
