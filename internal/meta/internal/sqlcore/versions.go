@@ -359,44 +359,12 @@ func (s *Store) SetObjectVersionTags(ctx context.Context, bucket, key, versionID
 	if err := validMap(op, "tags", tags); err != nil {
 		return nil, err
 	}
-	var o *meta.Object
-	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var err error
-		o, err = scanObject(s.queryRow(ctx, tx,
-			`UPDATE objects SET tags = ? WHERE bucket = ? AND key = ? AND version_id = ? RETURNING `+objectColumns,
-			encodeMap(tags), bucket, key, versionID))
-		if err == nil {
-			o.IsLatest = true
-			return nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		v, err := s.getVersion(ctx, tx, bucket, key, versionID)
-		if err != nil {
-			return err
-		}
-		if v.DeleteMarker {
-			return errs.E(op, errs.Invalid, fmt.Sprintf("version %q of object %q is a delete marker, which has no tags", versionID, key))
-		}
-		if _, err := s.exec(ctx, tx, `UPDATE object_versions SET tags = ? WHERE bucket = ? AND key = ? AND version_id = ?`,
-			encodeMap(tags), bucket, key, versionID); err != nil {
-			return err
-		}
+	return s.setVersionColumn(ctx, op, bucket, key, versionID, "tags", encodeMap(tags), "tags", func(v *meta.Object) {
 		v.Tags = tags
 		if len(tags) == 0 {
 			v.Tags = nil
 		}
-		o = v
-		return nil
 	})
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, versionNotFound(op, bucket, key, versionID)
-	}
-	if err != nil {
-		return nil, s.wrap(op, err)
-	}
-	return o, nil
 }
 
 // SetObjectVersionACL replaces the ACL document of one version ("" for
@@ -407,12 +375,20 @@ func (s *Store) SetObjectVersionACL(ctx context.Context, bucket, key, versionID,
 	if err := validText(op, "bucket name", bucket, "object key", key, "version id", versionID, "ACL", acl); err != nil {
 		return nil, err
 	}
+	return s.setVersionColumn(ctx, op, bucket, key, versionID, "acl", acl, "ACL", func(v *meta.Object) { v.ACL = acl })
+}
+
+// setVersionColumn sets column (tags or acl) of one version, the latest
+// (in objects) or a noncurrent one (in object_versions), and returns the
+// version, with set applied to a noncurrent one; NotFound if none, Invalid
+// for a delete marker (it has no what).
+func (s *Store) setVersionColumn(ctx context.Context, op errs.Op, bucket, key, versionID, column string, value any, what string, set func(*meta.Object)) (*meta.Object, error) {
 	var o *meta.Object
 	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		o, err = scanObject(s.queryRow(ctx, tx,
-			`UPDATE objects SET acl = ? WHERE bucket = ? AND key = ? AND version_id = ? RETURNING `+objectColumns,
-			acl, bucket, key, versionID))
+			`UPDATE objects SET `+column+` = ? WHERE bucket = ? AND key = ? AND version_id = ? RETURNING `+objectColumns,
+			value, bucket, key, versionID))
 		if err == nil {
 			o.IsLatest = true
 			return nil
@@ -425,13 +401,13 @@ func (s *Store) SetObjectVersionACL(ctx context.Context, bucket, key, versionID,
 			return err
 		}
 		if v.DeleteMarker {
-			return errs.E(op, errs.Invalid, fmt.Sprintf("version %q of object %q is a delete marker, which has no ACL", versionID, key))
+			return errs.E(op, errs.Invalid, fmt.Sprintf("version %q of object %q is a delete marker, which has no %s", versionID, key, what))
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE object_versions SET acl = ? WHERE bucket = ? AND key = ? AND version_id = ?`,
-			acl, bucket, key, versionID); err != nil {
+		if _, err := s.exec(ctx, tx, `UPDATE object_versions SET `+column+` = ? WHERE bucket = ? AND key = ? AND version_id = ?`,
+			value, bucket, key, versionID); err != nil {
 			return err
 		}
-		v.ACL = acl
+		set(v)
 		o = v
 		return nil
 	})
