@@ -18,8 +18,12 @@
 #   WORK [bench/.work]    scratch space (server data dirs, dd file, upload dir)
 #   OUT [bench/results/obs.md]
 #   KEEP [0]              1: keep the scratch directory of this run
-#   WORKLOADS [big small list upload]  the parts to run (for quick partial runs; the report
-#                         says "not measured" for the others)
+#   VER_ROUNDS [2]        rounds of the workloads on a versioned bucket (large PUT, cold GET,
+#                         4 KiB PUT/GET), run after all the others on a second bucket, benchv
+#   WORKLOADS [big small list upload versioned]  the parts to run (for quick partial runs; the
+#                         report says "not measured" for the others)
+#   PREV [bench/results/obs-raw.jsonl]  the committed raw results the unversioned figures are
+#                         compared with (read before this run overwrites it)
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -29,7 +33,8 @@ OUT=${OUT:-$ROOT/bench/results/obs.md}
 ROUNDS=${ROUNDS:-2}
 BIG_PUT_ROUNDS=${BIG_PUT_ROUNDS:-6}
 ((BIG_PUT_ROUNDS >= ROUNDS)) || BIG_PUT_ROUNDS=$ROUNDS
-WORKLOADS=${WORKLOADS:-big small list upload}
+WORKLOADS=${WORKLOADS:-big small list upload versioned}
+VER_ROUNDS=${VER_ROUNDS:-2}
 LIST_TARGET=0.8
 BIG_SIZE=${BIG_SIZE:-64MiB} BIG_CONC=${BIG_CONC:-8} BIG_COUNT=${BIG_COUNT:-16}
 SMALL_SIZE=${SMALL_SIZE:-4KiB} SMALL_CONC=${SMALL_CONC:-32} SMALL_COUNT=${SMALL_COUNT:-20000} SMALL_DURATION=${SMALL_DURATION:-20s}
@@ -42,11 +47,22 @@ AWS=${AWS:-/usr/bin/aws}
 RCLONE=${RCLONE:-/usr/bin/rclone}
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
+want() { [[ " $WORKLOADS " == *" $1 "* ]]; }
 
 mkdir -p "$BIN" "${WORK:-$ROOT/bench/.work}" "$(dirname "$OUT")"
 WORK=$(mktemp -d "${WORK:-$ROOT/bench/.work}/run-XXXXXX")
 RES=$WORK/results.jsonl
 : >"$RES"
+# The committed run, copied before this one overwrites it.
+PREV_SRC=${PREV:-$ROOT/bench/results/obs-raw.jsonl}
+PREV=$WORK/prev.jsonl
+PREV_COMMIT=""
+if [[ -f $PREV_SRC ]]; then
+	cp "$PREV_SRC" "$PREV"
+	PREV_COMMIT=$(git log -1 --format='%h, %cd' --date=format:'%Y-%m-%d %H:%M' -- "$PREV_SRC" 2>/dev/null || true)
+else
+	: >"$PREV"
+fi
 PIDS=()
 PERF_PID=""
 
@@ -104,7 +120,7 @@ declare -A EP AK SK PID
 lg() {
 	local s=$1 w=$2 r=$3; shift 3
 	local out
-	if ! out=$("$LG" -endpoint "${EP[$s]}" -access-key "${AK[$s]}" -secret-key "${SK[$s]}" -bucket bench -label "$s:$w:$r" "$@"); then
+	if ! out=$("$LG" -endpoint "${EP[$s]}" -access-key "${AK[$s]}" -secret-key "${SK[$s]}" -bucket "${LGBUCKET:-bench}" -label "$s:$w:$r" "$@"); then
 		log "loadgen $s $w round $r failed${out:+: $out}"
 		[[ -n $out ]] || out='{"ops":0,"errors":1,"failed":true}'
 	fi
@@ -178,11 +194,13 @@ if [[ -n $MINIO_BIN ]]; then
 	done
 	SERVERS+=(minio)
 fi
-for s in "${SERVERS[@]}"; do "$LG" -endpoint "${EP[$s]}" -access-key "${AK[$s]}" -secret-key "${SK[$s]}" -bucket bench -mode mb; done
+for s in "${SERVERS[@]}"; do
+	"$LG" -endpoint "${EP[$s]}" -access-key "${AK[$s]}" -secret-key "${SK[$s]}" -bucket bench -mode mb
+	if want versioned; then "$LG" -endpoint "${EP[$s]}" -access-key "${AK[$s]}" -secret-key "${SK[$s]}" -bucket benchv -mode mb -versioning; fi
+done
 log "servers: ${SERVERS[*]}"
 
 # ---------------------------------------------------------------- PUT/GET
-want() { [[ " $WORKLOADS " == *" $1 "* ]]; }
 # The large PUT first, BIG_PUT_ROUNDS rounds. Whichever server writes second
 # in a round inherits the first one's dirty page cache (and a disk still busy
 # writing it out), so the order alternates: A B, B A, A B, ...
@@ -313,6 +331,32 @@ if want upload; then
 	done
 fi
 
+# ---------------------------------------------------------------- versioned bucket
+# The same PUT/GET workloads on a bucket with versioning on (both servers),
+# after every unversioned workload so that those run as in earlier runs.
+# Each PUT writes new keys, so this measures a versioned write, not the
+# keeping of older versions.
+if want versioned; then
+	for r in $(seq 1 "$VER_ROUNDS"); do
+		order=("${SERVERS[@]}")
+		if ((r % 2 == 0)); then order=($(printf '%s\n' "${SERVERS[@]}" | tac)); fi
+		for s in "${order[@]}"; do
+			LGBUCKET=benchv lg "$s" v-big-put "$r" -mode put -size "$BIG_SIZE" -concurrency "$BIG_CONC" -count "$BIG_COUNT" -prefix "big-r$r/"
+		done
+		for s in "${SERVERS[@]}"; do
+			dropcaches
+			LGBUCKET=benchv lg "$s" v-big-get "$r" -mode get -size "$BIG_SIZE" -concurrency "$BIG_CONC" -count "$BIG_COUNT" -objects "$BIG_COUNT" -prefix "big-r$r/"
+		done
+		for s in "${SERVERS[@]}"; do
+			LGBUCKET=benchv lg "$s" v-small-put "$r" -mode put -size "$SMALL_SIZE" -concurrency "$SMALL_CONC" -count "$SMALL_COUNT" -duration "$SMALL_DURATION" -prefix "small-r$r/"
+		done
+		for s in "${SERVERS[@]}"; do
+			n=$(jq -r --arg s "$s" --argjson r "$r" 'select(.server==$s and .workload=="v-small-put" and .round==$r) | .ops' "$RES")
+			LGBUCKET=benchv lg "$s" v-small-get "$r" -mode get -size "$SMALL_SIZE" -concurrency "$SMALL_CONC" -count "$SMALL_COUNT" -duration "$SMALL_DURATION" -objects "$n" -prefix "small-r$r/"
+		done
+	done
+fi
+
 # ---------------------------------------------------------------- profiles
 PERF_TXT=""
 # frames every goroutine or the runtime's background work has: not informative
@@ -337,6 +381,8 @@ cp "$RES" "$(dirname "$OUT")/obs-raw.jsonl"
 
 val() { jq -r --arg s "$1" --arg w "$2" --argjson r "$3" --arg f "$4" 'select(.server==$s and .workload==$w and .round==$r) | .[$f] // empty' "$RES"; }
 vals() { jq -r --arg s "$1" --arg w "$2" --arg f "$3" 'select(.server==$s and .workload==$w) | .[$f] // empty' "$RES"; }
+pvals() { jq -r --arg s "$1" --arg w "$2" --arg f "$3" 'select(.server==$s and .workload==$w) | .[$f] // empty' "$PREV"; }
+SUMMARY_PREV=()
 mean() { awk '{s+=$1; n++} END {if (n) printf "%.2f", s/n; else printf "n/a"}'; }
 median() { sort -g | awk '{v[NR]=$1} END {if (!NR) {print "n/a"; exit} if (NR%2) printf "%.2f", v[(NR+1)/2]; else printf "%.2f", (v[NR/2]+v[NR/2+1])/2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a=="" || b=="" || a=="n/a" || b=="n/a" || b+0==0) print "n/a"; else printf "%.2f", a/b}'; }
@@ -508,6 +554,53 @@ wtable() {
 	aws_up=$(vals atelier upload-awscli seconds | median); rc_up=$(vals atelier upload-rclone seconds | median)
 	SUMMARY+=("| Directory upload $made × $UPLOAD_KIB KiB: \`atelier obs cp\` speed-up over awscli (defaults) | $atl_up s | awscli $aws_up s | $(ratio "$aws_up" "$atl_up")× | ≥ 2× | $(verdict "$(ratio "$aws_up" "$atl_up")" 2.0 higher) |")
 	SUMMARY+=("| Directory upload: \`atelier obs cp\` speed-up over rclone (defaults) | $atl_up s | rclone $rc_up s | $(ratio "$rc_up" "$atl_up")× | — | — |")
+	echo "## Versioned bucket"
+	echo
+	echo "The PUT/GET workloads again, $VER_ROUNDS rounds, on a second bucket (\`benchv\`) with versioning on in both"
+	echo "servers, after every other workload. Every PUT writes a new key, so each object has one version: this"
+	echo "is the cost of writing and reading through a versioned bucket, not of keeping old versions."
+	echo
+	wtable v-big-put mib_per_s MiB/s "Versioned bucket: PUT $BIG_SIZE × $BIG_COUNT, $BIG_CONC concurrent"
+	wtable v-big-get mib_per_s MiB/s "Versioned bucket: GET $BIG_SIZE × $BIG_COUNT, $BIG_CONC concurrent, cold"
+	wtable v-small-put ops_per_s ops/s "Versioned bucket: PUT $SMALL_SIZE, $SMALL_CONC concurrent"
+	wtable v-small-get ops_per_s ops/s "Versioned bucket: GET $SMALL_SIZE, $SMALL_CONC concurrent"
+	echo "#### Versioned beside unversioned, this run"
+	echo
+	echo "| workload | Atelier unversioned | Atelier versioned | versioned/unversioned | MinIO unversioned | MinIO versioned | versioned/unversioned |"
+	echo "|---|---:|---:|---:|---:|---:|---:|"
+	for pair in "big-put v-big-put mib_per_s MiB/s" "big-get v-big-get mib_per_s MiB/s" "small-put v-small-put ops_per_s ops/s" "small-get v-small-get ops_per_s ops/s"; do
+		read -r u v f unit <<<"$pair"
+		au=$(vals atelier "$u" "$f" | mean); av=$(vals atelier "$v" "$f" | mean)
+		mu=$(vals minio "$u" "$f" | mean); mv=$(vals minio "$v" "$f" | mean)
+		echo "| $u ($unit) | $au | $av | $(ratio "$av" "$au")× | $mu | $mv | $(ratio "$mv" "$mu")× |"
+	done
+	echo
+	echo "## Unversioned figures against the committed run"
+	echo
+	if [[ ! -s $PREV ]]; then
+		echo "No committed run to compare with ($PREV_SRC is missing)."
+	else
+		echo "The committed \`bench/results/obs-raw.jsonl\` (${PREV_COMMIT:-commit unknown}) against this run. The machine is"
+		echo "shared, so absolute figures move with its load: the check is on the ratio to MinIO measured in the"
+		echo "same run, which must stay within 5 % of the committed one (higher-is-better workloads: change ≥ 0.95×;"
+		echo "LIST time: change ≤ 1.05×). The Atelier figures themselves are shown for reference."
+		echo
+		echo "| workload | Atelier now | Atelier committed | now/committed | Atelier/MinIO now | Atelier/MinIO committed | change | within 5 % |"
+		echo "|---|---:|---:|---:|---:|---:|---:|---|"
+		for row in "big-put mib_per_s higher" "big-get mib_per_s higher" "small-put ops_per_s higher" "small-get ops_per_s higher" "list seconds lower"; do
+			read -r w f dir <<<"$row"
+			if [[ $dir == lower ]]; then agg=median; else agg=mean; fi
+			an=$(vals atelier "$w" "$f" | $agg); mn=$(vals minio "$w" "$f" | $agg)
+			ap=$(pvals atelier "$w" "$f" | $agg); mp=$(pvals minio "$w" "$f" | $agg)
+			rn=$(ratio "$an" "$mn"); rp=$(ratio "$ap" "$mp"); ch=$(ratio "$rn" "$rp")
+			if [[ $ch == n/a ]]; then ok="not measured"
+			elif [[ $dir == higher ]]; then ok=$(awk -v c="$ch" 'BEGIN{print (c+0 >= 0.95) ? "yes" : "**no**"}')
+			else ok=$(awk -v c="$ch" 'BEGIN{print (c+0 <= 1.05) ? "yes" : "**no**"}'); fi
+			echo "| $w ($f) | $an | $ap | $(ratio "$an" "$ap")× | ${rn}× | ${rp}× | ${ch}× | $ok |"
+			SUMMARY_PREV+=("$w:$ok")
+		done
+	fi
+	echo
 	echo "## Commands"
 	echo
 	echo '```sh'
@@ -526,6 +619,7 @@ wtable() {
 	echo "\$L -mode get -size $SMALL_SIZE -concurrency $SMALL_CONC -count $SMALL_COUNT -duration $SMALL_DURATION -objects \$OPS_OF_THE_PUT -prefix small-r\$r/"
 	echo "\$L -mode populate -size 1KiB -concurrency $LIST_CONC -count $LIST_KEYS -duration $LIST_POP_MAX -prefix list/"
 	echo "\$L -mode list -count 1 -page 1000 -prefix list/ -expect $KEYS   # $LIST_RUNS times, interleaved, first server alternating"
+	echo "# versioned bucket, rounds r=1..$VER_ROUNDS: loadgen -mode mb -versioning -bucket benchv, then the PUT/cold GET/4 KiB PUT/GET above with -bucket benchv"
 	echo "# directory upload (tools interleaved, $UPLOAD_RUNS runs)"
 	echo "ATELIER_CONFIG=\$W/atelier/admin.yaml bench/.bin/atelier obs cp -r -q \$W/upload obs://dirup/p-\$r/"
 	echo "AWS_ACCESS_KEY_ID=… AWS_SECRET_ACCESS_KEY=… AWS_DEFAULT_REGION=us-east-1 AWS_CONFIG_FILE=/dev/null $AWS --endpoint-url \$S3 s3 cp --recursive --only-show-errors \$W/upload s3://dirup/p2-\$r/"
@@ -548,6 +642,10 @@ wtable() {
 	echo "| workload | Atelier | MinIO | Atelier/MinIO | target | |"
 	echo "|---|---:|---:|---:|---|---|"
 	printf '%s\n' "${SUMMARY[@]}"
+	if ((${#SUMMARY_PREV[@]})); then
+		echo
+		echo "Unversioned figures against the committed run (ratio to MinIO within 5 %, see the section below): ${SUMMARY_PREV[*]}."
+	fi
 } >"$WORK/summary.md"
 awk -v f="$WORK/summary.md" '$0=="SUMMARY_PLACEHOLDER" { while ((getline l < f) > 0) print l; next } { print }' "$WORK/obs.md" >"$OUT"
 log "done: $OUT"

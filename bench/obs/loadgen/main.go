@@ -92,6 +92,7 @@ func main() {
 		expect      = flag.Int64("expect", 0, "list: keys expected under -prefix (0: do not check)")
 		payload     = flag.String("payload", "unsigned", "PUT payload signing: unsigned or streaming")
 		label       = flag.String("label", "", "copied into the JSON result")
+		versioned   = flag.Bool("versioning", false, "mb: turn versioning on for the bucket")
 	)
 	flag.Parse()
 	size, err := parseSize(*sizeFlag)
@@ -122,6 +123,15 @@ func main() {
 		}
 		if err != nil {
 			fatal(fmt.Errorf("make bucket %s: %w", *bucket, err))
+		}
+		if *versioned {
+			if err := core.EnableVersioning(ctx, *bucket); err != nil {
+				fatal(fmt.Errorf("turn versioning on for %s: %w", *bucket, err))
+			}
+			v, err := core.GetBucketVersioning(ctx, *bucket)
+			if err != nil || !v.Enabled() {
+				fatal(fmt.Errorf("versioning of %s is not on (%+v, %v)", *bucket, v, err))
+			}
 		}
 		return
 	case "put", "populate":
