@@ -597,3 +597,38 @@ func TestStagingFailsWhileInputsStage(t *testing.T) {
 		})
 	}
 }
+
+// TestStageGivenListing: an input whose listing came with the job is not
+// listed again, neither through the server nor over S3, and stages the
+// same tree; an input without one is listed as before.
+func TestStageGivenListing(t *testing.T) {
+	ch := channel(t, "data_url", "obs://bkt/ds/")
+	other := channel(t, "other", "obs://bkt/ds2/")
+	e := newBulkEnv(t, ch, other)
+	for i := range 50 {
+		e.put(fmt.Sprintf("ds/c%d/%02d.jpg", i%3, i), strings.Repeat("x", i))
+	}
+	e.put("ds2/z.csv", "z")
+	want := map[string]string{"c0/": "", "c1/": "", "c2/": ""}
+	for i := range 50 {
+		want[fmt.Sprintf("c%d/%02d.jpg", i%3, i)] = strings.Repeat("x", i)
+	}
+	l, err := e.in.listInput(context.Background(), ch.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := e.in.lists
+	e.st.given = map[string][]api.RunnerObject{ch.Name: l.Items}
+	res, got := e.stage(ch)
+	if !mapsEqual(got, want) || res.Files != 50 {
+		t.Fatalf("staged %d entries (%s); want %d", len(got), res, len(want))
+	}
+	if e.in.lists != listed || e.in.s3Calls("List") != 0 {
+		t.Errorf("%d server listings, %d S3 listings after the given one; want none", e.in.lists-listed, e.in.s3Calls("List"))
+	}
+	// The input without a given listing is listed through the server.
+	_, got = e.stage(other, ch)
+	if got["z.csv"] != "z" || e.in.lists != listed+1 || e.in.s3Calls("List") != 0 {
+		t.Errorf("other input: %v, %d server listings, %d S3", got, e.in.lists-listed, e.in.s3Calls("List"))
+	}
+}

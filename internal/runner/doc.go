@@ -27,8 +27,10 @@
 //     <work_dir>/cache/objects/<h[:2]>/<h>, h = sha256(bucket "/" key "\n"
 //     etag) (temporary file and rename; size checked), then hard linked into
 //     the input dir (copied across file systems; code is always copied,
-//     since user code may change it). The server lists an input in one call
-//     (GET …/inputs/{name}) and sends its objects under BulkMaxSize in up to
+//     since user code may change it), directory by directory. An input
+//     whose listing came with the job (api.RunnerJob.Inputs: the server
+//     lists the inputs while the runner starts) is not listed again; else
+//     the server lists it in one call (GET …/inputs/{name}). The server sends its objects under BulkMaxSize in up to
 //     BulkStreams tar streams of balanced key ranges (POST …/inputs/{name}/
 //     objects; each entry checked against the listed size and ETag); larger
 //     objects are downloaded over S3 StageJobs at a time (MD5 checked)

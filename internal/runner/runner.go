@@ -491,7 +491,7 @@ func (r *run) stageAll() bool {
 	defer cancel()
 	l, rj := r.layout, r.rj
 	st := &stager{s3: r.s3, client: r.client, cacheDir: ObjectCacheDir(r.cfg.WorkDir),
-		warn: func(w string) { r.sink.Runner("warning: %s", w) }, inputs: r.srv, log: r.log}
+		warn: func(w string) { r.sink.Runner("warning: %s", w) }, inputs: r.srv, given: givenListings(rj), log: r.log}
 	fail := func(err error) bool {
 		if r.stopping() {
 			return false
@@ -582,6 +582,18 @@ func (r *run) stageAll() bool {
 	}
 	trimCacheLater(r.work, r.cfg.Timing.CacheTrim, st.cacheDir, st.usedPaths(), r.log)
 	return !r.stopping()
+}
+
+// givenListings are the input listings the job came with, by input name.
+func givenListings(rj *api.RunnerJob) map[string][]api.RunnerObject {
+	if len(rj.Inputs) == 0 {
+		return nil
+	}
+	m := make(map[string][]api.RunnerObject, len(rj.Inputs))
+	for _, l := range rj.Inputs {
+		m[l.Name] = l.Items
+	}
+	return m
 }
 
 // dirListing names up to n entries of dir ("a.py, data/, …").

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/keypath"
 	"github.com/atelier-dev/atelier/internal/obsclient"
@@ -66,6 +67,9 @@ type stager struct {
 	// inputs, when set, lists a job's inputs and streams their small
 	// objects through the runner protocol; S3 remains the fallback.
 	inputs inputSource
+	// given are the listings of inputs the job came with (by input
+	// name; api.RunnerJob.Inputs): those inputs are not listed again.
+	given map[string][]api.RunnerObject
 	// streams bounds the parallel tar streams (0: BulkStreams).
 	streams int
 	log     *slog.Logger // the runner's own log (nil: none)
