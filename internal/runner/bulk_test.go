@@ -632,3 +632,52 @@ func TestStageGivenListing(t *testing.T) {
 		t.Errorf("other input: %v, %d server listings, %d S3", got, e.in.lists-listed, e.in.s3Calls("List"))
 	}
 }
+
+// TestPlaceLinksByDir: the links of many directories, some larger than a
+// worker's run, all land, and a file already there is replaced.
+func TestPlaceLinksByDir(t *testing.T) {
+	work := t.TempDir()
+	st := &stager{cacheDir: filepath.Join(work, "cache"), warn: func(string) {}}
+	var files []remoteFile
+	for i := range 2*placeGroup + 40 {
+		d := "big"
+		if i%5 == 0 {
+			d = fmt.Sprintf("small/%d", i%3)
+		}
+		f := remoteFile{Bucket: "bkt", Obj: obsclient.Object{Key: fmt.Sprint(i), ETag: fmt.Sprint("e", i), Size: int64(len(fmt.Sprint(i)))},
+			Rel: fmt.Sprintf("%s/%d.bin", d, i)}
+		p := st.cachePath(f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(fmt.Sprint(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	if n := len(byDir(files, placeGroup)); n != 3+3 { // big: 3 runs; small/0..2: one each
+		t.Errorf("%d runs", n)
+	}
+	dst := filepath.Join(work, "in")
+	if err := os.MkdirAll(filepath.Join(dst, "big"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, "big", "1.bin"), []byte("stale"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st.withCachePaths(files)
+	if err := st.place(files, nil, dst, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		got, err := os.ReadFile(filepath.Join(dst, filepath.FromSlash(f.Rel)))
+		if err != nil || string(got) != f.Obj.Key {
+			t.Fatalf("%s: %q %v", f.Rel, got, err)
+		}
+		a, _ := os.Stat(filepath.Join(dst, filepath.FromSlash(f.Rel)))
+		b, _ := os.Stat(f.cache)
+		if !os.SameFile(a, b) {
+			t.Fatalf("%s is not a link of the cache file", f.Rel)
+		}
+	}
+}
