@@ -6,7 +6,7 @@ BIN := bin/atelier
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/atelier-dev/atelier/internal/cli.version=$(VERSION)
 
-.PHONY: all build test demo vet fuzz check-go clean
+.PHONY: all build test demo vet fuzz check-go clean screenshots
 
 all: build
 
@@ -26,6 +26,10 @@ test: check-go
 # Builds, starts an embedded server on a temporary data dir, runs the flow.
 demo: build
 	scripts/demo.sh
+
+# Runs the console's browser tests and keeps their screenshots for docs/console.md.
+screenshots: check-go
+	ATELIER_SCREENSHOTS="$(CURDIR)/docs/console" $(GO) test -count=1 -run '^TestConsole' ./test/e2e
 
 # Runs every fuzz target for FUZZTIME each (default 30s).
 fuzz: check-go

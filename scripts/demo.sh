@@ -164,6 +164,10 @@ if [ "${KEEP:-0}" = 1 ]; then
   echo
   echo "KEEP=1: the server keeps running (pid $pid). Use it with:"
   echo "  export ATELIER_CONFIG=$data/admin.yaml; $bin user list"
+  endpoint=$(sed -n 's/^endpoint: *//p' "$data/admin.yaml")
+  echo "The web console: $endpoint/console/ — sign in with the link that"
+  echo "  ATELIER_CONFIG=$data/admin.yaml $bin console"
+  echo "prints (single use, valid for a minute), or with the key pair in $data/admin.yaml."
   echo "Stop it with: kill $pid"
 fi
 echo

@@ -64,5 +64,12 @@ stage "go test -race ./internal/..."
 "$go" test -race -count=1 -timeout 30m ./internal/...
 
 stage "go test (end to end, the Python tree, commands, benchmarks' tools)"
-"$go" test -count=1 -timeout 30m $("$go" list ./... | grep -v '/internal/')
+"$go" test -count=1 -timeout 30m -skip '^TestConsole' $("$go" list ./... | grep -v '/internal/')
+
+stage "the web console in Chromium (test/e2e TestConsole*)"
+if [ "$ci" != true ] && ! command -v chromium >/dev/null 2>&1; then
+  need "chromium is not installed (Debian package chromium)"
+else
+  "$go" test -count=1 -timeout 20m -run '^TestConsole' ./test/e2e
+fi
 stage ""

@@ -363,3 +363,28 @@ type DatasetPreview struct {
 	ExpiresAt   int64           `json:"expires_at"`
 	Samples     []DatasetSample `json:"samples"`
 }
+
+// DatasetSampleFilter selects samples of GET /api/v1/datasets/{id}/samples
+// (query parameters of the same names).
+type DatasetSampleFilter struct {
+	// Version is a version's id or name: its samples with its own labels
+	// ("": the current version with the draft's labels and proposals).
+	Version string
+	// Labeled nil: every sample; false: the unlabelled ones (the labeling
+	// queue); true: the labelled ones.
+	Labeled *bool
+	// Proposed keeps only samples with an auto-labeling proposal.
+	Proposed bool
+	// Class keeps only samples with that tag or a box of that label.
+	Class string
+	// After (a key) and Limit page.
+	After string
+	Limit int
+}
+
+// DatasetSampleObject is the object a sample's image route streams.
+type DatasetSampleObject struct {
+	Key  string
+	Size int64
+	ETag string
+}

@@ -225,6 +225,35 @@ const (
 // JobList is the body of GET /api/v1/training-jobs.
 type JobList = List[Job]
 
+// JobListQuery is what GET /api/v1/training-jobs selects, besides the page:
+// a substring of the name (?name=), phases (?phase=Running,Pending) and the
+// order (?sort=, one of JobSorts; "" is newest first).
+type JobListQuery struct {
+	Name   string
+	Phases []string
+	Sort   string
+}
+
+// JobSorts are the values of ?sort= of GET /api/v1/training-jobs: a key,
+// descending with a leading "-". Ties are ordered newest first.
+var JobSorts = []string{"create_time", "-create_time", "name", "-name", "status", "-status", "duration", "-duration"}
+
+// JobMetricsQuery is what GET /api/v1/training-jobs/{id}/metrics selects:
+// Kind "system", "user" or "" (both); MaxPoints > 0 caps every series
+// (one metric name of one kind) at that many points, picked by LTTB
+// (largest triangle three buckets) over the series' steps (its times when
+// a sample has no step).
+type JobMetricsQuery struct {
+	Kind      string
+	MaxPoints int
+}
+
+// The bounds of ?max_points= (0 or absent: every point).
+const (
+	MinMetricPoints = 3
+	MaxMetricPoints = 100000
+)
+
 // JobActionRequest is the body of POST /api/v1/training-jobs/{id}/actions
 // ({"action_type":"terminate"}, as ModelArts).
 type JobActionRequest struct {
@@ -272,8 +301,14 @@ type MetricSample struct {
 }
 
 // JobMetrics is the body of GET /api/v1/training-jobs/{id}/metrics.
+// With ?max_points= a series longer than that keeps only the points LTTB
+// picks: a sample then carries only the values kept, and a sample with
+// none is left out. Downsampled says whether a point was left out; Total
+// is the number of samples of the kinds asked for, before that.
 type JobMetrics struct {
-	Samples []MetricSample `json:"samples"`
+	Samples     []MetricSample `json:"samples"`
+	Total       int            `json:"total"`
+	Downsampled bool           `json:"downsampled,omitempty"`
 }
 
 // Event is something that happened to a job (or later a service).

@@ -250,6 +250,40 @@ type ServiceStats struct {
 	PerModel  map[string]int64   `json:"per_model,omitempty"` // model id → requests
 	Codes     map[string]int64   `json:"codes,omitempty"`     // "200" → count
 	Extra     map[string]float64 `json:"extra,omitempty"`
+	// Series are the figures over time, StepSeconds apart, oldest first,
+	// for the last hour at most (the gateway keeps them in memory: they
+	// start over when the server restarts). The last point is the step
+	// under way (Seconds says how much of it has passed).
+	Series      []StatsPoint `json:"series,omitempty"`
+	StepSeconds float64      `json:"step_seconds,omitempty"`
+}
+
+// StatsPoint is a service's figures over one step of its series.
+type StatsPoint struct {
+	Time     int64   `json:"time"`    // the step's start (ms)
+	Seconds  float64 `json:"seconds"` // how long it is (the last one: so far)
+	Requests int64   `json:"requests"`
+	Errors   int64   `json:"errors"`
+	QPS      float64 `json:"qps"`
+	P50Ms    float64 `json:"p50_ms"`
+	P90Ms    float64 `json:"p90_ms"`
+	P95Ms    float64 `json:"p95_ms"`
+	P99Ms    float64 `json:"p99_ms"`
+}
+
+// PredictResult is the answer of POST /api/v1/services/{id}/predict: the
+// service's answer as the gateway gave it, as text.
+type PredictResult struct {
+	Status      int    `json:"status"` // the gateway's status (an instance's, or the gateway's own error)
+	ContentType string `json:"content_type,omitempty"`
+	// Body is the answer: UTF-8 text, or base64 when BodyEncoding is
+	// "base64" (an answer that is not UTF-8).
+	Body         string  `json:"body"`
+	BodyEncoding string  `json:"body_encoding,omitempty"`
+	LatencyMs    float64 `json:"latency_ms"` // measured by the server around the call
+	RequestID    string  `json:"request_id,omitempty"`
+	ModelID      string  `json:"model_id,omitempty"`    // the model version that answered
+	InstanceID   string  `json:"instance_id,omitempty"` // the instance that answered
 }
 
 // ServiceLogLine is a line of an instance's log in GET
@@ -267,20 +301,75 @@ type ServiceLogs struct {
 	Lines []ServiceLogLine `json:"lines"`
 }
 
-// UsageItem is metered instance time of one flavor.
+// UsageItem is metered instance time of one resource on one flavor.
 type UsageItem struct {
-	Kind            string  `json:"kind"` // job | service
+	Kind            string  `json:"kind"` // job | service | notebook
 	ResourceID      string  `json:"resource_id"`
 	Name            string  `json:"name"`
+	Owner           string  `json:"owner,omitempty"` // the user's name
 	Flavor          string  `json:"flavor"`
 	InstanceSeconds float64 `json:"instance_seconds"`
 	Cost            float64 `json:"cost,omitempty"` // instance hours × price_per_hour
 }
 
-// Usage is the body of GET /api/v1/usage.
+// UsageGroup is the metered time and cost of one user, flavor or kind.
+type UsageGroup struct {
+	Key             string  `json:"key"`
+	InstanceSeconds float64 `json:"instance_seconds"`
+	Cost            float64 `json:"cost"`
+	Resources       int     `json:"resources"` // items (resource and flavor) in it
+}
+
+// IdleNotebook is a notebook that runs idle now (it costs while it waits).
+type IdleNotebook struct {
+	ID          string  `json:"id"`
+	Name        string  `json:"name"`
+	Owner       string  `json:"owner,omitempty"`
+	Flavor      string  `json:"flavor"`
+	IdleSince   int64   `json:"idle_since,omitempty"` // ms: its last activity
+	Reason      string  `json:"reason,omitempty"`
+	StopAt      int64   `json:"stop_at,omitempty"` // ms: when its idle stop ends it; 0 never
+	CostPerHour float64 `json:"cost_per_hour"`
+}
+
+// IdleService is a service with instances running now that had no request
+// in the usage window.
+type IdleService struct {
+	ServiceID    string  `json:"service_id"`
+	Name         string  `json:"name"`
+	Owner        string  `json:"owner,omitempty"`
+	Instances    int     `json:"instances"`
+	RunningSince int64   `json:"running_since"`          // ms: its oldest running instance started
+	LastRequest  int64   `json:"last_request,omitempty"` // ms; 0: none seen
+	CostPerHour  float64 `json:"cost_per_hour"`
+}
+
+// UsageQuery is what GET /api/v1/usage asks: whose usage (the caller's,
+// or everyone's with All, admins only), in which window (Since 0: from
+// the beginning; Until 0: now; epoch ms), and the page of its items.
+type UsageQuery struct {
+	All          bool
+	Since, Until int64
+	Offset       int
+	Limit        int // 0: the default
+}
+
+// Usage is the body of GET /api/v1/usage: metered instance time in a
+// window [since, until) (since 0: from the beginning), its items paged
+// (offset/limit; total counts them all), sums per user, flavor and kind,
+// and what runs without use now.
 type Usage struct {
-	Items     []UsageItem `json:"items"`
-	TotalCost float64     `json:"total_cost,omitempty"`
+	Items           []UsageItem    `json:"items"`
+	Total           int            `json:"total"`
+	TotalCost       float64        `json:"total_cost,omitempty"`
+	InstanceSeconds float64        `json:"instance_seconds"`
+	Since           int64          `json:"since,omitempty"`
+	Until           int64          `json:"until"`
+	ByUser          []UsageGroup   `json:"by_user"`
+	ByFlavor        []UsageGroup   `json:"by_flavor"`
+	ByKind          []UsageGroup   `json:"by_kind"`
+	IdleNotebooks   []IdleNotebook `json:"idle_notebooks"`
+	NoTraffic       []IdleService  `json:"no_traffic"`
 }
 
 // RunnerInstance is what the runner of a service instance needs.

@@ -1,9 +1,14 @@
 package apiserver
 
 import (
+	"bufio"
 	"context"
+	"io"
+	"mime"
 	"net/http"
+	"path"
 	"strconv"
+	"strings"
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
@@ -25,7 +30,11 @@ type Datasets interface {
 	Diff(ctx context.Context, p *auth.Principal, ref, from, to string) (*api.DatasetDiff, error)
 	Validate(ctx context.Context, p *auth.Principal, ref string, req *api.ValidateDatasetRequest) (*api.DatasetValidation, error)
 	Export(ctx context.Context, p *auth.Principal, ref, version string, req *api.ExportDatasetRequest) (*api.DatasetExport, error)
-	Samples(ctx context.Context, p *auth.Principal, ref string, labeled *bool, proposed bool, after string, limit int) (*api.DatasetSamples, error)
+	ListVersions(ctx context.Context, p *auth.Principal, ref string, opts api.ListOptions) ([]*api.DatasetVersion, int, error)
+	Samples(ctx context.Context, p *auth.Principal, ref string, f api.DatasetSampleFilter) (*api.DatasetSamples, error)
+	Sample(ctx context.Context, p *auth.Principal, ref, sample, version string) (*api.DatasetSample, error)
+	// SampleObject opens the object of a sample as the caller reads it.
+	SampleObject(ctx context.Context, p *auth.Principal, ref, sample, version string) (io.ReadCloser, *api.DatasetSampleObject, error)
 	PutAnnotations(ctx context.Context, p *auth.Principal, ref, sample string, a *api.DatasetAnnotations) (*api.DatasetSample, error)
 	ClearAnnotations(ctx context.Context, p *auth.Principal, ref, sample string) (*api.DatasetSample, error)
 	DecideProposal(ctx context.Context, p *auth.Principal, ref, sample string, accept bool) (*api.DatasetSample, error)
@@ -49,12 +58,15 @@ func (s *Server) datasetRoutes() []route {
 		{method: "GET", path: "/api/v1/dataset-previews/{token}", public: true, h: s.datasetThumbnail},
 		{method: "POST", path: "/api/v1/datasets/{id}/validate", h: s.validateDataset},
 		{method: "POST", path: "/api/v1/datasets/{id}/versions", h: s.createDatasetVersion},
+		{method: "GET", path: "/api/v1/datasets/{id}/versions", h: s.listDatasetVersions},
 		{method: "GET", path: "/api/v1/datasets/{id}/versions/{version}", h: s.getDatasetVersion},
 		{method: "DELETE", path: "/api/v1/datasets/{id}/versions/{version}", h: s.deleteDatasetVersion},
 		{method: "GET", path: "/api/v1/datasets/{id}/versions/{version}/manifest", h: s.datasetManifest},
 		{method: "POST", path: "/api/v1/datasets/{id}/versions/{version}/export", h: s.exportDataset},
 		{method: "GET", path: "/api/v1/datasets/{id}/diff", h: s.diffDataset},
 		{method: "GET", path: "/api/v1/datasets/{id}/samples", h: s.datasetSamples},
+		{method: "GET", path: "/api/v1/datasets/{id}/samples/{sample}", h: s.datasetSample},
+		{method: "GET", path: "/api/v1/datasets/{id}/samples/{sample}/image", h: s.datasetSampleImage},
 		{method: "PUT", path: "/api/v1/datasets/{id}/samples/{sample}/annotations", h: s.putAnnotations},
 		{method: "DELETE", path: "/api/v1/datasets/{id}/samples/{sample}/annotations", h: s.clearAnnotations},
 		{method: "POST", path: "/api/v1/datasets/{id}/samples/{sample}/proposal", h: s.decideProposal},
@@ -260,32 +272,120 @@ func (s *Server) datasetSamples(w http.ResponseWriter, r *http.Request, p *auth.
 		return err
 	}
 	q := r.URL.Query()
-	var labeled *bool
+	f := api.DatasetSampleFilter{Version: q.Get("version"), Class: q.Get("class"), After: q.Get("after")}
 	if v := q.Get("labeled"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
 			return errs.E(op, errs.Invalid, "labeled: "+strconv.Quote(v)+" is not true or false")
 		}
-		labeled = &b
+		f.Labeled = &b
 	}
-	proposed := false
 	if v := q.Get("proposed"); v != "" {
-		if proposed, err = strconv.ParseBool(v); err != nil {
+		if f.Proposed, err = strconv.ParseBool(v); err != nil {
 			return errs.E(op, errs.Invalid, "proposed: "+strconv.Quote(v)+" is not true or false")
 		}
 	}
-	limit := 0
 	if v := q.Get("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 0 {
+		if f.Limit, err = strconv.Atoi(v); err != nil || f.Limit < 0 {
 			return errs.E(op, errs.Invalid, "limit: "+strconv.Quote(v)+" is not a count")
 		}
 	}
-	out, err := ds.Samples(r.Context(), p, r.PathValue("id"), labeled, proposed, q.Get("after"), limit)
+	out, err := ds.Samples(r.Context(), p, r.PathValue("id"), f)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+func (s *Server) listDatasetVersions(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	opts, err := listOptions(r)
+	if err != nil {
+		return err
+	}
+	items, total, err := ds.ListVersions(r.Context(), p, r.PathValue("id"), opts)
+	if err != nil {
+		return err
+	}
+	out := make([]api.DatasetVersion, len(items))
+	for i, v := range items {
+		out[i] = *v
+	}
+	writeJSON(w, http.StatusOK, list(out, total))
+	return nil
+}
+
+func (s *Server) datasetSample(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	out, err := ds.Sample(r.Context(), p, r.PathValue("id"), r.PathValue("sample"), r.URL.Query().Get("version"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// imageTypes are the content types a sample's image is served as; any
+// other content is served as an attachment of application/octet-stream.
+var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true, "image/bmp": true}
+
+// imageType is the content type of an image whose first bytes are head,
+// when they are those of a PNG, JPEG, GIF, WebP or BMP, else "".
+func imageType(head []byte) string {
+	if len(head) == 0 {
+		return ""
+	}
+	if ct := http.DetectContentType(head); imageTypes[ct] {
+		return ct
+	}
+	return ""
+}
+
+// datasetSampleImage streams the object of a sample, as the caller reads
+// it, from the API's own origin (the console shows it in <img>): with its
+// image type only when its bytes are a PNG, JPEG, GIF, WebP or BMP, never
+// sniffed by the browser, sandboxed.
+func (s *Server) datasetSampleImage(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	ds, err := s.datasets()
+	if err != nil {
+		return err
+	}
+	body, obj, err := ds.SampleObject(r.Context(), p, r.PathValue("id"), r.PathValue("sample"), r.URL.Query().Get("version"))
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	h.Set("Cache-Control", "private, no-cache")
+	etag := `"` + strings.Trim(obj.ETag, `"`) + `"`
+	if obj.ETag != "" {
+		h.Set("ETag", etag)
+		if r.Header.Get("If-None-Match") == etag {
+			w.WriteHeader(http.StatusNotModified)
+			return nil
+		}
+	}
+	br := bufio.NewReaderSize(body, 512)
+	head, _ := br.Peek(512)
+	if ct := imageType(head); ct != "" {
+		h.Set("Content-Type", ct)
+	} else {
+		h.Set("Content-Type", "application/octet-stream")
+		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(obj.Key)}))
+	}
+	h.Set("Content-Length", strconv.FormatInt(obj.Size, 10))
+	w.WriteHeader(http.StatusOK)
+	_, err = io.Copy(w, br)
+	return err
 }
 
 func (s *Server) putAnnotations(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {

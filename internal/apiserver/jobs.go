@@ -26,10 +26,10 @@ type JobSubmitter interface {
 // metrics and events.
 type JobReader interface {
 	Get(ctx context.Context, p *auth.Principal, id string) (*api.Job, error)
-	ListJobs(ctx context.Context, p *auth.Principal, name string, phases []string, opts api.ListOptions) ([]*api.Job, int, error)
+	ListJobs(ctx context.Context, p *auth.Principal, q api.JobListQuery, opts api.ListOptions) ([]*api.Job, int, error)
 	Logs(ctx context.Context, p *auth.Principal, id, after string, limit int) (*api.JobLogs, error)
 	FollowLogs(ctx context.Context, p *auth.Principal, id, after string, fn func(api.LogLine) error) error
-	Metrics(ctx context.Context, p *auth.Principal, id string) (*api.JobMetrics, error)
+	QueryMetrics(ctx context.Context, p *auth.Principal, id string, q api.JobMetricsQuery) (*api.JobMetrics, error)
 	Events(ctx context.Context, p *auth.Principal, id string, opts api.ListOptions) ([]api.Event, int, error)
 }
 
@@ -189,7 +189,8 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p *auth.Princi
 			phases = append(phases, canonicalPhase(ph))
 		}
 	}
-	items, total, err := js.ListJobs(r.Context(), p, r.URL.Query().Get("name"), phases, opts)
+	q := api.JobListQuery{Name: r.URL.Query().Get("name"), Phases: phases, Sort: r.URL.Query().Get("sort")}
+	items, total, err := js.ListJobs(r.Context(), p, q, opts)
 	if err != nil {
 		return err
 	}
@@ -312,7 +313,14 @@ func (s *Server) jobMetrics(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if err != nil {
 		return err
 	}
-	m, err := js.Metrics(r.Context(), p, r.PathValue("id"))
+	q := api.JobMetricsQuery{Kind: r.URL.Query().Get("kind")}
+	if v := r.URL.Query().Get("max_points"); v != "" {
+		if q.MaxPoints, err = strconv.Atoi(v); err != nil {
+			return errs.E("apiserver.jobMetrics", errs.Invalid, CodeBadQuery, "query parameter max_points must be a whole number",
+				errs.Hint("leave max_points out for every point"))
+		}
+	}
+	m, err := js.QueryMetrics(r.Context(), p, r.PathValue("id"), q)
 	if err != nil {
 		return err
 	}

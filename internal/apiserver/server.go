@@ -14,6 +14,8 @@ import (
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/auth/sigv4"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/loginlink"
+	"github.com/atelier-dev/atelier/internal/obs"
 )
 
 // DefaultMaxBody is the request body limit of JSON API calls.
@@ -32,19 +34,23 @@ type Deps struct {
 	Logger          *slog.Logger
 	Region          string
 	Version         string
-	Jobs            JobDeps         // zero: training jobs disabled
-	Runners         RunnerDeps      // the runner protocol of training jobs
-	Services        Services        // nil: online services disabled
-	ServiceActivity ServiceActivity // their stats, events and logs
-	Usage           Usage           // metering of services and jobs
-	InstanceRunners InstanceRunners // the runner protocol of service instances
-	Models          Models          // nil: the model registry disabled
-	Datasets        Datasets        // nil: datasets disabled
-	Notebooks       Notebooks       // nil: notebooks disabled
-	NotebookRunners NotebookRunners // the runner protocol of notebooks
-	Gateway         http.Handler    // serves /v1/infers/ and /v2/; nil: none
-	Capacity        Capacity        // GET /api/v1/capacity; nil: not enabled
-	MaxBody         int64           // 0 = DefaultMaxBody
+	Jobs            JobDeps          // zero: training jobs disabled
+	Runners         RunnerDeps       // the runner protocol of training jobs
+	Services        Services         // nil: online services disabled
+	ServiceActivity ServiceActivity  // their stats, events and logs
+	Usage           Usage            // metering of services and jobs
+	InstanceRunners InstanceRunners  // the runner protocol of service instances
+	Models          Models           // nil: the model registry disabled
+	Datasets        Datasets         // nil: datasets disabled
+	Notebooks       Notebooks        // nil: notebooks disabled
+	NotebookRunners NotebookRunners  // the runner protocol of notebooks
+	Gateway         http.Handler     // serves /v1/infers/ and /v2/; nil: none
+	Capacity        Capacity         // GET /api/v1/capacity; nil: not enabled
+	MaxBody         int64            // 0 = DefaultMaxBody
+	Console         http.Handler     // the console's files under /console/; nil: no console
+	ConsoleLinks    *loginlink.Links // sign-in links of the console (`atelier console`)
+	OBS             *obs.Service     // object storage under /api/v1/obs/; nil: not enabled
+	S3Endpoint      string           // the S3 endpoint presigned URLs name (http://host:port)
 }
 
 // Server is the REST API.
@@ -64,6 +70,7 @@ type route struct {
 	public       bool
 	h            handlerFunc
 	maxBody      int64 // 0 = Deps.MaxBody
+	stream       bool  // the handler streams the body: SigV4 buffers at most Deps.MaxBody of it to hash
 }
 
 // New builds the REST API server.
@@ -77,10 +84,17 @@ func New(d Deps) *Server {
 	if d.Registry == nil {
 		d.Registry = prometheus.NewRegistry()
 	}
+	if d.ConsoleLinks == nil {
+		d.ConsoleLinks = loginlink.New(nil)
+	}
 	s := &Server{deps: d, mux: http.NewServeMux(), metrics: newHTTPMetrics(d.Registry)}
 	s.routes = s.routeTable()
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
+	}
+	if d.Console != nil {
+		s.mux.Handle("GET /console/", d.Console)
+		s.mux.Handle("GET /{$}", http.RedirectHandler("/console/", http.StatusFound))
 	}
 	s.mux.HandleFunc("/", s.noRoute)
 	return s
@@ -121,6 +135,8 @@ func (s *Server) routeTable() []route {
 	rt = append(rt, s.datasetRoutes()...)
 	rt = append(rt, s.notebookRoutes()...)
 	rt = append(rt, s.capacityRoutes()...)
+	rt = append(rt, s.consoleRoutes()...)
+	rt = append(rt, s.obsRoutes()...)
 	return append(rt, s.serviceRoutes()...)
 }
 
@@ -190,7 +206,11 @@ func (s *Server) wrap(rt route) http.Handler {
 		var p *auth.Principal
 		if !rt.public {
 			var err error
-			if p, err = s.authenticate(r, limit); err != nil {
+			authLimit := limit
+			if rt.stream {
+				authLimit = s.deps.MaxBody
+			}
+			if p, err = s.authenticate(r, authLimit); err != nil {
 				s.writeError(w, r, err)
 				return
 			}
@@ -209,6 +229,8 @@ func (s *Server) authenticate(r *http.Request, maxBody int64) (*auth.Principal, 
 	var p *auth.Principal
 	var err error
 	switch {
+	case r.Header.Get("X-Auth-Token") == "" && !sigv4.IsSigned(r) && len(consoleCookies(r)) > 0:
+		p, err = s.authenticateCookie(r, consoleCookies(r)[0])
 	case r.Header.Get("X-Auth-Token") != "":
 		p, err = s.deps.Auth.AuthenticateToken(r.Context(), r.Header.Get("X-Auth-Token"))
 	case sigv4.IsSigned(r):

@@ -21,6 +21,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/auth/sigv4"
 	"github.com/atelier-dev/atelier/internal/meta/sqlite"
+	"github.com/atelier-dev/atelier/internal/webui"
 )
 
 type env struct {
@@ -37,7 +38,11 @@ type fakePinger struct{ err error }
 
 func (f *fakePinger) Ping(context.Context) error { return f.err }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { t.Helper(); return newEnvWith(t, nil) }
+
+// newEnvWith is newEnv with more dependencies: more fills them in, given
+// the metadata store and the IAM service.
+func newEnvWith(t *testing.T, more func(d *Deps, st *sqlite.Store, iam *auth.Service)) *env {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
@@ -58,7 +63,11 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	ping := &fakePinger{}
-	s := New(Deps{Auth: iam, Store: ping, Registry: prometheus.NewRegistry(), Region: "us-east-1", Version: "test", MaxBody: 64 << 10})
+	d := Deps{Auth: iam, Store: ping, Registry: prometheus.NewRegistry(), Region: "us-east-1", Version: "test", MaxBody: 64 << 10, Console: webui.New()}
+	if more != nil {
+		more(&d, st, iam)
+	}
+	s := New(d)
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return &env{t: t, srv: srv, api: s, iam: iam, ak: ak, sk: sk, ping: ping, store: st}

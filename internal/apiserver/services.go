@@ -2,6 +2,9 @@ package apiserver
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -26,11 +29,18 @@ type ServiceActivity interface {
 	Stats(ctx context.Context, p *auth.Principal, id string) (*api.ServiceStats, error)
 	Events(ctx context.Context, p *auth.Principal, id string, opts api.ListOptions) ([]api.Event, int, error)
 	Logs(ctx context.Context, p *auth.Principal, id, instance string, tail int) ([]api.ServiceLogLine, error)
+	// Predict calls the service for p from inside the server (the
+	// console's "try it"); another user's service is not found.
+	Predict(ctx context.Context, p *auth.Principal, id, contentType string, body []byte) (*api.PredictResult, error)
 }
+
+// PredictMaxBody bounds the body of POST /api/v1/services/{id}/predict
+// (the service's own max_body_bytes applies too).
+const PredictMaxBody = 32 << 20
 
 // Usage meters instance time of services and jobs.
 type Usage interface {
-	Usage(ctx context.Context, p *auth.Principal, all bool) (*api.Usage, error)
+	Usage(ctx context.Context, p *auth.Principal, q api.UsageQuery) (*api.Usage, error)
 }
 
 // InstanceRunners is the runner protocol of service instances.
@@ -50,6 +60,7 @@ func (s *Server) serviceRoutes() []route {
 		{method: "GET", path: "/api/v1/services/{id}/stats", h: s.serviceStats},
 		{method: "GET", path: "/api/v1/services/{id}/events", h: s.serviceEvents},
 		{method: "GET", path: "/api/v1/services/{id}/logs", h: s.serviceLogs},
+		{method: "POST", path: "/api/v1/services/{id}/predict", h: s.predictService, maxBody: PredictMaxBody},
 		{method: "GET", path: "/api/v1/usage", h: s.usage},
 
 		{method: "GET", path: "/api/v1/runner/instances/{id}", public: true, h: s.runnerInstance},
@@ -220,21 +231,67 @@ func (s *Server) serviceLogs(w http.ResponseWriter, r *http.Request, p *auth.Pri
 }
 
 func (s *Server) usage(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	const op errs.Op = "apiserver.usage"
 	ss, err := s.usageMeter()
 	if err != nil {
 		return err
 	}
-	all := false
+	opts, err := listOptions(r)
+	if err != nil {
+		return err
+	}
+	q := api.UsageQuery{Offset: opts.Offset, Limit: opts.Limit}
 	if v := r.URL.Query().Get("all"); v != "" {
-		if all, err = strconv.ParseBool(v); err != nil {
-			return errs.E("apiserver.usage", errs.Invalid, CodeBadQuery, "query parameter all must be true or false")
+		if q.All, err = strconv.ParseBool(v); err != nil {
+			return errs.E(op, errs.Invalid, CodeBadQuery, "query parameter all must be true or false")
 		}
 	}
-	u, err := ss.Usage(r.Context(), p, all)
+	for _, t := range []struct {
+		name string
+		dst  *int64
+	}{{"since", &q.Since}, {"until", &q.Until}} {
+		v := r.URL.Query().Get(t.name)
+		if v == "" {
+			continue
+		}
+		if *t.dst, err = strconv.ParseInt(v, 10, 64); err != nil || *t.dst < 0 {
+			return errs.E(op, errs.Invalid, CodeBadQuery, fmt.Sprintf("query parameter %s=%q must be a time in epoch milliseconds", t.name, v))
+		}
+	}
+	u, err := ss.Usage(r.Context(), p, q)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, u)
+	return nil
+}
+
+// predictService calls a service for the caller from inside the server:
+// the console's "try it", which cannot send the service's X-Auth-Token or
+// app code (its session is an HttpOnly cookie). The route is an API route
+// like any other: the console's cookie works here only with its CSRF token
+// and from the console's origin, and /v1/infers never reads the cookie.
+// The body is the service's request as is (JSON or multipart), sent with
+// its Content-Type.
+func (s *Server) predictService(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	const op errs.Op = "apiserver.predictService"
+	ss, err := s.serviceActivity()
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return errs.E(op, errs.TooLarge, CodeBodyTooLarge, fmt.Sprintf("request body is larger than %d bytes", mbe.Limit))
+		}
+		return errs.E(op, errs.Invalid, CodeMalformedJSON, "cannot read the request body", err)
+	}
+	out, err := ss.Predict(r.Context(), p, r.PathValue("id"), r.Header.Get("Content-Type"), body)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

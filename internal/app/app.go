@@ -35,6 +35,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/s3"
 	"github.com/atelier-dev/atelier/internal/serving"
 	"github.com/atelier-dev/atelier/internal/serving/gateway"
+	"github.com/atelier-dev/atelier/internal/webui"
 )
 
 // Error codes of server start-up.
@@ -159,6 +160,7 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 		return err
 	}
 	defer nbs.proxy.Close()
+	services.deployments.MeterNotebooks(notebookMeter{nbs.api})
 	ledger.OnFree(jobs.Controller.Kick)
 	ledger.OnFree(wake.Kick)
 	ledger.OnFree(nbs.controller.Kick)
@@ -167,7 +169,8 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 		Runners: apiserver.RunnerDeps{Feed: jobs.Runners, Reports: jobs.Runners}, Models: models, Datasets: datasets, Gateway: gw,
 		Services: services.deployments, ServiceActivity: services.deployments, Usage: services.deployments, InstanceRunners: services.runners,
 		Notebooks: nbs.api, NotebookRunners: nbs.runners,
-		Capacity: capacity.NewView(ledger, iam, store, capacity.NewCgroupMeter(cgroup.Options{}), sources)})
+		Capacity: capacity.NewView(ledger, iam, store, capacity.NewCgroupMeter(cgroup.Options{}), sources),
+		Console:  webui.New(), OBS: objects, S3Endpoint: admin.S3Endpoint})
 
 	servers := []*http.Server{
 		{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},

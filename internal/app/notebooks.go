@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/notebook"
 	"github.com/atelier-dev/atelier/internal/notebook/proxy"
+	"github.com/atelier-dev/atelier/internal/serving"
 )
 
 // notebooks are notebooks by role, and the notebook listener's handler.
@@ -118,4 +120,23 @@ func advertiseURL(cfg *config.Server, apiAddr string) string {
 		a = "http://" + apiAddr
 	}
 	return a
+}
+
+// notebookMeter gives usage (internal/serving) the notebooks' runs.
+type notebookMeter struct{ n *notebook.Notebooks }
+
+func (m notebookMeter) NotebookUsage(ctx context.Context, p *auth.Principal, ownerID string) ([]serving.NotebookRun, []serving.NotebookIdle, error) {
+	runs, idle, err := m.n.Usage(ctx, p, ownerID)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]serving.NotebookRun, len(runs))
+	for i, r := range runs {
+		out[i] = serving.NotebookRun(r)
+	}
+	idl := make([]serving.NotebookIdle, len(idle))
+	for i, r := range idle {
+		idl[i] = serving.NotebookIdle(r)
+	}
+	return out, idl, nil
 }

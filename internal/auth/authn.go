@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
@@ -51,6 +52,29 @@ func (s *Service) CreateToken(ctx context.Context, accessKey, secretKey string, 
 	if subtle.ConstantTimeCompare([]byte(secret), []byte(secretKey)) != 1 {
 		return nil, bad
 	}
+	return s.issueToken(ctx, op, k, ttl)
+}
+
+// TokenForKey issues an API token for access key accessKey without its
+// secret: the caller has already proven the key (a console sign-in link
+// minted by a request the key signed). The key must still be usable and
+// not temporary. ttl 0 means DefaultTokenTTL.
+func (s *Service) TokenForKey(ctx context.Context, accessKey string, ttl time.Duration) (*api.Token, error) {
+	const op errs.Op = "auth.TokenForKey"
+	if ttl == 0 {
+		ttl = DefaultTokenTTL
+	}
+	k, err := s.store.GetAccessKey(ctx, accessKey)
+	if errs.Is(err, errs.NotFound) {
+		return nil, unauthenticated(op, CodeBadCredentials, "access key "+accessKey+" no longer exists", "create a new key, or sign in with another one")
+	}
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	return s.issueToken(ctx, op, k, ttl)
+}
+
+func (s *Service) issueToken(ctx context.Context, op errs.Op, k *meta.AccessKey, ttl time.Duration) (*api.Token, error) {
 	if err := s.checkKeyUsable(op, k); err != nil {
 		return nil, err
 	}
@@ -134,6 +158,13 @@ func (s *Service) AuthenticatePresignedV2(ctx context.Context, r *http.Request, 
 	return s.authenticateSigned(ctx, v, func(v *sigv4.Verifier) (*sigv4.Result, error) { return v.VerifyPresignedV2(r, bucket) })
 }
 
+// AuthenticatePost verifies the signature of a browser-form (POST Object)
+// policy (see sigv4.VerifyPost) and resolves the signer to its Principal.
+// The policy's expiration and conditions are the caller's to check.
+func (s *Service) AuthenticatePost(ctx context.Context, sig sigv4.PostSignature, v sigv4.Verifier) (*Principal, *sigv4.Result, error) {
+	return s.authenticateSigned(ctx, v, func(v *sigv4.Verifier) (*sigv4.Result, error) { return v.VerifyPost(ctx, sig) })
+}
+
 func (s *Service) authenticateSigned(ctx context.Context, v sigv4.Verifier, verify func(*sigv4.Verifier) (*sigv4.Result, error)) (*Principal, *sigv4.Result, error) {
 	const op errs.Op = "auth.AuthenticateSigV4"
 	var rk *resolvedKey
@@ -165,4 +196,40 @@ func (s *Service) authenticateSigned(ctx context.Context, v sigv4.Verifier, veri
 	}
 	p := rk.p // a copy: callers may set SourceIP
 	return &p, res, nil
+}
+
+// CodeCannotPresign: a presigned URL asked for by a caller whose key cannot
+// sign one (temporary credentials, or a key that is not the caller's).
+const CodeCannotPresign errs.Code = "ATL.AUTH.0111"
+
+// Presign returns u (method GET or HEAD, an S3 URL) presigned for region
+// and service with p's own access key — the key p signed with or that
+// issued p's token — never another's: the URL carries exactly p's rights
+// and stops working when that key is disabled or deleted. Temporary
+// credentials cannot presign (their session token is not kept).
+func (s *Service) Presign(ctx context.Context, p *Principal, method string, u *url.URL, region, service string, expires time.Duration) (*url.URL, error) {
+	const op errs.Op = "auth.Presign"
+	if p == nil || p.User == nil || p.AccessKey == "" || p.Temporary {
+		return nil, errs.E(op, errs.PermissionDenied, CodeCannotPresign, "these credentials cannot presign URLs",
+			errs.Hint("sign in with your own access key (temporary credentials cannot presign)"))
+	}
+	rk, err := s.resolveKey(ctx, op, p.AccessKey)
+	if errs.Is(err, errs.NotFound) {
+		return nil, unauthenticated(op, CodeTokenKeyGone, "access key "+p.AccessKey+" no longer exists", "sign in again with an existing key")
+	}
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	if rk.key.UserID != p.User.ID || rk.key.Temporary {
+		return nil, errs.E(op, errs.PermissionDenied, CodeCannotPresign, "access key "+p.AccessKey+" is not a key of user "+p.User.Name,
+			errs.Hint("sign in with your own access key"))
+	}
+	if err := s.checkKeyUsable(op, rk.key); err != nil {
+		return nil, err
+	}
+	r, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	if err != nil {
+		return nil, errs.E(op, errs.Invalid, err)
+	}
+	return sigv4.Presign(r, sigv4.Credentials{AccessKey: rk.key.AccessKey, SecretKey: rk.secret}, region, service, s.now(), expires)
 }

@@ -137,6 +137,18 @@ func (s *Service) UserName(ctx context.Context, id string) string {
 	return u.Name
 }
 
+// UserID resolves a user id or user name (an ACL grantee, for example) to
+// the user's id; false when no user has it.
+func (s *Service) UserID(ctx context.Context, idOrName string) (string, bool) {
+	if u, err := s.store.GetUser(ctx, idOrName); err == nil {
+		return u.ID, true
+	}
+	if u, err := s.store.GetUserByName(ctx, idOrName); err == nil {
+		return u.ID, true
+	}
+	return "", false
+}
+
 // ---- access keys ----
 
 func keyNotFound(op errs.Op, ak string) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -313,26 +312,7 @@ func (n *notebookCmds) open() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			browser := n.a.env("BROWSER")
-			if browser == "" {
-				if p, err := exec.LookPath("xdg-open"); err == nil {
-					browser = p
-				}
-			}
-			if browser == "" {
-				n.a.note("no browser found (set BROWSER); open this link within a minute:")
-				fmt.Fprintln(n.a.stdout, l.URL)
-				return nil
-			}
-			b := exec.CommandContext(cmd.Context(), browser, l.URL)
-			if err := b.Start(); err != nil {
-				n.a.note("cannot start %s (%v); open this link within a minute:", browser, err)
-				fmt.Fprintln(n.a.stdout, l.URL)
-				return nil
-			}
-			_ = b.Process.Release()
-			n.a.done("opened notebook %s in %s", args[0], browser)
-			return nil
+			return n.a.openInBrowser(cmd.Context(), l.URL, "notebook "+args[0])
 		},
 	}
 }

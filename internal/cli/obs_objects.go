@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -9,6 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/atelier-dev/atelier/internal/api"
+	"github.com/atelier-dev/atelier/internal/auth/sigv4"
+	"github.com/atelier-dev/atelier/internal/config"
+	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/obsclient"
 	"github.com/atelier-dev/atelier/internal/obsurl"
 	"github.com/atelier-dev/atelier/internal/text"
@@ -107,14 +111,16 @@ abort its incomplete multipart uploads.`,
 }
 
 func (o *obsCmds) ls() *cobra.Command {
-	var recursive, long bool
+	var recursive, long, versions bool
 	cmd := &cobra.Command{
 		Use:   "ls [obs://BUCKET[/PREFIX]] [-r] [-l]",
 		Short: "List buckets, or the objects under a prefix",
 		Long: `Without an argument, list your buckets. With one, list the objects and
 "directories" under it, one level deep (every object with -r). obs://b/ds and
 obs://b/ds/ both list the contents of ds/. -l adds sizes and times. With -o json
-or -o yaml the list object {"total", "count", "items"} is printed.`,
+or -o yaml the list object {"total", "count", "items"} is printed. --versions
+lists every version and delete marker, each key's newest first, with its
+version id ("*" marks the latest).`,
 		Args: obsOptionalArg("obs://BUCKET[/PREFIX]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var l obsclient.Location
@@ -129,7 +135,13 @@ or -o yaml the list object {"total", "count", "items"} is printed.`,
 				return err
 			}
 			if !l.Remote() {
+				if versions {
+					return usagef("--versions lists the versions under obs://BUCKET[/PREFIX]; name one")
+				}
 				return o.listBuckets(cmd, c, long)
+			}
+			if versions {
+				return o.listVersions(cmd, c, l, recursive, long)
 			}
 			objs, err := c.List(cmd.Context(), l, recursive)
 			if err != nil {
@@ -163,6 +175,7 @@ or -o yaml the list object {"total", "count", "items"} is printed.`,
 	}
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "list every object under the prefix")
 	cmd.Flags().BoolVarP(&long, "long", "l", false, "show sizes and times")
+	cmd.Flags().BoolVar(&versions, "versions", false, "list every version and delete marker (a versioned bucket)")
 	return cmd
 }
 
@@ -193,21 +206,34 @@ func (o *obsCmds) listBuckets(cmd *cobra.Command, c *obsclient.Client, long bool
 
 func (o *obsCmds) rm() *cobra.Command {
 	var recursive bool
+	var versionID string
 	cmd := &cobra.Command{
 		Use:   "rm obs://BUCKET/KEY [-r]",
 		Short: "Delete an object, or with -r everything under a prefix",
 		Long: `Delete an object. With -r, delete every object under the prefix (obs://b/ds
 and obs://b/ds/ both mean everything under ds/, plus the object ds itself if
-there is one); obs://b with -r empties the bucket.`,
+there is one); obs://b with -r empties the bucket. In a versioned bucket a
+delete adds a delete marker and keeps the versions; --version-id deletes one
+version (or delete marker) for good.`,
 		Args: exactArgs("obs://BUCKET/KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := obsParseRemote(args[0])
 			if err != nil {
 				return err
 			}
+			if versionID != "" && recursive {
+				return usagef("--version-id deletes one version of one object; it does not go with -r")
+			}
 			c, err := o.plainClient()
 			if err != nil {
 				return err
+			}
+			if versionID != "" {
+				if err := c.RemoveVersion(cmd.Context(), l, versionID); err != nil {
+					return err
+				}
+				o.a.done("deleted version %s of %s", versionID, l)
+				return nil
 			}
 			n, err := c.Remove(cmd.Context(), l, recursive)
 			if err != nil {
@@ -222,6 +248,7 @@ there is one); obs://b with -r empties the bucket.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "delete everything under the prefix")
+	cmd.Flags().StringVar(&versionID, "version-id", "", "delete this version of the object for good")
 	return cmd
 }
 
@@ -286,19 +313,37 @@ func (o *obsCmds) cat() *cobra.Command {
 
 func (o *obsCmds) presign() *cobra.Command {
 	var expires time.Duration
+	var post bool
+	var maxSize, contentType string
 	cmd := &cobra.Command{
-		Use:   "presign obs://BUCKET/KEY [--expires 1h]",
-		Short: "Print a URL that downloads an object without credentials",
+		Use:   "presign obs://BUCKET/KEY [--expires 1h] | --post obs://BUCKET/PREFIX/ [--max-size 100MiB]",
+		Short: "Print a URL that downloads an object, or a form that uploads one, without credentials",
 		Long: `Print a presigned URL that anyone can use to GET the object until it
-expires (at most 7 days, 168h).`,
+expires (at most 7 days, 168h).
+
+With --post, print instead what a browser form needs to upload one file
+(a POST policy, signed with your key on this machine): the URL to POST to
+and the form fields, as JSON. Send the fields, then the file as the field
+named "file", as multipart/form-data. A location ending in "/" (or a bucket
+alone) lets the uploader choose any key under that prefix (the key field is
+PREFIX${filename}, the browser's file name); otherwise the key is exactly the
+one given. --max-size bounds the file (content-length-range); --content-type
+sets the Content-Type field and lets the uploader change it to anything that
+starts with it. The upload can do no more than you could with PUT.`,
 		Args: exactArgs("obs://BUCKET/KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if expires < time.Second || expires > obsclient.MaxPresign {
+				return usagef("--expires must be between 1s and 168h (7 days), got %s", expires)
+			}
+			if post {
+				return o.presignPost(args[0], expires, maxSize, contentType)
+			}
+			if maxSize != "" || contentType != "" {
+				return usagef("--max-size and --content-type go with --post")
+			}
 			l, err := obsParseRemote(args[0])
 			if err != nil {
 				return err
-			}
-			if expires < time.Second || expires > obsclient.MaxPresign {
-				return usagef("--expires must be between 1s and 168h (7 days), got %s", expires)
 			}
 			c, err := o.plainClient()
 			if err != nil {
@@ -312,6 +357,53 @@ expires (at most 7 days, 168h).`,
 			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&expires, "expires", time.Hour, "how long the URL works (at most 168h)")
+	fl := cmd.Flags()
+	fl.DurationVar(&expires, "expires", time.Hour, "how long the URL or the form works (at most 168h)")
+	fl.BoolVar(&post, "post", false, "print a browser-form upload (URL and form fields, JSON) instead of a download URL")
+	fl.StringVar(&maxSize, "max-size", "", "with --post: the largest file the form uploads, e.g. 100MiB")
+	fl.StringVar(&contentType, "content-type", "", "with --post: the Content-Type field; the uploader may change what follows it")
 	return cmd
+}
+
+// obsPostForm is what `obs presign --post` prints.
+type obsPostForm struct {
+	URL     string            `json:"url"`
+	Fields  map[string]string `json:"fields"`
+	Expires string            `json:"expires"`
+}
+
+// presignPost prints a browser-form upload to loc signed with the
+// configured key (client side, as presigned URLs are).
+func (o *obsCmds) presignPost(loc string, expires time.Duration, maxSize, contentType string) error {
+	l, err := obsParseRemote(loc)
+	if err != nil {
+		return err
+	}
+	var max int64
+	if maxSize != "" {
+		if max, err = config.ParseBytes(maxSize); err != nil || max < 1 {
+			return usagef("--max-size %q is not a size such as 100MiB", maxSize)
+		}
+	}
+	cfg, err := o.a.loadConfig()
+	if err != nil {
+		return err
+	}
+	if cfg.S3Endpoint == "" || cfg.AccessKey == "" || cfg.SecretKey == "" {
+		return errs.E(errs.Op("cli.presignPost"), errs.Invalid, "signing a form needs s3_endpoint, access_key and secret_key in the client config",
+			errs.Hint("run `atelier configure`"))
+	}
+	now := time.Now()
+	fields, err := sigv4.PresignPost(sigv4.Credentials{AccessKey: cfg.AccessKey, SecretKey: cfg.SecretKey}, obsclient.Region, now, expires,
+		sigv4.PostOptions{Bucket: l.Bucket, Key: l.Key, KeyPrefix: l.Key == "" || strings.HasSuffix(l.Key, "/"), MaxSize: max,
+			ContentTypePrefix: contentType})
+	if err != nil {
+		return err
+	}
+	out := obsPostForm{URL: strings.TrimSuffix(cfg.S3Endpoint, "/") + "/" + l.Bucket, Fields: fields,
+		Expires: now.Add(expires).UTC().Format(time.RFC3339)}
+	enc := json.NewEncoder(o.a.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(out)
 }

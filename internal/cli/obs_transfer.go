@@ -8,6 +8,7 @@ import (
 
 func (o *obsCmds) cp() *cobra.Command {
 	var f obsTransferFlags
+	var versionID string
 	cmd := &cobra.Command{
 		Use:   "cp SRC DST",
 		Short: "Copy files and objects to, from and within OBS",
@@ -22,13 +23,21 @@ between the local file system and OBS or within OBS (a server-side copy).
 A single file goes to DST, or into DST under its own name when DST ends in
 "/" or is an existing directory (or prefix). Existing objects are replaced;
 existing local files only with -f. Run the same command again to resume an
-interrupted upload of large files.`,
+interrupted upload of large files. --version-id ID copies that version of an
+object of a versioned bucket to a local file.`,
 		Args: exactArgs("SRC", "DST"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if versionID != "" {
+				if f.recursive {
+					return usagef("--version-id copies one version of one object; it does not go with -r")
+				}
+				return o.copyVersion(cmd, args, versionID, f.force)
+			}
 			return o.copy(cmd, args, f, false)
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().StringVar(&versionID, "version-id", "", "copy this version of the object (SRC in OBS, DST a local path)")
 	cmd.Flags().BoolVarP(&f.recursive, "recursive", "r", false, "copy the contents of a directory or prefix")
 	cmd.Flags().BoolVarP(&f.force, "force", "f", false, "replace existing local files")
 	return cmd

@@ -46,6 +46,7 @@ Exit codes: 0 success, 1 failure, 2 usage error.`,
 		newNotebookCmd(a),
 		newUsageCmd(a),
 		newCapacityCmd(a),
+		newConsoleCmd(a),
 	)
 	return root
 }

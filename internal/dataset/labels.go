@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"sort"
@@ -17,6 +18,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/dataset/manifest"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
+	"github.com/atelier-dev/atelier/internal/obs"
 	"github.com/atelier-dev/atelier/internal/obsurl"
 	"github.com/atelier-dev/atelier/internal/text"
 )
@@ -193,42 +195,76 @@ func sampleOf(root string, it *indexed, rec *labelRecord) api.DatasetSample {
 // MaxSamplesPage is the most samples one page lists.
 const MaxSamplesPage = 1000
 
-// Samples lists the samples of the dataset's current version with the
-// draft's labels, in key order after the key after: only unlabelled ones
-// with labeled = false (the labeling queue), only labelled ones with true,
-// only those with a proposal with proposed.
-func (s *Service) Samples(ctx context.Context, p *auth.Principal, ref string, labeledOnly *bool, proposed bool, after string, limit int) (*api.DatasetSamples, error) {
+// sampleView is the index that a request about samples reads: a named
+// version's samples with its own labels, or the current version's with
+// the draft's labels over them (drafts true).
+func (s *Service) sampleView(ctx context.Context, op errs.Op, r *meta.DatasetRecord, version string) (ix *sampleIndex, drafts bool, err error) {
+	if version == "" {
+		ix, err = s.index(ctx, op, r)
+		return ix, err == nil, err
+	}
+	vr, _, err := s.loadVersion(ctx, op, r, version)
+	if err != nil {
+		return nil, false, err
+	}
+	ix, err = s.indexOf(ctx, op, r, vr)
+	return ix, false, err
+}
+
+// matches reports whether a sample passes the filter's label tests.
+func matches(f *api.DatasetSampleFilter, smp *api.DatasetSample) bool {
+	if f.Labeled != nil && smp.Labeled != *f.Labeled || f.Proposed && smp.Proposal == nil {
+		return false
+	}
+	if f.Class == "" {
+		return true
+	}
+	if slices.Contains(smp.Annotations.Tags, f.Class) {
+		return true
+	}
+	return slices.ContainsFunc(smp.Annotations.Boxes, func(b api.DatasetBox) bool { return b.Label == f.Class })
+}
+
+// Samples lists samples in key order after the key f.After: the current
+// version's with the draft's labels (f.Version ""), or a named version's
+// with its own labels. f.Labeled false keeps the unlabelled ones (the
+// labeling queue), true the labelled ones; f.Proposed those with a
+// proposal; f.Class those with that tag or box label.
+func (s *Service) Samples(ctx context.Context, p *auth.Principal, ref string, f api.DatasetSampleFilter) (*api.DatasetSamples, error) {
 	const op errs.Op = "dataset.Samples"
 	r, d, err := s.load(ctx, op, p, ref, "Get")
 	if err != nil {
 		return nil, err
 	}
-	ix, err := s.index(ctx, op, r)
+	ix, withDrafts, err := s.sampleView(ctx, op, r, f.Version)
 	if err != nil {
 		return nil, err
 	}
+	limit := f.Limit
 	if limit <= 0 || limit > MaxSamplesPage {
 		limit = MaxSamplesPage
 	}
 	bucket, prefix := source(d)
 	root := obsurl.Format(bucket, prefix)
-	start := sort.Search(len(ix.samples), func(i int) bool { return ix.samples[i].key > after })
+	start := sort.Search(len(ix.samples), func(i int) bool { return ix.samples[i].key > f.After })
 	out := &api.DatasetSamples{VersionID: ix.version.VersionID, Samples: []api.DatasetSample{}}
 	// Read the drafts in pages alongside the samples.
 	for i := start; i < len(ix.samples) && len(out.Samples) < limit; {
 		end := min(len(ix.samples), i+meta.MaxLimit)
-		last := ix.samples[end-1].key
-		from := ""
-		if i > 0 {
-			from = ix.samples[i-1].key
-		}
-		drafts, err := s.drafts(ctx, r.ID, from, func(k string) bool { return k > last })
-		if err != nil {
-			return nil, errs.E(op, err)
+		var drafts map[string]*labelRecord
+		if withDrafts {
+			last := ix.samples[end-1].key
+			from := ""
+			if i > 0 {
+				from = ix.samples[i-1].key
+			}
+			if drafts, err = s.drafts(ctx, r.ID, from, func(k string) bool { return k > last }); err != nil {
+				return nil, errs.E(op, err)
+			}
 		}
 		for ; i < end && len(out.Samples) < limit; i++ {
 			smp := sampleOf(root, &ix.samples[i], drafts[ix.samples[i].key])
-			if labeledOnly != nil && smp.Labeled != *labeledOnly || proposed && smp.Proposal == nil {
+			if !matches(&f, &smp) {
 				continue
 			}
 			out.Samples = append(out.Samples, smp)
@@ -240,20 +276,94 @@ func (s *Service) Samples(ctx context.Context, p *auth.Principal, ref string, la
 	return out, nil
 }
 
+// Sample is one sample, by id or key: of the current version with the
+// draft's label and proposal (version ""), or of a named version with
+// its own label.
+func (s *Service) Sample(ctx context.Context, p *auth.Principal, ref, sampleID, version string) (*api.DatasetSample, error) {
+	const op errs.Op = "dataset.Sample"
+	r, d, err := s.load(ctx, op, p, ref, "Get")
+	if err != nil {
+		return nil, err
+	}
+	ix, withDrafts, err := s.sampleView(ctx, op, r, version)
+	if err != nil {
+		return nil, err
+	}
+	it, err := findSample(op, r, ix, sampleID)
+	if err != nil {
+		return nil, err
+	}
+	var rec *labelRecord
+	if withDrafts {
+		l, err := s.store.GetDatasetLabel(ctx, r.ID, it.key)
+		switch {
+		case err == nil:
+			rec = &labelRecord{}
+			if err := json.Unmarshal(l.Record, rec); err != nil {
+				return nil, errs.E(op, errs.Internal, "the draft label of "+it.key+" does not parse", err)
+			}
+		case !errs.Is(err, errs.NotFound):
+			return nil, errs.E(op, err)
+		}
+	}
+	bucket, prefix := source(d)
+	smp := sampleOf(obsurl.Format(bucket, prefix), it, rec)
+	return &smp, nil
+}
+
+// SampleObject opens the object of a sample (by id or key, of the
+// current version or a named one) as the caller reads it, as the version
+// recorded it: an object changed since is refused (CodeChanged). The
+// caller closes the body.
+func (s *Service) SampleObject(ctx context.Context, p *auth.Principal, ref, sampleID, version string) (io.ReadCloser, *api.DatasetSampleObject, error) {
+	const op errs.Op = "dataset.SampleObject"
+	r, d, err := s.load(ctx, op, p, ref, "Get")
+	if err != nil {
+		return nil, nil, err
+	}
+	ix, _, err := s.sampleView(ctx, op, r, version)
+	if err != nil {
+		return nil, nil, err
+	}
+	it, err := findSample(op, r, ix, sampleID)
+	if err != nil {
+		return nil, nil, err
+	}
+	bucket, prefix := source(d)
+	res, err := s.obs.GetObject(ctx, obs.As(p), bucket, prefix+it.key, obs.GetOptions{Conditions: obs.Conditions{IfMatch: it.etag}})
+	if errs.CodeOf(err) == obs.CodePreconditionFailed {
+		return nil, nil, errs.E(op, errs.Conflict, CodeChanged, fmt.Sprintf("%s changed since version %s was made", obsurl.Format(bucket, prefix+it.key), ix.version.VersionName),
+			errs.Hint("make a new version to see it as it is now"))
+	}
+	if err != nil {
+		return nil, nil, errs.E(op, err)
+	}
+	return res.Body, &api.DatasetSampleObject{Key: it.key, Size: res.Object.Size, ETag: it.etag}, nil
+}
+
 // sample finds a sample of the current version by id (or key).
 func (s *Service) sample(ctx context.Context, op errs.Op, r *meta.DatasetRecord, id string) (*sampleIndex, *indexed, error) {
 	ix, err := s.index(ctx, op, r)
 	if err != nil {
 		return nil, nil, err
 	}
+	it, err := findSample(op, r, ix, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ix, it, nil
+}
+
+// findSample finds a sample of an index by id (or key).
+func findSample(op errs.Op, r *meta.DatasetRecord, ix *sampleIndex, id string) (*indexed, error) {
 	if i, ok := ix.byID[id]; ok {
-		return ix, &ix.samples[i], nil
+		return &ix.samples[i], nil
 	}
 	i := sort.Search(len(ix.samples), func(i int) bool { return ix.samples[i].key >= id })
 	if i < len(ix.samples) && ix.samples[i].key == id {
-		return ix, &ix.samples[i], nil
+		return &ix.samples[i], nil
 	}
-	return nil, nil, errs.E(op, errs.NotFound, CodeSampleNotFound,
+	return nil, errs.E(op, errs.NotFound, CodeSampleNotFound,
 		fmt.Sprintf("version %s of dataset %s has no sample %q", ix.version.VersionName, r.Name, text.Clip(id, 80)),
 		errs.Hint("`atelier dataset samples "+r.Name+"` lists them with their ids"))
 }

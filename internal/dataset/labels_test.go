@@ -35,7 +35,7 @@ func (e *env) shots(n int) {
 func TestLabelingDraftBecomesTheNextVersion(t *testing.T) {
 	e := newEnv(t)
 	e.shots(4)
-	if _, err := e.svc.Samples(e.ctx, e.alice, "shots", nil, false, "", 0); errs.CodeOf(err) != CodeNotPublished {
+	if _, err := e.svc.Samples(e.ctx, e.alice, "shots", api.DatasetSampleFilter{}); errs.CodeOf(err) != CodeNotPublished {
 		t.Fatalf("samples before any version: %v", err)
 	}
 	v1 := e.version("shots", api.CreateDatasetVersionRequest{})
@@ -43,7 +43,7 @@ func TestLabelingDraftBecomesTheNextVersion(t *testing.T) {
 		t.Fatalf("v1 %+v", v1)
 	}
 	no := false
-	queue, err := e.svc.Samples(e.ctx, e.alice, "shots", &no, false, "", 0)
+	queue, err := e.svc.Samples(e.ctx, e.alice, "shots", api.DatasetSampleFilter{Labeled: &no})
 	if err != nil || len(queue.Samples) != 3 || queue.Samples[0].Key != "s001.png" || queue.Samples[0].Labeled {
 		t.Fatalf("queue %+v, %v", queue, err)
 	}
@@ -70,18 +70,18 @@ func TestLabelingDraftBecomesTheNextVersion(t *testing.T) {
 		t.Errorf("unknown sample: %v", err)
 	}
 	// Bob can neither see nor label alice's samples.
-	if _, err := e.svc.Samples(e.ctx, e.bob, "shots", nil, false, "", 0); !errs.Is(err, errs.NotFound) {
+	if _, err := e.svc.Samples(e.ctx, e.bob, "shots", api.DatasetSampleFilter{}); !errs.Is(err, errs.NotFound) {
 		t.Errorf("bob lists samples: %v", err)
 	}
 	if _, err := e.svc.PutAnnotations(e.ctx, e.bob, "shots", id, &api.DatasetAnnotations{Tags: []string{"x"}}); !errs.Is(err, errs.NotFound) {
 		t.Errorf("bob labels: %v", err)
 	}
 	// Paging.
-	page, err := e.svc.Samples(e.ctx, e.alice, "shots", nil, false, "", 2)
+	page, err := e.svc.Samples(e.ctx, e.alice, "shots", api.DatasetSampleFilter{Limit: 2})
 	if err != nil || len(page.Samples) != 2 || page.Next != "s001.png" {
 		t.Fatalf("page 1 %+v, %v", page, err)
 	}
-	page, err = e.svc.Samples(e.ctx, e.alice, "shots", nil, false, page.Next, 2)
+	page, err = e.svc.Samples(e.ctx, e.alice, "shots", api.DatasetSampleFilter{After: page.Next, Limit: 2})
 	if err != nil || len(page.Samples) != 2 || page.Samples[0].Key != "s002.png" || page.Next != "" {
 		t.Fatalf("page 2 %+v, %v", page, err)
 	}
@@ -154,7 +154,7 @@ func TestAutolabelProposesAndAPersonDecides(t *testing.T) {
 	if out, err := e.svc.Autolabel(e.ctx, e.alice, "shots", &api.AutolabelRequest{ServiceID: "svc-1", Threshold: 0.9}); err != nil || out.Sent != 1 {
 		t.Errorf("second pass %+v, %v", out, err)
 	}
-	props, err := e.svc.Samples(e.ctx, e.alice, "shots", nil, true, "", 0)
+	props, err := e.svc.Samples(e.ctx, e.alice, "shots", api.DatasetSampleFilter{Proposed: true})
 	if err != nil || len(props.Samples) != 2 || props.Samples[0].Proposal == nil || props.Samples[0].Proposal.Confidence != 0.97 ||
 		props.Samples[0].Labeled {
 		t.Fatalf("proposed samples %+v, %v", props, err)

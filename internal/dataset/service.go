@@ -522,6 +522,30 @@ func (s *Service) Get(ctx context.Context, p *auth.Principal, ref string) (*api.
 	return d, nil
 }
 
+// ListVersions returns a page of a dataset's versions, newest first
+// (without their findings and changes: GetVersion has them).
+func (s *Service) ListVersions(ctx context.Context, p *auth.Principal, ref string, opts api.ListOptions) ([]*api.DatasetVersion, int, error) {
+	const op errs.Op = "dataset.ListVersions"
+	r, _, err := s.load(ctx, op, p, ref, "Get")
+	if err != nil {
+		return nil, 0, err
+	}
+	vs, total, err := s.store.ListDatasetVersions(ctx, r.ID, meta.ListOptions{Offset: opts.Offset, Limit: opts.Limit})
+	if err != nil {
+		return nil, 0, errs.E(op, err)
+	}
+	out := make([]*api.DatasetVersion, 0, len(vs))
+	for _, vr := range vs {
+		v, err := decodeVersion(vr)
+		if err != nil {
+			return nil, 0, err
+		}
+		v.Findings, v.Changes = nil, nil
+		out = append(out, v)
+	}
+	return out, total, nil
+}
+
 // List returns the caller's datasets (every dataset for an admin) whose
 // name contains name, newest first.
 func (s *Service) List(ctx context.Context, p *auth.Principal, name string, opts api.ListOptions) ([]*api.Dataset, int, error) {

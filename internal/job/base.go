@@ -38,6 +38,11 @@ const (
 	CodeLogExport      errs.Code = "ATL.JOB.0064"
 	CodeExecutorFailed errs.Code = "ATL.JOB.0065"
 	CodeRunnerInput    errs.Code = "ATL.JOB.0066"
+	// CodeBadSort: ?sort= of the job list is not one of api.JobSorts.
+	CodeBadSort errs.Code = "ATL.JOB.0067"
+	// CodeBadMetricsQuery: ?kind= or ?max_points= of a job's metrics is
+	// out of range.
+	CodeBadMetricsQuery errs.Code = "ATL.JOB.0068"
 )
 
 // SystemBucket is the platform-owned bucket for uploaded code and logs.
@@ -263,6 +268,7 @@ func (r *record) encode() error {
 		return err
 	}
 	r.raw.Phase = r.st.Phase
+	r.raw.Duration = r.st.Duration
 	return nil
 }
 

@@ -142,13 +142,25 @@ func (js *Jobs) Get(ctx context.Context, p *auth.Principal, id string) (*api.Job
 	return r.view(), nil
 }
 
+// jobSorts maps the API's orders (api.JobSorts) to the store's.
+var jobSorts = map[string]string{
+	"": meta.JobSortNewest, "create_time": "create_time", "-create_time": "-create_time",
+	"name": "name", "-name": "-name", "status": "phase", "-status": "-phase",
+	"duration": "duration", "-duration": "-duration",
+}
+
 // ListJobs returns the caller's jobs (every job for an admin) whose name
-// contains name and whose phase is one of phases (all when empty), newest
-// first.
-func (js *Jobs) ListJobs(ctx context.Context, p *auth.Principal, name string, phases []string, opts api.ListOptions) ([]*api.Job, int, error) {
+// contains q.Name and whose phase is one of q.Phases (all when empty), in
+// q.Sort's order (one of api.JobSorts; newest first when "").
+func (js *Jobs) ListJobs(ctx context.Context, p *auth.Principal, q api.JobListQuery, opts api.ListOptions) ([]*api.Job, int, error) {
 	const op errs.Op = "job.List"
+	sort, ok := jobSorts[q.Sort]
+	if !ok {
+		return nil, 0, errs.E(op, errs.Invalid, CodeBadSort, fmt.Sprintf("unknown order %q", q.Sort),
+			errs.Hint("sort by one of "+strings.Join(api.JobSorts, ", ")+" (a leading - is descending)"))
+	}
 	recs, total, err := auth.List(ctx, js.authz, p, "job", opts, func(ctx context.Context, owner string, opts meta.ListOptions) ([]*meta.JobRecord, int, error) {
-		return js.store.ListJobs(ctx, meta.JobFilter{OwnerID: owner, Phases: phases, NameLike: name}, opts)
+		return js.store.ListJobs(ctx, meta.JobFilter{OwnerID: owner, Phases: q.Phases, NameLike: q.Name, Sort: sort}, opts)
 	}, func(r *meta.JobRecord) (string, string) { return r.ID, r.OwnerID })
 	if err != nil {
 		return nil, 0, errs.E(op, err)
@@ -234,9 +246,25 @@ func (js *Jobs) Events(ctx context.Context, p *auth.Principal, id string, opts a
 	return out, total, nil
 }
 
-// Metrics returns a job's system and user metrics.
+// Metrics returns every system and user metric sample of a job.
 func (js *Jobs) Metrics(ctx context.Context, p *auth.Principal, id string) (*api.JobMetrics, error) {
+	return js.QueryMetrics(ctx, p, id, api.JobMetricsQuery{})
+}
+
+// QueryMetrics returns a job's system and user metrics: those of q.Kind
+// ("system", "user", or both when ""), each series capped at q.MaxPoints
+// points (see Downsample; 0 is every point).
+func (js *Jobs) QueryMetrics(ctx context.Context, p *auth.Principal, id string, q api.JobMetricsQuery) (*api.JobMetrics, error) {
 	const op errs.Op = "job.Metrics"
+	if q.Kind != "" && q.Kind != "system" && q.Kind != "user" {
+		return nil, errs.E(op, errs.Invalid, CodeBadMetricsQuery, fmt.Sprintf("unknown metric kind %q", q.Kind),
+			errs.Hint("kind is system (CPU, memory, GPU samples) or user (atelier.report), or leave it out for both"))
+	}
+	if q.MaxPoints != 0 && (q.MaxPoints < api.MinMetricPoints || q.MaxPoints > api.MaxMetricPoints) {
+		return nil, errs.E(op, errs.Invalid, CodeBadMetricsQuery,
+			fmt.Sprintf("max_points %d is not from %d to %d", q.MaxPoints, api.MinMetricPoints, api.MaxMetricPoints),
+			errs.Hint("leave max_points out for every point"))
+	}
 	if _, err := js.load(ctx, op, p, id, "Get"); err != nil {
 		return nil, err
 	}
@@ -244,9 +272,14 @@ func (js *Jobs) Metrics(ctx context.Context, p *auth.Principal, id string) (*api
 	if err != nil {
 		return nil, errs.E(op, err)
 	}
-	out := &api.JobMetrics{Samples: make([]api.MetricSample, len(ms_))}
-	for i, m := range ms_ {
-		out.Samples[i] = api.MetricSample{Attempt: m.Attempt, Seq: m.Seq, Time: ms(m.Time), Kind: m.Kind, Step: m.Step, Values: m.Values}
+	out := &api.JobMetrics{Samples: make([]api.MetricSample, 0, len(ms_))}
+	for _, m := range ms_ {
+		if q.Kind != "" && m.Kind != q.Kind {
+			continue
+		}
+		out.Samples = append(out.Samples, api.MetricSample{Attempt: m.Attempt, Seq: m.Seq, Time: ms(m.Time), Kind: m.Kind, Step: m.Step, Values: m.Values})
 	}
+	out.Total = len(out.Samples)
+	out.Samples, out.Downsampled = Downsample(out.Samples, q.MaxPoints)
 	return out, nil
 }

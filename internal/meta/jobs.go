@@ -14,6 +14,10 @@ import (
 // OwnerID is not a reference to a user that the store enforces: a job, its
 // logs and its events outlive the account of the user who ran it.
 //
+// Duration is the job's running time in milliseconds as its status last
+// said (the job package keeps it equal to the status' duration), so that a
+// list can be ordered by it without reading the documents.
+//
 // Version counts updates: UpdateJob changes the record only when the stored
 // version is still r.Version, and then increments it.
 type JobRecord struct {
@@ -27,15 +31,29 @@ type JobRecord struct {
 	Spec       []byte
 	Status     []byte
 	Runtime    []byte
+	Duration   int64
 	Version    int64
 }
 
-// JobFilter selects jobs in a list. Empty fields select every job.
+// JobFilter selects jobs in a list, and orders them. Empty fields select
+// every job.
 type JobFilter struct {
 	OwnerID  string   // "" = every owner
 	Phases   []string // empty = every phase
 	NameLike string   // a substring of the name, case-insensitive for ASCII letters
+	// Sort is one of JobSorts: a key, descending with a leading "-". ""
+	// is JobSortNewest. Ties are ordered newest first (creation time
+	// descending, then id descending); "create_time" is the exact reverse
+	// of the default.
+	Sort string
 }
+
+// JobSortNewest is the default order of ListJobs.
+const JobSortNewest = "-create_time"
+
+// JobSorts are the orders ListJobs knows: by creation time, name (byte
+// order), phase or duration, ascending or (with "-") descending.
+var JobSorts = []string{"create_time", "-create_time", "name", "-name", "phase", "-phase", "duration", "-duration"}
 
 // JobLogLine is a line of a job's output. (Attempt, Seq) identifies it within
 // its job; both count from 1. Text is stored byte for byte.
@@ -87,8 +105,9 @@ type Jobs interface {
 	CreateJob(ctx context.Context, r *JobRecord) error
 	// GetJob returns the job; NotFound if none.
 	GetJob(ctx context.Context, id string) (*JobRecord, error)
-	// ListJobs returns a page of the jobs f selects, newest first (creation
-	// time descending, then id descending), and their total count.
+	// ListJobs returns a page of the jobs f selects in f.Sort's order (by
+	// default newest first: creation time descending, then id descending),
+	// and their total count. Invalid if f.Sort is not one of JobSorts.
 	ListJobs(ctx context.Context, f JobFilter, opts ListOptions) ([]*JobRecord, int, error)
 	// UpdateJob replaces every field of the job r.ID except its creation
 	// time, if its stored version is still r.Version; it then sets

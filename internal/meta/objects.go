@@ -2,11 +2,12 @@ package meta
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
-// Bucket is an OBS bucket. Name is unique. Policy, Lifecycle and CORS are
-// documents owned by the obs package (JSON); "" means none.
+// Bucket is an OBS bucket. Name is unique. Policy, Lifecycle, CORS and Tags
+// are documents owned by the obs package (JSON); "" means none.
 type Bucket struct {
 	Name       string
 	OwnerID    string
@@ -15,7 +16,21 @@ type Bucket struct {
 	Policy     string
 	Lifecycle  string
 	CORS       string
+	Tags       string
+	Versioning string // "" (never versioned), VersioningEnabled or VersioningSuspended
+	ACL        string // the bucket's access control list, a document of the obs package ("": the owner alone)
+	Ownership  string // the object ownership setting ("": none, which is ObjectWriter; new buckets get BucketOwnerEnforced)
+	// PublicAccessBlock is the bucket's public access block configuration
+	// ("": nothing blocked).
+	PublicAccessBlock string
 }
+
+// Versioning states of a bucket. A bucket that was never versioned has "";
+// once Enabled it can be Suspended but never again "".
+const (
+	VersioningEnabled   = "Enabled"
+	VersioningSuspended = "Suspended"
+)
 
 // BucketConfig names one of a bucket's documents.
 type BucketConfig int
@@ -25,14 +40,20 @@ const (
 	BucketPolicy BucketConfig = iota
 	BucketLifecycle
 	BucketCORS
+	BucketTags
+	BucketVersioning // the versioning state, not a document
+	BucketACL
+	BucketOwnership
+	BucketPublicAccessBlock
 )
 
 // Blob is one stored piece of an object's bytes, in order. A single PUT
 // makes one; a multipart upload makes one per part.
 type Blob struct {
-	ID   string // blob store id
-	Size int64
-	ETag string // the part's ETag for multipart objects; "" otherwise
+	ID       string // blob store id
+	Size     int64
+	ETag     string // the part's ETag for multipart objects; "" otherwise
+	Checksum string // the part's additional checksum (base64) for multipart objects; "" otherwise
 }
 
 // Object is the index entry of an object. Its bytes are Blobs, concatenated.
@@ -49,6 +70,57 @@ type Object struct {
 	OwnerID      string
 	LastModified time.Time
 	Blobs        []Blob
+	Tags         map[string]string // object tags (S3 tagging); nil for none
+	ACL          string            // access control list, a document of the obs package ("": the owner alone); each version has its own
+
+	// VersionID is the version's id; "" is the null version (every object
+	// of a never-versioned bucket, and those written while versioning is
+	// Suspended).
+	VersionID string
+	// DeleteMarker marks a delete marker: a version without bytes that
+	// makes its key look deleted while it is the latest version.
+	DeleteMarker bool
+	// IsLatest is set by the reads of versions (GetObjectVersion,
+	// GetLatestVersion, ListObjectVersions): this is the key's latest
+	// version. Writes ignore it.
+	IsLatest bool
+	// Versioned is not stored. On a write (PutObject, CompleteUpload) it
+	// says that the bucket has versioning (Enabled or Suspended), so that
+	// a null version written where the key has no object also replaces a
+	// noncurrent null version; false (a never-versioned bucket, whose
+	// keys have no other versions) spares that lookup. obs also sets it on
+	// the objects it returns, so that a front end shows their version id
+	// ("null" for the null version).
+	Versioned bool
+}
+
+// ListVersionsQuery selects a page of object versions: keys in byte order,
+// each key's versions newest first.
+type ListVersionsQuery struct {
+	Bucket    string
+	Prefix    string
+	Delimiter string // "" = no grouping
+	// KeyMarker alone: keys (and common prefixes) <= KeyMarker are skipped.
+	// With VersionMarker set, the listing resumes after version
+	// VersionIDMarker of KeyMarker (when that version is gone, after the
+	// key).
+	KeyMarker       string
+	VersionIDMarker string
+	VersionMarker   bool
+	MaxKeys         int // versions, delete markers and common prefixes in the page; 0 means 1000
+}
+
+// ListVersionsResult is a page of versions (IsLatest and DeleteMarker set).
+// When Truncated, NextKeyMarker is the last entry's key (or common prefix)
+// and, when the last entry is a version, NextVersionIDMarker its id with
+// NextVersionMarker set.
+type ListVersionsResult struct {
+	Versions            []*Object
+	CommonPrefixes      []string
+	Truncated           bool
+	NextKeyMarker       string
+	NextVersionIDMarker string
+	NextVersionMarker   bool
 }
 
 // ListObjectsQuery selects a page of objects in key order (byte order of the
@@ -81,7 +153,9 @@ type Upload struct {
 	Metadata     map[string]string
 	Headers      map[string]string
 	StorageClass string
-	ChecksumAlgo string // algorithm requested at create ("" = none)
+	ChecksumAlgo string            // algorithm requested at create ("" = none)
+	Tags         map[string]string // tags the object gets when the upload completes
+	ACL          string            // the ACL the object gets when the upload completes
 }
 
 // UploadPart is an uploaded part of a multipart upload.
@@ -102,6 +176,18 @@ type ListUploadsQuery struct {
 	MaxUploads     int // 0 means 1000
 }
 
+// Precondition is what a conditional write requires of the object it
+// replaces, checked in the transaction that stores the new object: two
+// writers cannot both meet a precondition the other's write breaks.
+type Precondition struct {
+	IfNoneMatch bool   // no object with the key may exist (If-None-Match: *)
+	IfMatch     string // the object must exist with this ETag (no quotes); "" for no condition
+}
+
+// ErrPreconditionFailed is the cause of the Conflict error a conditional
+// write returns when its Precondition does not hold; nothing was changed.
+var ErrPreconditionFailed = errors.New("the precondition of the write does not hold")
+
 // Buckets stores buckets.
 type Buckets interface {
 	// CreateBucket stores b; Exists if the name is taken.
@@ -111,26 +197,70 @@ type Buckets interface {
 	// ListBuckets returns the buckets of the owner ("" = every owner) by name.
 	ListBuckets(ctx context.Context, ownerID string) ([]*Bucket, error)
 	// DeleteBucket removes an empty bucket; NotFound if none, Conflict if it
-	// holds objects or multipart uploads.
+	// holds objects, versions (delete markers too) or multipart uploads.
 	DeleteBucket(ctx context.Context, name string) error
-	// SetBucketConfig replaces one document ("" deletes it); NotFound if no bucket.
+	// SetBucketConfig replaces one document ("" deletes it), or with
+	// BucketVersioning sets the versioning state; NotFound if no bucket.
 	SetBucketConfig(ctx context.Context, name string, which BucketConfig, doc string) error
 }
 
 // Objects stores the object index.
 type Objects interface {
-	// PutObject inserts o or replaces the object with its key, in one
-	// transaction, and returns the replaced object (nil if none) so that the
-	// caller can delete its blobs. NotFound if the bucket does not exist.
+	// PutObject makes o the latest version of its key, in one transaction,
+	// and returns the version it replaced (nil if none) so that the caller
+	// can delete its blobs. NotFound if the bucket does not exist.
+	//
+	// A version is replaced only by a version with the same id: o with
+	// VersionID "" (a never-versioned or Suspended bucket) replaces the
+	// key's null version, wherever it is; the key's previous latest
+	// version, when it is not the null version, stays as a noncurrent
+	// version. o with a VersionID (an Enabled bucket) replaces nothing.
+	// A DeleteMarker o is stored as a version without bytes; the key then
+	// has no object (GetObject and ListObjects do not see it).
 	PutObject(ctx context.Context, o *Object) (replaced *Object, err error)
-	// GetObject returns the object; NotFound if none.
+	// PutObjectIf is PutObject when pre holds for the object with o's key,
+	// checked in the same transaction; else a Conflict error whose cause is
+	// ErrPreconditionFailed, and nothing is changed.
+	PutObjectIf(ctx context.Context, o *Object, pre Precondition) (replaced *Object, err error)
+	// SetObjectTags replaces the tags of the object (nil or empty removes
+	// them) and returns the object; NotFound if none. Nothing else of the
+	// object changes (not its ETag, not its LastModified).
+	SetObjectTags(ctx context.Context, bucket, key string, tags map[string]string) (*Object, error)
+	// SetObjectACL replaces the ACL document of the object (the key's
+	// latest version, when it is not a delete marker; "" for the default)
+	// and returns the object; NotFound if none. Nothing else of the object
+	// changes.
+	SetObjectACL(ctx context.Context, bucket, key, acl string) (*Object, error)
+	// GetObject returns the object: the key's latest version unless that
+	// is a delete marker; NotFound if none.
 	GetObject(ctx context.Context, bucket, key string) (*Object, error)
-	// DeleteObject removes the object and returns it; NotFound if none.
+	// DeleteObject removes the object (the key's latest version, when it
+	// is not a delete marker) and returns it; NotFound if none. The key's
+	// next newest version, if any, becomes its latest.
 	DeleteObject(ctx context.Context, bucket, key string) (*Object, error)
+	// GetObjectVersion returns a version of the key ("" is the null
+	// version), a delete marker too; NotFound if none.
+	GetObjectVersion(ctx context.Context, bucket, key, versionID string) (*Object, error)
+	// GetLatestVersion returns the key's latest version, a delete marker
+	// too; NotFound if the key has no version.
+	GetLatestVersion(ctx context.Context, bucket, key string) (*Object, error)
+	// DeleteObjectVersion removes a version ("" is the null version), a
+	// delete marker too, and returns it; NotFound if none. When it was the
+	// latest, the key's next newest version becomes the latest.
+	DeleteObjectVersion(ctx context.Context, bucket, key, versionID string) (*Object, error)
+	// SetObjectVersionTags is SetObjectTags of one version; NotFound if
+	// none, Invalid for a delete marker.
+	SetObjectVersionTags(ctx context.Context, bucket, key, versionID string, tags map[string]string) (*Object, error)
+	// SetObjectVersionACL is SetObjectACL of one version; NotFound if
+	// none, Invalid for a delete marker.
+	SetObjectVersionACL(ctx context.Context, bucket, key, versionID, acl string) (*Object, error)
+	// ListObjectVersions returns a page of versions and delete markers;
+	// NotFound if the bucket does not exist.
+	ListObjectVersions(ctx context.Context, q ListVersionsQuery) (*ListVersionsResult, error)
 	// ListObjects returns a page; NotFound if the bucket does not exist.
 	ListObjects(ctx context.Context, q ListObjectsQuery) (*ListObjectsResult, error)
-	// BlobsInUse reports which of the blob ids an object or an upload part
-	// references.
+	// BlobsInUse reports which of the blob ids an object, a version or an
+	// upload part references.
 	BlobsInUse(ctx context.Context, ids []string) (map[string]bool, error)
 }
 
@@ -154,6 +284,11 @@ type Uploads interface {
 	// NotFound if the upload does not exist; Conflict (and nothing changed)
 	// if o uses a blob that is no longer one of the upload's parts.
 	CompleteUpload(ctx context.Context, uploadID string, o *Object) (replaced *Object, unused []*UploadPart, err error)
+	// CompleteUploadIf is CompleteUpload when pre holds for the object with
+	// o's key, checked in the same transaction; else a Conflict error whose
+	// cause is ErrPreconditionFailed, and nothing (the upload included) is
+	// changed.
+	CompleteUploadIf(ctx context.Context, uploadID string, o *Object, pre Precondition) (replaced *Object, unused []*UploadPart, err error)
 	// AbortUpload deletes the upload and returns its parts; NotFound if none.
 	AbortUpload(ctx context.Context, uploadID string) ([]*UploadPart, error)
 }

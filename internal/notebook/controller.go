@@ -406,6 +406,7 @@ func (c *Controller) finish(ctx context.Context, id, status, reason, msg string)
 
 // endRun marks r's run ended.
 func endRun(r *record, status, reason, msg string, now time.Time) {
+	closeRun(r, now)
 	if r.st.Status != api.NotebookDeleting {
 		r.st.Status = status
 	}

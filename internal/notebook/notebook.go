@@ -38,9 +38,10 @@ type Credentials interface {
 	RevokeTemporary(ctx context.Context, accessKey string) error
 }
 
-// Logins mints single-use login links (package proxy).
+// Logins mints single-use login links (package loginlink): subject is the
+// notebook id, owner and value the user id.
 type Logins interface {
-	Mint(notebookID, userID string) (code string, expires time.Time)
+	Mint(subject, owner, value string) (code string, expires time.Time)
 }
 
 // Ledger is the machine's capacity shared with jobs and services.

@@ -110,7 +110,7 @@ func (f *fakeExec) started() []executor.Spec {
 
 type fakeLogins struct{}
 
-func (fakeLogins) Mint(id, user string) (string, time.Time) {
+func (fakeLogins) Mint(id, user, _ string) (string, time.Time) {
 	return "code-" + id + "-" + user, time.Unix(0, 0)
 }
 

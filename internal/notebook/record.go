@@ -46,6 +46,8 @@ type state struct {
 	VolumeUsed  int64                `json:"volume_used,omitempty"`
 	VolumeLimit string               `json:"volume_limit,omitempty"`
 	Runs        int                  `json:"runs,omitempty"`
+	// Past are its ended runs (the last maxPastRuns), for metering.
+	Past []pastRun `json:"past,omitempty"`
 }
 
 // runtime is server-private (the record's Runtime document).

@@ -303,7 +303,7 @@ func (n *Notebooks) Login(ctx context.Context, p *auth.Principal, ref string) (*
 		return nil, errs.E(op, errs.PermissionDenied, CodeState, "only the owner of a notebook can open it",
 			errs.Hint("a notebook runs with its owner's credentials"))
 	}
-	code, exp := n.logins.Mint(r.raw.ID, p.User.ID)
+	code, exp := n.logins.Mint(r.raw.ID, p.User.ID, p.User.ID)
 	u := n.baseURL(r.raw.ID) + "/notebooks/" + r.raw.ID + "/login?code=" + url.QueryEscape(code)
 	return &api.NotebookLogin{URL: u, ExpiresAt: exp.UnixMilli()}, nil
 }

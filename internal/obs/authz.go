@@ -29,6 +29,21 @@ const (
 	ActionAbortMultipartUpload       = "obs:AbortMultipartUpload"
 	ActionListMultipartUploadParts   = "obs:ListMultipartUploadParts"
 	ActionListBucketMultipartUploads = "obs:ListBucketMultipartUploads"
+	ActionGetObjectTagging           = "obs:GetObjectTagging"
+	ActionPutObjectTagging           = "obs:PutObjectTagging"
+	ActionDeleteObjectTagging        = "obs:DeleteObjectTagging"
+	ActionGetBucketTagging           = "obs:GetBucketTagging"
+	ActionPutBucketTagging           = "obs:PutBucketTagging"
+	ActionGetObjectAttributes        = "obs:GetObjectAttributes"
+	ActionPutBucketVersioning        = "obs:PutBucketVersioning"
+	ActionGetBucketVersioning        = "obs:GetBucketVersioning"
+	ActionListBucketVersions         = "obs:ListBucketVersions"
+	ActionGetObjectVersion           = "obs:GetObjectVersion"
+	ActionDeleteObjectVersion        = "obs:DeleteObjectVersion"
+	ActionGetObjectVersionTagging    = "obs:GetObjectVersionTagging"
+	ActionPutObjectVersionTagging    = "obs:PutObjectVersionTagging"
+	ActionDeleteObjectVersionTagging = "obs:DeleteObjectVersionTagging"
+	ActionGetObjectVersionAttributes = "obs:GetObjectVersionAttributes"
 )
 
 // Caller is who makes a request: an authenticated principal, or nobody
@@ -124,6 +139,19 @@ type AuthzInput struct {
 	Action       string              // e.g. "obs:GetObject"
 	Resource     string              // "obs:::bucket" or "obs:::bucket/key"; "" for actions without a resource
 	Context      map[string][]string // condition keys (aws:SourceIp, s3:prefix, …)
+
+	// ACLs, where the bucket has them enabled (nil otherwise): the grants
+	// of the bucket's ACL and, for an action on an object, of the object's
+	// (its owner's FULL_CONTROL included).
+	BucketACL, ObjectACL []Grant
+	// IgnorePublicACLs skips grants to AllUsers and AuthenticatedUsers (the
+	// public access block's IgnorePublicAcls).
+	IgnorePublicACLs bool
+	// RestrictPublicPolicy: the bucket policy is public and the public
+	// access block's RestrictPublicBuckets is set, so the policy's Allows
+	// grant nothing (its Denys still apply); only the owner and admins
+	// keep access.
+	RestrictPublicPolicy bool
 }
 
 // Reason says which rule made a Decision.
@@ -139,6 +167,7 @@ const (
 	ReasonOwner                            // allowed: the caller owns the bucket
 	ReasonIdentityPolicy                   // allowed: a policy attached to the user
 	ReasonBucketPolicy                     // allowed: the bucket policy
+	ReasonACL                              // allowed: a grant of the bucket's or the object's ACL
 )
 
 func (r Reason) String() string {
@@ -159,6 +188,8 @@ func (r Reason) String() string {
 		return "a policy attached to the user allows it"
 	case ReasonBucketPolicy:
 		return "the bucket policy allows it"
+	case ReasonACL:
+		return "an ACL grant allows it"
 	}
 	return fmt.Sprintf("Reason(%d)", int(r))
 }
@@ -180,10 +211,15 @@ type Decision struct {
 //  5. the owner of the bucket is allowed on it and its objects (buckets are
 //     private by default);
 //  6. an Allow in a policy attached to the user, or in the bucket policy for
-//     a matching Principal, allows it.
+//     a matching Principal (unless RestrictPublicPolicy), allows it;
+//  7. a grant of the ACL that covers the action (see aclPermission: READ,
+//     WRITE, READ_ACP, WRITE_ACP or FULL_CONTROL) to the caller, to
+//     AuthenticatedUsers (a signed-in caller) or to AllUsers allows it,
+//     unless IgnorePublicACLs skips the group grants.
 //
 // Anonymous callers have no attached policies and own nothing, so only a
-// bucket policy granting Principal "*" lets them in.
+// bucket policy granting Principal "*" or an ACL grant to AllUsers lets
+// them in.
 func Authorize(in AuthzInput) Decision {
 	anonymous := in.Subject == nil
 	r := policy.Request{Action: in.Action, Resource: in.Resource, Context: in.Context}
@@ -215,8 +251,19 @@ func Authorize(in AuthzInput) Decision {
 			return Decision{Allowed: true, Reason: ReasonIdentityPolicy}
 		}
 	}
-	if fromBucket == policy.Allow {
+	if fromBucket == policy.Allow && !in.RestrictPublicPolicy {
 		return Decision{Allowed: true, Reason: ReasonBucketPolicy}
+	}
+	if in.BucketACL != nil || in.ObjectACL != nil {
+		onObject := strings.Contains(in.Resource, "/")
+		perm, objectACL := aclPermission(in.Action, onObject)
+		grants := in.BucketACL
+		if objectACL {
+			grants = in.ObjectACL
+		}
+		if aclAllows(grants, in.UserID, perm, in.IgnorePublicACLs) {
+			return Decision{Allowed: true, Reason: ReasonACL}
+		}
 	}
 	return Decision{Reason: ReasonNoGrant}
 }

@@ -17,6 +17,12 @@ type CreateBucketOptions struct {
 	// Location is the requested region (S3's LocationConstraint); "" or the
 	// server's region.
 	Location string
+	// ObjectOwnership (x-amz-object-ownership); "" is BucketOwnerEnforced,
+	// ACLs disabled, as S3 creates buckets since April 2023.
+	ObjectOwnership string
+	// ACL is the bucket's ACL (x-amz-acl, x-amz-grant-*); with
+	// BucketOwnerEnforced only private (or none) is accepted.
+	ACL ACLRequest
 }
 
 // CreateBucket creates a private bucket owned by the caller. Any
@@ -32,11 +38,31 @@ func (s *Service) CreateBucket(ctx context.Context, c *Caller, name string, o Cr
 			fmt.Sprintf("cannot create bucket %q in region %q: this server is region %q", name, o.Location, s.region),
 			fmt.Sprintf("leave the location constraint out or set it (and the client's region) to %q", s.region))
 	}
-	b := &meta.Bucket{Name: name, OwnerID: c.userID(), Region: s.region, CreateTime: s.nowMS()}
+	if o.ObjectOwnership == "" {
+		o.ObjectOwnership = OwnershipBucketOwnerEnforced
+	}
+	if err := ValidateOwnership(o.ObjectOwnership); err != nil {
+		return nil, err
+	}
+	b := &meta.Bucket{Name: name, OwnerID: c.userID(), Region: s.region, CreateTime: s.nowMS(), Ownership: o.ObjectOwnership}
 	if err := s.check(op, c, b, ActionCreateBucket, "", nil); err != nil {
 		return nil, err
 	}
-	err := s.store.CreateBucket(ctx, b)
+	acl, err := s.resolveACL(ctx, op, b, b.OwnerID, o.ACL, false)
+	if errs.CodeOf(err) == CodeACLNotSupported {
+		return nil, fail(op, CodeACLWithOwnership, fmt.Sprintf("bucket %q would have ObjectOwnership BucketOwnerEnforced (ACLs disabled) and an ACL granting access", name),
+			"leave x-amz-acl out (grant access with a bucket policy), or create the bucket with x-amz-object-ownership: ObjectWriter or BucketOwnerPreferred")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if acl != "" {
+		if err := s.check(op, c, b, ActionPutBucketACL, "", nil); err != nil {
+			return nil, err
+		}
+	}
+	b.ACL = acl
+	err = s.store.CreateBucket(ctx, b)
 	if errs.Is(err, errs.Exists) {
 		old, gerr := s.store.GetBucket(ctx, name)
 		if gerr == nil && old.OwnerID == b.OwnerID {
@@ -64,7 +90,7 @@ func (s *Service) DeleteBucket(ctx context.Context, c *Caller, name string) erro
 	err = s.store.DeleteBucket(ctx, name)
 	switch {
 	case errs.Is(err, errs.Conflict):
-		return fail(op, CodeBucketNotEmpty, fmt.Sprintf("bucket %q is not empty: it holds objects or unfinished multipart uploads", name),
+		return fail(op, CodeBucketNotEmpty, fmt.Sprintf("bucket %q is not empty: it holds objects, object versions or delete markers, or unfinished multipart uploads", name),
 			fmt.Sprintf("delete the objects first (`atelier obs rm -r obs://%s/`) and abort unfinished uploads", name))
 	case errs.Is(err, errs.NotFound):
 		return noSuchBucket(op, name)
@@ -152,14 +178,28 @@ func (s *Service) PutBucketPolicy(ctx context.Context, c *Caller, name string, d
 	if err := s.check(op, c, b, ActionPutBucketPolicy, "", nil); err != nil {
 		return err
 	}
+	if err := ValidateBucketPolicy(name, doc); err != nil {
+		return err
+	}
+	if decodePAB(b.PublicAccessBlock).BlockPublicPolicy {
+		if p, err := policy.Parse(doc, policy.Resource); err == nil && PolicyIsPublic(p) {
+			return fail(op, CodeAccessDenied, fmt.Sprintf("access denied: the public access block of bucket %q (BlockPublicPolicy) refuses a public bucket policy", name),
+				"grant to named users (Principal {\"AWS\": [\"user/name\"]}) or pin aws:SourceIp; or have the owner change the block (PUT ?publicAccessBlock)")
+		}
+	}
+	return s.setConfig(ctx, op, name, meta.BucketPolicy, string(bytes.TrimSpace(doc)))
+}
+
+// ValidateBucketPolicy checks doc as the policy of bucket name, as
+// PutBucketPolicy does before it stores one: both grammars, every statement
+// with a Principal, every resource in this bucket. It stores nothing.
+func ValidateBucketPolicy(name string, doc []byte) error {
+	const op errs.Op = "obs.ValidateBucketPolicy"
 	p, err := policy.Parse(doc, policy.Resource)
 	if err != nil {
 		return fail(op, CodeMalformedPolicy, fmt.Sprintf("invalid policy for bucket %q", name), "", err)
 	}
-	if err := checkPolicyResources(op, p, name); err != nil {
-		return err
-	}
-	return s.setConfig(ctx, op, name, meta.BucketPolicy, string(bytes.TrimSpace(doc)))
+	return checkPolicyResources(op, p, name)
 }
 
 // DeleteBucketPolicy removes the bucket's policy; removing none is not an

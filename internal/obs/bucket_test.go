@@ -176,10 +176,21 @@ func TestBucketPolicyNamedUser(t *testing.T) {
 	carol := caller(t, "carol", false)
 	_, err = e.svc.GetObject(e.ctx, carol, "shared", "team/x", GetOptions{})
 	wantCode(t, err, CodeAccessDenied)
-	// bob's object in alice's bucket is bob's.
+	// bob's object in alice's bucket is alice's (BucketOwnerEnforced, the
+	// default), or bob's where the bucket's ObjectOwnership is ObjectWriter.
 	res, err := e.svc.HeadObject(e.ctx, e.alice, "shared", "team/y", GetOptions{})
-	if err != nil || res.Object.OwnerID != "id-bob" {
+	if err != nil || res.Object.OwnerID != "id-alice" {
 		t.Errorf("owner of bob's upload: %v %v", res, err)
+	}
+	if err := e.svc.PutBucketOwnershipControls(e.ctx, e.alice, "shared", OwnershipObjectWriter); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.PutObject(e.ctx, e.bob, "shared", "team/z", strings.NewReader("3"), PutOptions{Size: 1}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = e.svc.HeadObject(e.ctx, e.alice, "shared", "team/z", GetOptions{})
+	if err != nil || res.Object.OwnerID != "id-bob" {
+		t.Errorf("owner of bob's upload under ObjectWriter: %v %v", res, err)
 	}
 }
 

@@ -114,7 +114,9 @@ type Conditions struct {
 //  2. else If-Unmodified-Since false → PreconditionFailed;
 //  3. If-None-Match false → NotModified for GET and HEAD, PreconditionFailed
 //     otherwise; if it is present, If-Modified-Since is ignored;
-//  4. else If-Modified-Since false on GET or HEAD → NotModified.
+//  4. else If-Modified-Since false → NotModified for GET and HEAD,
+//     PreconditionFailed otherwise (x-amz-copy-source-if-modified-since of
+//     CopyObject and UploadPartCopy).
 //
 // Dates compare at one-second resolution (that of HTTP dates). A pure
 // function.
@@ -148,8 +150,13 @@ func CheckConditions(o *meta.Object, c Conditions, method string) error {
 			return fail(op, CodePreconditionFailed,
 				fmt.Sprintf("If-None-Match %s matches the object's ETag %q", c.IfNoneMatch, etag), "")
 		}
-	} else if read && !c.IfModifiedSince.IsZero() && o != nil && !lm.After(c.IfModifiedSince) {
-		return fail(op, CodeNotModified, "not modified since "+c.IfModifiedSince.UTC().Format(http.TimeFormat), "")
+	} else if !c.IfModifiedSince.IsZero() && o != nil && !lm.After(c.IfModifiedSince) {
+		if read {
+			return fail(op, CodeNotModified, "not modified since "+c.IfModifiedSince.UTC().Format(http.TimeFormat), "")
+		}
+		return fail(op, CodePreconditionFailed,
+			fmt.Sprintf("the object was last modified at %s, not after If-Modified-Since %s", lm.Format(http.TimeFormat), c.IfModifiedSince.UTC().Format(http.TimeFormat)),
+			"the source has not changed since that time")
 	}
 	return nil
 }

@@ -39,6 +39,13 @@
 // prefix, one tar stream carries many objects, read straight from the index
 // and the blob store, every object still authorized for the caller.
 //
+// Versioning (versioning.go): a bucket whose versioning is Enabled keeps
+// every version of its keys; a delete adds a delete marker; reads, copies,
+// tagging and deletes may name a version id ("null" for the null version,
+// what never-versioned and Suspended buckets write). Old versions keep
+// their blobs until they are deleted; deleting one retires its blobs like
+// an overwrite does, so a reader of it still gets all of it.
+//
 // Errors carry ATL.OBS codes; S3Error maps them to S3 error codes and
 // statuses. Conditional requests (CheckConditions), byte ranges
 // (ParseRange), bucket names (ValidateBucketName), keys (ValidateKey),

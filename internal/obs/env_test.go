@@ -173,7 +173,7 @@ func (e *env) walk() []string {
 	return ids
 }
 
-// referenced lists the blobs of every object and upload part, sorted.
+// referenced lists the blobs of every object, version and upload part, sorted.
 func (e *env) referenced() []string {
 	e.t.Helper()
 	var ids []string
@@ -182,25 +182,21 @@ func (e *env) referenced() []string {
 		e.t.Fatal(err)
 	}
 	for _, b := range bs {
-		q := meta.ListObjectsQuery{Bucket: b.Name}
+		q := meta.ListVersionsQuery{Bucket: b.Name}
 		for {
-			page, err := e.meta.ListObjects(e.ctx, q)
+			page, err := e.meta.ListObjectVersions(e.ctx, q)
 			if err != nil {
 				e.t.Fatal(err)
 			}
-			for _, o := range page.Objects {
-				full, err := e.meta.GetObject(e.ctx, b.Name, o.Key)
-				if err != nil {
-					e.t.Fatal(err)
-				}
-				for _, bl := range full.Blobs {
+			for _, o := range page.Versions {
+				for _, bl := range o.Blobs {
 					ids = append(ids, bl.ID)
 				}
 			}
 			if !page.Truncated {
 				break
 			}
-			q.StartAfter = page.NextStartAfter
+			q.KeyMarker, q.VersionIDMarker, q.VersionMarker = page.NextKeyMarker, page.NextVersionIDMarker, page.NextVersionMarker
 		}
 		ups, _, err := e.meta.ListUploads(e.ctx, meta.ListUploadsQuery{Bucket: b.Name})
 		if err != nil {

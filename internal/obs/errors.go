@@ -52,6 +52,26 @@ const (
 	CodeInconsistent         errs.Code = "ATL.OBS.0041"
 	CodeTooManyDeleteKeys    errs.Code = "ATL.OBS.0042"
 	CodeStorageFull          errs.Code = "ATL.OBS.0043"
+	CodeInvalidTag           errs.Code = "ATL.OBS.0044"
+	CodeTooManyTags          errs.Code = "ATL.OBS.0045"
+	CodeNoSuchTagSet         errs.Code = "ATL.OBS.0046"
+	CodeConditionalConflict  errs.Code = "ATL.OBS.0047"
+	CodeBadTagging           errs.Code = "ATL.OBS.0048"
+	CodeBadWriteCondition    errs.Code = "ATL.OBS.0049"
+	CodeNoSuchVersion        errs.Code = "ATL.OBS.0050"
+	CodeBadVersionID         errs.Code = "ATL.OBS.0051"
+	CodeDeleteMarker         errs.Code = "ATL.OBS.0052"
+	CodeBadVersioning        errs.Code = "ATL.OBS.0053"
+	CodeMFADelete            errs.Code = "ATL.OBS.0054"
+	CodeCopyFromMarker       errs.Code = "ATL.OBS.0055"
+	// ACLs, ownership controls, public access blocks.
+	CodeBadACL              errs.Code = "ATL.OBS.0060"
+	CodeBadACLRequest       errs.Code = "ATL.OBS.0061"
+	CodeACLNotSupported     errs.Code = "ATL.OBS.0062"
+	CodeACLWithOwnership    errs.Code = "ATL.OBS.0063"
+	CodeNoOwnershipControls errs.Code = "ATL.OBS.0064"
+	CodeNoPublicAccessBlock errs.Code = "ATL.OBS.0065"
+	CodeBadOwnership        errs.Code = "ATL.OBS.0066"
 )
 
 // hintFull is the hint of CodeStorageFull.
@@ -136,6 +156,42 @@ func infoOf(c errs.Code) (codeInfo, bool) {
 		return codeInfo{errs.Internal, "InternalError", http.StatusInternalServerError}, true
 	case CodeStorageFull:
 		return codeInfo{errs.NoSpace, "InsufficientStorage", http.StatusInsufficientStorage}, true
+	case CodeInvalidTag:
+		return codeInfo{errs.Invalid, "InvalidTag", http.StatusBadRequest}, true
+	case CodeTooManyTags:
+		return codeInfo{errs.Invalid, "BadRequest", http.StatusBadRequest}, true
+	case CodeNoSuchTagSet:
+		return codeInfo{errs.NotFound, "NoSuchTagSet", http.StatusNotFound}, true
+	case CodeConditionalConflict:
+		return codeInfo{errs.Conflict, "ConditionalRequestConflict", http.StatusConflict}, true
+	case CodeBadTagging:
+		return codeInfo{errs.Invalid, "InvalidArgument", http.StatusBadRequest}, true
+	case CodeBadWriteCondition, CodeMFADelete:
+		return codeInfo{errs.Unsupported, "NotImplemented", http.StatusNotImplemented}, true
+	case CodeNoSuchVersion:
+		return codeInfo{errs.NotFound, "NoSuchVersion", http.StatusNotFound}, true
+	case CodeBadVersionID:
+		return codeInfo{errs.Invalid, "InvalidArgument", http.StatusBadRequest}, true
+	case CodeDeleteMarker:
+		return codeInfo{errs.Invalid, "MethodNotAllowed", http.StatusMethodNotAllowed}, true
+	case CodeBadVersioning:
+		return codeInfo{errs.Invalid, "IllegalVersioningConfigurationException", http.StatusBadRequest}, true
+	case CodeCopyFromMarker:
+		return codeInfo{errs.Invalid, "InvalidRequest", http.StatusBadRequest}, true
+	case CodeBadACL:
+		return codeInfo{errs.Invalid, "InvalidArgument", http.StatusBadRequest}, true
+	case CodeBadACLRequest:
+		return codeInfo{errs.Invalid, "InvalidRequest", http.StatusBadRequest}, true
+	case CodeACLNotSupported:
+		return codeInfo{errs.Invalid, "AccessControlListNotSupported", http.StatusBadRequest}, true
+	case CodeACLWithOwnership:
+		return codeInfo{errs.Invalid, "InvalidBucketAclWithObjectOwnership", http.StatusBadRequest}, true
+	case CodeNoOwnershipControls:
+		return codeInfo{errs.NotFound, "OwnershipControlsNotFoundError", http.StatusNotFound}, true
+	case CodeNoPublicAccessBlock:
+		return codeInfo{errs.NotFound, "NoSuchPublicAccessBlockConfiguration", http.StatusNotFound}, true
+	case CodeBadOwnership:
+		return codeInfo{errs.Invalid, "MalformedXML", http.StatusBadRequest}, true
 	}
 	return codeInfo{}, false
 }

@@ -12,16 +12,29 @@ import (
 )
 
 // LifecycleRule is one rule of a bucket's lifecycle configuration: objects
-// under Prefix expire ExpirationDays after they were last modified, and
-// multipart uploads under Prefix are aborted AbortIncompleteDays after they
-// were initiated. A zero number of days means no such action.
+// under Prefix expire ExpirationDays after they were last modified (in a
+// versioned bucket, a delete marker is added), and multipart uploads under
+// Prefix are aborted AbortIncompleteDays after they were initiated. A zero
+// number of days means no such action.
+//
+// In a versioned bucket, a noncurrent version is deleted NoncurrentDays
+// after it became noncurrent (when the next newer version was written),
+// except the NewerNoncurrentVersions newest noncurrent versions of each
+// key, which are kept; with ExpiredObjectDeleteMarker, a delete marker
+// that is the only version of its key is deleted.
 type LifecycleRule struct {
-	ID                  string `json:"id"`
-	Status              string `json:"status"` // LifecycleEnabled or LifecycleDisabled
-	Prefix              string `json:"prefix,omitempty"`
-	ExpirationDays      int    `json:"expiration_days,omitempty"`
-	AbortIncompleteDays int    `json:"abort_incomplete_days,omitempty"`
+	ID                        string `json:"id"`
+	Status                    string `json:"status"` // LifecycleEnabled or LifecycleDisabled
+	Prefix                    string `json:"prefix,omitempty"`
+	ExpirationDays            int    `json:"expiration_days,omitempty"`
+	AbortIncompleteDays       int    `json:"abort_incomplete_days,omitempty"`
+	NoncurrentDays            int    `json:"noncurrent_days,omitempty"`
+	NewerNoncurrentVersions   int    `json:"newer_noncurrent_versions,omitempty"`
+	ExpiredObjectDeleteMarker bool   `json:"expired_object_delete_marker,omitempty"`
 }
+
+// MaxNewerNoncurrentVersions is the most NewerNoncurrentVersions S3 takes.
+const MaxNewerNoncurrentVersions = 100
 
 // Lifecycle rule states and limits.
 const (
@@ -35,7 +48,8 @@ const (
 // returns the rules to store.
 func ValidateLifecycle(rules []LifecycleRule) ([]LifecycleRule, error) {
 	const op errs.Op = "obs.ValidateLifecycle"
-	const hint = "each rule has a unique ID, Status Enabled or Disabled, and a positive Expiration Days or AbortIncompleteMultipartUpload DaysAfterInitiation"
+	const hint = "each rule has a unique ID, Status Enabled or Disabled, and a positive Expiration Days, AbortIncompleteMultipartUpload DaysAfterInitiation " +
+		"or NoncurrentVersionExpiration NoncurrentDays, or Expiration ExpiredObjectDeleteMarker true"
 	bad := func(format string, args ...any) error {
 		return fail(op, CodeBadLifecycle, "invalid lifecycle configuration: "+fmt.Sprintf(format, args...), hint)
 	}
@@ -60,10 +74,17 @@ func ValidateLifecycle(rules []LifecycleRule) ([]LifecycleRule, error) {
 			return nil, bad("rule %q: Status %q is not Enabled or Disabled", r.ID, r.Status)
 		case len(r.Prefix) > MaxKeyLen:
 			return nil, bad("rule %q: the prefix is longer than %d bytes", r.ID, MaxKeyLen)
-		case r.ExpirationDays < 0 || r.AbortIncompleteDays < 0:
+		case r.ExpirationDays < 0 || r.AbortIncompleteDays < 0 || r.NoncurrentDays < 0:
 			return nil, bad("rule %q: a number of days is negative", r.ID)
-		case r.ExpirationDays == 0 && r.AbortIncompleteDays == 0:
-			return nil, bad("rule %q has no action: set Expiration Days or AbortIncompleteMultipartUpload DaysAfterInitiation", r.ID)
+		case r.ExpirationDays == 0 && r.AbortIncompleteDays == 0 && r.NoncurrentDays == 0 && !r.ExpiredObjectDeleteMarker:
+			return nil, bad("rule %q has no action: set Expiration Days, AbortIncompleteMultipartUpload DaysAfterInitiation, "+
+				"NoncurrentVersionExpiration NoncurrentDays or Expiration ExpiredObjectDeleteMarker", r.ID)
+		case r.ExpirationDays > 0 && r.ExpiredObjectDeleteMarker:
+			return nil, bad("rule %q: Expiration takes Days or ExpiredObjectDeleteMarker, not both", r.ID)
+		case r.NewerNoncurrentVersions < 0 || r.NewerNoncurrentVersions > MaxNewerNoncurrentVersions:
+			return nil, bad("rule %q: NewerNoncurrentVersions %d is not between 1 and %d", r.ID, r.NewerNoncurrentVersions, MaxNewerNoncurrentVersions)
+		case r.NewerNoncurrentVersions > 0 && r.NoncurrentDays == 0:
+			return nil, bad("rule %q: NewerNoncurrentVersions needs NoncurrentDays", r.ID)
 		}
 		seen[r.ID] = true
 		out[i] = r
@@ -129,8 +150,9 @@ func (s *Service) DeleteLifecycle(ctx context.Context, c *Caller, bucket string)
 
 // LifecycleResult counts what ApplyLifecycle did.
 type LifecycleResult struct {
-	Expired int // objects deleted
-	Aborted int // multipart uploads aborted
+	Expired  int // objects deleted (in versioned buckets: delete markers added)
+	Aborted  int // multipart uploads aborted
+	Versions int // noncurrent versions and expired delete markers deleted
 }
 
 // ApplyLifecycle runs every enabled lifecycle rule of every bucket once:
@@ -160,8 +182,15 @@ func (s *Service) ApplyLifecycle(ctx context.Context) (LifecycleResult, error) {
 			if r.Status != LifecycleEnabled {
 				continue
 			}
+			if r.NoncurrentDays > 0 || r.ExpiredObjectDeleteMarker {
+				n, err := s.expireVersions(ctx, b.Name, r, now)
+				res.Versions += n
+				if err != nil {
+					failures = append(failures, fmt.Errorf("bucket %q rule %q: %w", b.Name, r.ID, err))
+				}
+			}
 			if r.ExpirationDays > 0 {
-				n, err := s.expire(ctx, b.Name, r.Prefix, now.Add(-days(r.ExpirationDays)))
+				n, err := s.expire(ctx, b, r.Prefix, now.Add(-days(r.ExpirationDays)))
 				res.Expired += n
 				if err != nil {
 					failures = append(failures, fmt.Errorf("bucket %q rule %q: %w", b.Name, r.ID, err))
@@ -190,9 +219,12 @@ func (s *Service) ApplyLifecycle(ctx context.Context) (LifecycleResult, error) {
 
 func days(n int) time.Duration { return time.Duration(n) * 24 * time.Hour }
 
-// expire deletes the objects under prefix last modified before cutoff.
-func (s *Service) expire(ctx context.Context, bucket, prefix string, cutoff time.Time) (int, error) {
+// expire deletes the objects under prefix last modified before cutoff; in
+// a versioned bucket it adds a delete marker instead, which keeps the
+// version.
+func (s *Service) expire(ctx context.Context, b *meta.Bucket, prefix string, cutoff time.Time) (int, error) {
 	const op errs.Op = "obs.expire"
+	bucket := b.Name
 	n := 0
 	q := meta.ListObjectsQuery{Bucket: bucket, Prefix: prefix, MaxKeys: 1000}
 	for {
@@ -205,6 +237,19 @@ func (s *Service) expire(ctx context.Context, bucket, prefix string, cutoff time
 		}
 		for _, o := range page.Objects {
 			if !o.LastModified.Before(cutoff) {
+				continue
+			}
+			if b.Versioning != "" {
+				m := &meta.Object{Bucket: bucket, Key: o.Key, VersionID: newVersionID(b), DeleteMarker: true,
+					OwnerID: b.OwnerID, LastModified: s.nowMS(), Versioned: true}
+				replaced, err := s.store.PutObject(ctx, m)
+				if err != nil {
+					return n, storeErr(op, fmt.Sprintf("adding a delete marker to object %q", o.Key), err)
+				}
+				if replaced != nil {
+					s.deleteBlobs(ctx, replaced.Blobs)
+				}
+				n++
 				continue
 			}
 			gone, err := s.store.DeleteObject(ctx, bucket, o.Key)
@@ -221,6 +266,72 @@ func (s *Service) expire(ctx context.Context, bucket, prefix string, cutoff time
 			return n, nil
 		}
 		q.StartAfter = page.NextStartAfter
+	}
+}
+
+// expireVersions applies r's NoncurrentVersionExpiration and
+// ExpiredObjectDeleteMarker to the versions under its prefix. The listing
+// is read a page at a time; a key's versions are decided once all of them
+// are read, and deleted once the listing has moved past the key (the next
+// page starts after the last version read, which must still exist).
+func (s *Service) expireVersions(ctx context.Context, bucket string, r LifecycleRule, now time.Time) (int, error) {
+	const op errs.Op = "obs.expireVersions"
+	cutoff := now.Add(-days(r.NoncurrentDays))
+	n := 0
+	var group, doomed []*meta.Object // the versions of the key at hand; those to delete
+	decide := func() {
+		for i, v := range group {
+			if i == 0 {
+				continue // the latest version
+			}
+			// A version became noncurrent when the next newer one was written.
+			if r.NoncurrentDays > 0 && i > r.NewerNoncurrentVersions && group[i-1].LastModified.Before(cutoff) {
+				doomed = append(doomed, v)
+			}
+		}
+		if r.ExpiredObjectDeleteMarker && len(group) == 1 && group[0].DeleteMarker && group[0].IsLatest {
+			doomed = append(doomed, group[0])
+		}
+		group = group[:0]
+	}
+	flush := func() error {
+		for _, v := range doomed {
+			gone, err := s.store.DeleteObjectVersion(ctx, bucket, v.Key, v.VersionID)
+			if errs.Is(err, errs.NotFound) {
+				continue
+			}
+			if err != nil {
+				return storeErr(op, fmt.Sprintf("deleting version %s of object %q", VersionID(v), v.Key), err)
+			}
+			s.deleteBlobs(ctx, gone.Blobs)
+			n++
+		}
+		doomed = doomed[:0]
+		return nil
+	}
+	q := meta.ListVersionsQuery{Bucket: bucket, Prefix: r.Prefix, MaxKeys: 1000}
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		page, err := s.store.ListObjectVersions(ctx, q)
+		if err != nil {
+			return n, storeErr(op, "listing object versions", err)
+		}
+		for _, v := range page.Versions {
+			if len(group) > 0 && group[0].Key != v.Key {
+				decide()
+			}
+			group = append(group, v)
+		}
+		if !page.Truncated {
+			decide()
+			return n, flush()
+		}
+		if err := flush(); err != nil {
+			return n, err
+		}
+		q.KeyMarker, q.VersionIDMarker, q.VersionMarker = page.NextKeyMarker, page.NextVersionIDMarker, page.NextVersionMarker
 	}
 }
 
@@ -288,8 +399,9 @@ func (s *Service) Background(ctx context.Context, lifecycleInterval time.Duratio
 		case <-lc.C:
 			if res, err := s.ApplyLifecycle(ctx); err != nil {
 				s.log.Warn("applying lifecycle rules failed", "err", err)
-			} else if res.Expired+res.Aborted > 0 {
-				s.log.Info("lifecycle rules applied", "expired_objects", res.Expired, "aborted_uploads", res.Aborted)
+			} else if res.Expired+res.Aborted+res.Versions > 0 {
+				s.log.Info("lifecycle rules applied", "expired_objects", res.Expired, "aborted_uploads", res.Aborted,
+					"deleted_versions", res.Versions)
 			}
 		case <-gc.C:
 			if _, err := s.CollectGarbage(ctx, time.Hour); err != nil {

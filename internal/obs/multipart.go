@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -26,7 +27,9 @@ type UploadOptions struct {
 	Metadata     map[string]string
 	Headers      map[string]string
 	StorageClass string
-	ChecksumAlgo string // the parts' additional checksum algorithm; "" for none
+	ChecksumAlgo string     // the parts' additional checksum algorithm; "" for none
+	Tags         []Tag      // the object's tags (x-amz-tagging), given it when the upload completes
+	ACL          ACLRequest // the object's ACL (x-amz-acl, x-amz-grant-*), given it when the upload completes
 }
 
 // CreateMultipartUpload starts a multipart upload of bucket/key.
@@ -40,17 +43,24 @@ func (s *Service) CreateMultipartUpload(ctx context.Context, c *Caller, bucket, 
 	if err := checkChecksum(op, Checksum{Algo: o.ChecksumAlgo}); err != nil {
 		return nil, err
 	}
+	if err := ValidateTags(o.Tags, MaxObjectTags); err != nil {
+		return nil, err
+	}
 	b, err := s.bucket(ctx, op, bucket)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.check(op, c, b, ActionPutObject, key, nil); err != nil {
+	if err := s.check(op, c, b, ActionPutObject, key, tagContext(nil, nil, o.Tags)); err != nil {
+		return nil, err
+	}
+	owner, acl, err := s.writeACL(ctx, op, c, b, key, o.ACL)
+	if err != nil {
 		return nil, err
 	}
 	u := &meta.Upload{
-		ID: newUploadID(), Bucket: bucket, Key: key, OwnerID: objectOwner(c, b), Initiated: s.nowMS(),
+		ID: newUploadID(), Bucket: bucket, Key: key, OwnerID: owner, ACL: acl, Initiated: s.nowMS(),
 		ContentType: o.ContentType, Metadata: o.Metadata, Headers: o.Headers, StorageClass: class,
-		ChecksumAlgo: o.ChecksumAlgo,
+		ChecksumAlgo: o.ChecksumAlgo, Tags: tagMap(o.Tags),
 	}
 	err = s.store.CreateUpload(ctx, u)
 	if errs.Is(err, errs.NotFound) {
@@ -188,6 +198,7 @@ func (s *Service) deleteUnused(ctx context.Context, blobs []meta.Blob) {
 type PartCopyOptions struct {
 	Range            *Range // bytes=first-last of the source; nil: all of it
 	SourceConditions Conditions
+	SourceVersionID  string // the source's versionId ("null" too; "" for the latest)
 }
 
 // UploadPartCopy stores part number of an upload from (a byte range of) an
@@ -201,14 +212,11 @@ func (s *Service) UploadPartCopy(ctx context.Context, c *Caller, bucket, key, up
 	if err != nil {
 		return nil, err
 	}
-	if err := s.check(op, c, sb, ActionGetObject, srcKey, nil); err != nil {
-		return nil, err
-	}
 	u, err := s.partTarget(ctx, op, c, bucket, key, uploadID, number)
 	if err != nil {
 		return nil, err
 	}
-	_, n, body, err := s.openSource(ctx, op, srcBucket, srcKey, o.SourceConditions, o.Range)
+	_, n, body, err := s.openSource(ctx, op, c, sb, srcKey, o.SourceVersionID, o.SourceConditions, o.Range)
 	if err != nil {
 		return nil, err
 	}
@@ -232,8 +240,19 @@ type CompletedPart struct {
 // order (no byte is copied); its ETag is the hex MD5 of the parts' binary
 // MD5s followed by "-<number of parts>". Parts not named are deleted.
 func (s *Service) CompleteMultipartUpload(ctx context.Context, c *Caller, bucket, key, uploadID string, parts []CompletedPart) (*meta.Object, error) {
+	return s.CompleteMultipartUploadIf(ctx, c, bucket, key, uploadID, parts, WriteConditions{})
+}
+
+// CompleteMultipartUploadIf is CompleteMultipartUpload when the conditions
+// hold for the object it replaces (see PutObject); when they do not, the
+// upload is left as it was.
+func (s *Service) CompleteMultipartUploadIf(ctx context.Context, c *Caller, bucket, key, uploadID string, parts []CompletedPart, cond WriteConditions) (*meta.Object, error) {
 	const op errs.Op = "obs.CompleteMultipartUpload"
 	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	pre, err := cond.precondition(op)
+	if err != nil {
 		return nil, err
 	}
 	if len(parts) == 0 {
@@ -250,6 +269,9 @@ func (s *Service) CompleteMultipartUpload(ctx context.Context, c *Caller, bucket
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkWrite(ctx, op, bucket, key, pre); err != nil {
+		return nil, err
+	}
 	for i := 1; i < len(parts); i++ {
 		if parts[i].Number <= parts[i-1].Number {
 			return nil, fail(op, CodeInvalidPartOrder,
@@ -261,9 +283,14 @@ func (s *Service) CompleteMultipartUpload(ctx context.Context, c *Caller, bucket
 	if err != nil {
 		return nil, err
 	}
+	owner := objectOwner(c, b)
+	if b.Ownership == OwnershipBucketOwnerPreferred && u.OwnerID != "" {
+		owner = u.OwnerID // bucket-owner-full-control at create gave it to the bucket owner
+	}
 	obj := &meta.Object{
 		Bucket: bucket, Key: key, ContentType: u.ContentType, Metadata: u.Metadata, Headers: u.Headers,
-		StorageClass: u.StorageClass, OwnerID: objectOwner(c, b), LastModified: s.nowMS(),
+		StorageClass: u.StorageClass, OwnerID: owner, LastModified: s.nowMS(), Tags: u.Tags, ACL: u.ACL,
+		VersionID: newVersionID(b), Versioned: b.Versioning != "",
 	}
 	etags := make([]string, len(parts))
 	used := make([]*meta.UploadPart, len(parts))
@@ -285,7 +312,11 @@ func (s *Service) CompleteMultipartUpload(ctx context.Context, c *Caller, bucket
 		}
 		etags[i] = p.Blob.ETag
 		used[i] = p
-		obj.Blobs = append(obj.Blobs, p.Blob)
+		blob := p.Blob
+		if u.ChecksumAlgo != "" {
+			blob.Checksum = p.Checksum // for GetObjectAttributes' ObjectParts
+		}
+		obj.Blobs = append(obj.Blobs, blob)
 		obj.Size += p.Blob.Size
 	}
 	obj.ETag, err = MultipartETag(etags)
@@ -295,9 +326,18 @@ func (s *Service) CompleteMultipartUpload(ctx context.Context, c *Caller, bucket
 	if v := compositeChecksum(u.ChecksumAlgo, used); v != "" {
 		obj.Checksums = map[string]string{u.ChecksumAlgo: v}
 	}
-	replaced, unused, err := s.store.CompleteUpload(ctx, uploadID, obj)
+	var replaced *meta.Object
+	var unused []*meta.UploadPart
+	if pre == (meta.Precondition{}) {
+		replaced, unused, err = s.store.CompleteUpload(ctx, uploadID, obj)
+	} else {
+		replaced, unused, err = s.store.CompleteUploadIf(ctx, uploadID, obj, pre)
+	}
 	if errs.Is(err, errs.NotFound) {
 		return nil, noSuchUpload(op, bucket, key, uploadID)
+	}
+	if errors.Is(err, meta.ErrPreconditionFailed) {
+		return nil, conflict(op, bucket, key, err)
 	}
 	if err != nil {
 		return nil, storeErr(op, fmt.Sprintf("completing upload %q", uploadID), err)
@@ -306,7 +346,7 @@ func (s *Service) CompleteMultipartUpload(ctx context.Context, c *Caller, bucket
 		s.deleteBlobs(ctx, replaced.Blobs)
 	}
 	s.deleteBlobs(ctx, partBlobs(unused))
-	return obj, nil
+	return markVersioned(obj, b), nil
 }
 
 // allParts loads every part of an upload by number.

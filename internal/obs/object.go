@@ -2,6 +2,7 @@ package obs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -22,6 +23,75 @@ type PutOptions struct {
 	ContentMD5   []byte            // binary MD5 the client sent; nil if absent
 	Checksum     Checksum          // optional additional checksum
 	StorageClass string            // "" is STANDARD
+	Tags         []Tag             // the object's tags (x-amz-tagging); nil for none
+	Conditions   WriteConditions   // If-Match, If-None-Match
+	ACL          ACLRequest        // x-amz-acl or x-amz-grant-*; the zero value: private
+}
+
+// WriteConditions are the conditional headers of a write (PutObject,
+// CompleteMultipartUpload): the write happens only if they hold for the
+// object it replaces.
+type WriteConditions struct {
+	IfMatch     string // the ETag (quoted or not) the object must have; "" for none
+	IfNoneMatch string // "*": no object may have the key; "" for none
+}
+
+// precondition checks the headers and returns what the index checks.
+// If-None-Match takes only "*", If-Match only an ETag: other forms are
+// NotImplemented, as S3 answers them.
+func (w WriteConditions) precondition(op errs.Op) (meta.Precondition, error) {
+	var p meta.Precondition
+	switch strings.TrimSpace(w.IfNoneMatch) {
+	case "":
+	case "*":
+		p.IfNoneMatch = true
+	default:
+		return p, fail(op, CodeBadWriteCondition,
+			fmt.Sprintf("If-None-Match %q on a write: only If-None-Match: * (create the object only if the key is free) is supported", w.IfNoneMatch),
+			"send If-None-Match: *, or If-Match: <ETag> to replace only the version you read")
+	}
+	if m := strings.TrimSpace(w.IfMatch); m != "" {
+		if m == "*" || strings.Contains(m, ",") {
+			return p, fail(op, CodeBadWriteCondition,
+				fmt.Sprintf("If-Match %q on a write: only one ETag is supported", w.IfMatch),
+				"send the ETag of the version you read, as HEAD returned it")
+		}
+		p.IfMatch = normalizeETag(strings.TrimPrefix(m, "W/"))
+	}
+	return p, nil
+}
+
+// checkWrite checks a write's precondition against the object now, before
+// its body is stored: If-None-Match: * of an existing object and If-Match
+// of another ETag are PreconditionFailed, If-Match of a missing object is
+// NoSuchKey. The index checks it again when the write commits (see commit).
+func (s *Service) checkWrite(ctx context.Context, op errs.Op, bucket, key string, pre meta.Precondition) error {
+	if pre == (meta.Precondition{}) {
+		return nil
+	}
+	o, err := s.readObject(ctx, op, bucket, key)
+	if err != nil {
+		return err
+	}
+	switch {
+	case pre.IfNoneMatch && o != nil:
+		return fail(op, CodePreconditionFailed, fmt.Sprintf("If-None-Match: * but object %q already exists in bucket %q", key, bucket),
+			"the key is taken: write to another key, or drop If-None-Match to replace the object")
+	case pre.IfMatch != "" && o == nil:
+		return noSuchKey(op, bucket, key)
+	case pre.IfMatch != "" && o.ETag != pre.IfMatch:
+		return fail(op, CodePreconditionFailed, fmt.Sprintf("If-Match %q does not match the ETag %q of object %q", pre.IfMatch, o.ETag, key),
+			"the object changed since you read it; read it again")
+	}
+	return nil
+}
+
+// conflict is the error of a write whose precondition held when it began
+// and no longer held when it committed: another write came first.
+func conflict(op errs.Op, bucket, key string, err error) error {
+	return fail(op, CodeConditionalConflict,
+		fmt.Sprintf("a conflicting write of object %q in bucket %q committed while this conditional write was in progress", key, bucket),
+		"read the object again and retry the write", err)
 }
 
 // PutObject stores body as the object bucket/key, replacing any object with
@@ -34,11 +104,25 @@ func (s *Service) PutObject(ctx context.Context, c *Caller, bucket, key string, 
 	if err != nil {
 		return nil, err
 	}
+	if err := ValidateTags(o.Tags, MaxObjectTags); err != nil {
+		return nil, err
+	}
+	pre, err := o.Conditions.precondition(op)
+	if err != nil {
+		return nil, err
+	}
 	b, err := s.bucket(ctx, op, bucket)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.check(op, c, b, ActionPutObject, key, nil); err != nil {
+	if err := s.check(op, c, b, ActionPutObject, key, tagContext(nil, nil, o.Tags)); err != nil {
+		return nil, err
+	}
+	owner, acl, err := s.writeACL(ctx, op, c, b, key, o.ACL)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkWrite(ctx, op, bucket, key, pre); err != nil {
 		return nil, err
 	}
 	w, err := s.writeBlob(ctx, op, body, o.Size, o.ContentMD5, o.Checksum)
@@ -48,16 +132,17 @@ func (s *Service) PutObject(ctx context.Context, c *Caller, bucket, key string, 
 	obj := &meta.Object{
 		Bucket: bucket, Key: key, Size: w.size, ETag: w.etag(),
 		ContentType: o.ContentType, Metadata: o.Metadata, Headers: o.Headers,
-		StorageClass: class, OwnerID: objectOwner(c, b), LastModified: s.nowMS(),
-		Blobs: []meta.Blob{{ID: w.id, Size: w.size}},
+		StorageClass: class, OwnerID: owner, LastModified: s.nowMS(),
+		Blobs: []meta.Blob{{ID: w.id, Size: w.size}}, Tags: tagMap(o.Tags), ACL: acl,
+		VersionID: newVersionID(b), Versioned: b.Versioning != "",
 	}
 	if w.checksum != "" {
 		obj.Checksums = map[string]string{w.algo: w.checksum}
 	}
-	if err := s.commit(ctx, op, obj); err != nil {
+	if err := s.commitIf(ctx, op, obj, pre); err != nil {
 		return nil, err
 	}
-	return obj, nil
+	return markVersioned(obj, b), nil
 }
 
 func (s *Service) checkAttributes(op errs.Op, key string, md map[string]string, class string) (string, error) {
@@ -70,13 +155,32 @@ func (s *Service) checkAttributes(op errs.Op, key string, md map[string]string, 
 	return storageClass(op, class)
 }
 
-// objectOwner is the owner of an object c writes: c, or the bucket owner
-// for anonymous writes.
+// objectOwner is the owner of an object c writes into b: the bucket owner
+// where the bucket has ObjectOwnership BucketOwnerEnforced (the default)
+// or for anonymous writes, else c.
 func objectOwner(c *Caller, b *meta.Bucket) string {
+	if b.Ownership == OwnershipBucketOwnerEnforced {
+		return b.OwnerID // ACLs disabled: the bucket owner owns every object
+	}
 	if id := c.userID(); id != "" {
 		return id
 	}
 	return b.OwnerID
+}
+
+// writeACL is the owner and the ACL document of an object that c writes
+// into b with the ACL r asks for: with BucketOwnerPreferred and
+// bucket-owner-full-control the bucket owner owns it, else the writer. An
+// ACL that grants anything also needs obs:PutObjectAcl.
+func (s *Service) writeACL(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, key string, r ACLRequest) (owner, doc string, err error) {
+	owner = objectOwner(c, b)
+	if b.Ownership == OwnershipBucketOwnerPreferred && r.Canned == CannedBucketOwnerFullControl {
+		owner = b.OwnerID
+	}
+	if doc, err = s.resolveACL(ctx, op, b, owner, r, true); err != nil || doc == "" {
+		return owner, doc, err
+	}
+	return owner, doc, s.check(op, c, b, ActionPutObjectACL, key, nil)
 }
 
 // commit indexes obj, whose blobs are new, and deletes the blobs of the
@@ -86,7 +190,20 @@ func objectOwner(c *Caller, b *meta.Bucket) string {
 // they are left to CollectGarbage, which deletes them only if nothing
 // references them.
 func (s *Service) commit(ctx context.Context, op errs.Op, obj *meta.Object) error {
-	replaced, err := s.store.PutObject(ctx, obj)
+	return s.commitIf(ctx, op, obj, meta.Precondition{})
+}
+
+// commitIf is commit when pre holds for the object obj replaces, checked in
+// the index's transaction; else ConditionalRequestConflict (checkWrite
+// found it holding before the body was stored).
+func (s *Service) commitIf(ctx context.Context, op errs.Op, obj *meta.Object, pre meta.Precondition) error {
+	var replaced *meta.Object
+	var err error
+	if pre == (meta.Precondition{}) {
+		replaced, err = s.store.PutObject(ctx, obj)
+	} else {
+		replaced, err = s.store.PutObjectIf(ctx, obj, pre)
+	}
 	if err != nil {
 		if indexFailed(err) {
 			s.deleteBlobs(ctx, obj.Blobs)
@@ -96,6 +213,9 @@ func (s *Service) commit(ctx context.Context, op errs.Op, obj *meta.Object) erro
 		}
 		if errs.Is(err, errs.NotFound) {
 			return noSuchBucket(op, obj.Bucket)
+		}
+		if errors.Is(err, meta.ErrPreconditionFailed) {
+			return conflict(op, obj.Bucket, obj.Key, err)
 		}
 		return storeErr(op, fmt.Sprintf("indexing object %q", obj.Key), err)
 	}
@@ -122,6 +242,10 @@ type GetOptions struct {
 	Range      *Range // nil: the whole object
 	PartNumber int    // > 0: that part of a multipart object (part 1 of a simple object is all of it)
 	Conditions Conditions
+	// VersionID is the versionId parameter ("null" for the null
+	// version): read that version, which needs obs:GetObjectVersion. ""
+	// reads the latest.
+	VersionID string
 }
 
 // GetResult is an object and the bytes asked for.
@@ -172,17 +296,23 @@ func (s *Service) get(ctx context.Context, op errs.Op, c *Caller, bucket, key st
 	if err != nil {
 		return nil, err
 	}
-	if err := s.check(op, c, b, ActionGetObject, key, nil); err != nil {
-		return nil, err
+	// The object is authorized once it is found, with its tags in the
+	// condition context (s3:ExistingObjectTag/<key>).
+	action := ActionGetObject
+	if o.VersionID != "" {
+		action = ActionGetObjectVersion
+	}
+	authz := func(obj *meta.Object) error {
+		return s.checkWithObject(op, c, b, action, key, obj, tagContext(nil, obj, nil))
 	}
 	if method == http.MethodHead {
-		return s.lookup(ctx, op, bucket, key, o, method) // reads no blob: nothing to pin
+		return s.lookup(ctx, op, b, key, o, method, authz) // reads no blob: nothing to pin
 	}
 	// The ticket is taken before the index is read: the blobs found stay
 	// until the body is closed, whatever overwrites or deletes the object
 	// meanwhile.
 	t := s.pins.begin()
-	res, err := s.lookup(ctx, op, bucket, key, o, method)
+	res, err := s.lookup(ctx, op, b, key, o, method, authz)
 	if err != nil {
 		s.abandon(ctx, t)
 		return res, err
@@ -195,14 +325,29 @@ func (s *Service) get(ctx context.Context, op errs.Op, c *Caller, bucket, key st
 	return res, nil
 }
 
-// lookup reads the index entry and works out the bytes to send.
-func (s *Service) lookup(ctx context.Context, op errs.Op, bucket, key string, o GetOptions, method string) (*GetResult, error) {
-	obj, err := s.store.GetObject(ctx, bucket, key)
-	if errs.Is(err, errs.NotFound) {
-		return nil, noSuchKey(op, bucket, key)
-	}
+// lookup reads the index entry (the version o.VersionID names, if any),
+// has authz (which sees nil when there is no object, or a delete marker)
+// authorize the request, and works out the bytes to send.
+func (s *Service) lookup(ctx context.Context, op errs.Op, b *meta.Bucket, key string, o GetOptions, method string, authz func(*meta.Object) error) (*GetResult, error) {
+	bucket := b.Name
+	obj, err := s.findVersion(ctx, op, b, key, o.VersionID)
 	if err != nil {
-		return nil, storeErr(op, fmt.Sprintf("reading object %q", key), err)
+		return nil, err
+	}
+	var marker *meta.Object
+	if obj != nil && obj.DeleteMarker {
+		marker, obj = obj, nil
+	}
+	if err := authz(obj); err != nil {
+		return nil, err
+	}
+	switch {
+	case marker != nil:
+		return nil, markerError(op, bucket, key, o.VersionID, marker)
+	case obj == nil && o.VersionID != "":
+		return nil, noSuchVersion(op, bucket, key, o.VersionID)
+	case obj == nil:
+		return nil, noSuchKey(op, bucket, key)
 	}
 	res := &GetResult{Object: obj, Length: obj.Size}
 	if isMultipart(obj) {
@@ -244,32 +389,85 @@ func noSuchPart(op errs.Op, n, count int) error {
 }
 
 // DeleteObject deletes the object; deleting a missing object succeeds (S3
-// semantics).
+// semantics). In a versioned bucket it adds a delete marker.
 func (s *Service) DeleteObject(ctx context.Context, c *Caller, bucket, key string) error {
+	_, err := s.DeleteObjectVersion(ctx, c, bucket, key, "")
+	return err
+}
+
+// Deleted is what a delete did, as S3 answers it.
+type Deleted struct {
+	// VersionID is the id (as S3 shows it) of the version deleted, or of
+	// the delete marker added; "" in a never-versioned bucket.
+	VersionID string
+	// DeleteMarker: a delete marker was added, or the version deleted was
+	// one.
+	DeleteMarker bool
+}
+
+// DeleteObjectVersion deletes a key as DeleteObject does when version is
+// "", else removes that version (a delete marker too) for good, which
+// needs obs:DeleteObjectVersion; a missing version is no error.
+func (s *Service) DeleteObjectVersion(ctx context.Context, c *Caller, bucket, key, version string) (Deleted, error) {
 	const op errs.Op = "obs.DeleteObject"
 	if err := ValidateKey(key); err != nil {
-		return err
+		return Deleted{}, err
 	}
 	b, err := s.bucket(ctx, op, bucket)
 	if err != nil {
-		return err
+		return Deleted{}, err
 	}
-	return s.deleteOne(ctx, op, c, b, key)
+	return s.deleteOne(ctx, op, c, b, key, version)
 }
 
-func (s *Service) deleteOne(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, key string) error {
+func (s *Service) deleteOne(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, key, version string) (Deleted, error) {
+	if version != "" {
+		return s.deleteVersion(ctx, op, c, b, key, version)
+	}
 	if err := s.check(op, c, b, ActionDeleteObject, key, nil); err != nil {
-		return err
+		return Deleted{}, err
+	}
+	if b.Versioning != "" {
+		m := &meta.Object{Bucket: b.Name, Key: key, VersionID: newVersionID(b), DeleteMarker: true,
+			OwnerID: objectOwner(c, b), LastModified: s.nowMS(), Versioned: true}
+		replaced, err := s.store.PutObject(ctx, m)
+		if err != nil {
+			return Deleted{}, storeErr(op, fmt.Sprintf("adding a delete marker to object %q", key), err)
+		}
+		if replaced != nil {
+			s.deleteBlobs(ctx, replaced.Blobs)
+		}
+		return Deleted{VersionID: VersionID(m), DeleteMarker: true}, nil
 	}
 	gone, err := s.store.DeleteObject(ctx, b.Name, key)
 	if errs.Is(err, errs.NotFound) {
-		return nil
+		return Deleted{}, nil
 	}
 	if err != nil {
-		return storeErr(op, fmt.Sprintf("deleting object %q", key), err)
+		return Deleted{}, storeErr(op, fmt.Sprintf("deleting object %q", key), err)
 	}
 	s.deleteBlobs(ctx, gone.Blobs)
-	return nil
+	return Deleted{}, nil
+}
+
+// deleteVersion removes one version of key for good.
+func (s *Service) deleteVersion(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, key, version string) (Deleted, error) {
+	id, err := ParseVersionID(version)
+	if err != nil {
+		return Deleted{}, err
+	}
+	if err := s.check(op, c, b, ActionDeleteObjectVersion, key, nil); err != nil {
+		return Deleted{}, err
+	}
+	gone, err := s.store.DeleteObjectVersion(ctx, b.Name, key, id)
+	if errs.Is(err, errs.NotFound) {
+		return Deleted{VersionID: version}, nil
+	}
+	if err != nil {
+		return Deleted{}, storeErr(op, fmt.Sprintf("deleting version %s of object %q", version, key), err)
+	}
+	s.deleteBlobs(ctx, gone.Blobs)
+	return Deleted{VersionID: version, DeleteMarker: gone.DeleteMarker}, nil
 }
 
 // MaxDeleteKeys is the most keys one DeleteObjects takes.
@@ -278,33 +476,52 @@ const MaxDeleteKeys = 1000
 // DeleteResult is the outcome for one key of DeleteObjects; Err is nil on
 // success (a missing key is a success).
 type DeleteResult struct {
-	Key string
-	Err error
+	Key       string
+	VersionID string // the version asked for, as S3 shows it; "" for none
+	Deleted          // what was done, when Err is nil
+	Err       error
+}
+
+// ObjectVersion names a key and, optionally, one of its versions (as S3
+// shows version ids; "" for none).
+type ObjectVersion struct {
+	Key       string
+	VersionID string
 }
 
 // DeleteObjects deletes up to MaxDeleteKeys objects of one bucket and
 // reports per key. The error is for the request as a whole.
 func (s *Service) DeleteObjects(ctx context.Context, c *Caller, bucket string, keys []string) ([]DeleteResult, error) {
+	objs := make([]ObjectVersion, len(keys))
+	for i, k := range keys {
+		objs[i].Key = k
+	}
+	return s.DeleteObjectVersions(ctx, c, bucket, objs)
+}
+
+// DeleteObjectVersions is DeleteObjects of keys or, where a version is
+// named, of that version (DeleteObjectVersion).
+func (s *Service) DeleteObjectVersions(ctx context.Context, c *Caller, bucket string, objs []ObjectVersion) ([]DeleteResult, error) {
 	const op errs.Op = "obs.DeleteObjects"
 	switch {
-	case len(keys) == 0:
+	case len(objs) == 0:
 		return nil, fail(op, CodeMalformedRequest, "no keys to delete", "name at least one object")
-	case len(keys) > MaxDeleteKeys:
-		return nil, fail(op, CodeTooManyDeleteKeys, fmt.Sprintf("%d keys to delete; the limit is %d per request", len(keys), MaxDeleteKeys),
+	case len(objs) > MaxDeleteKeys:
+		return nil, fail(op, CodeTooManyDeleteKeys, fmt.Sprintf("%d keys to delete; the limit is %d per request", len(objs), MaxDeleteKeys),
 			"split the keys into batches of 1000")
 	}
 	b, err := s.bucket(ctx, op, bucket)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]DeleteResult, len(keys))
-	for i, k := range keys {
-		out[i].Key = k
-		if err := ValidateKey(k); err != nil {
+	out := make([]DeleteResult, len(objs))
+	for i, o := range objs {
+		out[i].Key, out[i].VersionID = o.Key, o.VersionID
+		if err := ValidateKey(o.Key); err != nil {
 			out[i].Err = err
 			continue
 		}
-		out[i].Err = s.deleteOne(ctx, op, c, b, k)
+		out[i].Deleted, out[i].Err = s.deleteOne(ctx, op, c, b, o.Key, o.VersionID)
 	}
 	return out, nil
 }
@@ -327,6 +544,15 @@ type CopyOptions struct {
 	// SourceConditions are x-amz-copy-source-if-*; a failed one is
 	// PreconditionFailed.
 	SourceConditions Conditions
+	// TaggingDirective is TaggingCopy ("" too: the source's tags) or
+	// TaggingReplace (Tags).
+	TaggingDirective string
+	Tags             []Tag
+	// SourceVersionID is the source's versionId ("null" too; "" for the
+	// latest), which needs obs:GetObjectVersion.
+	SourceVersionID string
+	// ACL of the copy (x-amz-acl, x-amz-grant-*); the zero value: private.
+	ACL ACLRequest
 }
 
 // CopyObject copies srcBucket/srcKey to dstBucket/dstKey: it reads the
@@ -346,6 +572,17 @@ func (s *Service) CopyObject(ctx context.Context, c *Caller, srcBucket, srcKey, 
 	default:
 		return nil, fail(op, CodeBadDirective, fmt.Sprintf("unknown metadata directive %q", o.MetadataDirective), "use COPY or REPLACE")
 	}
+	replaceTags := false
+	switch strings.ToUpper(o.TaggingDirective) {
+	case "", TaggingCopy:
+	case TaggingReplace:
+		replaceTags = true
+		if err := ValidateTags(o.Tags, MaxObjectTags); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fail(op, CodeBadDirective, fmt.Sprintf("unknown tagging directive %q", o.TaggingDirective), "use COPY or REPLACE")
+	}
 	md := o.Metadata
 	if !replace {
 		md = nil
@@ -358,24 +595,34 @@ func (s *Service) CopyObject(ctx context.Context, c *Caller, srcBucket, srcKey, 
 	if err != nil {
 		return nil, err
 	}
-	if err := s.check(op, c, sb, ActionGetObject, srcKey, nil); err != nil {
-		return nil, err
-	}
 	db := sb
 	if dstBucket != srcBucket {
 		if db, err = s.bucket(ctx, op, dstBucket); err != nil {
 			return nil, err
 		}
 	}
-	if err := s.check(op, c, db, ActionPutObject, dstKey, nil); err != nil {
+	var reqTags []Tag
+	if replaceTags {
+		reqTags = o.Tags
+		if reqTags == nil {
+			reqTags = []Tag{}
+		}
+	}
+	if err := s.check(op, c, db, ActionPutObject, dstKey, tagContext(nil, nil, reqTags)); err != nil {
 		return nil, err
 	}
-	src, _, body, err := s.openSource(ctx, op, srcBucket, srcKey, o.SourceConditions, nil)
+	owner, acl, err := s.writeACL(ctx, op, c, db, dstKey, o.ACL)
+	if err != nil {
+		return nil, err
+	}
+	src, _, body, err := s.openSource(ctx, op, c, sb, srcKey, o.SourceVersionID, o.SourceConditions, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer body.Close()
-	if srcBucket == dstBucket && srcKey == dstKey && !replace && (o.StorageClass == "" || o.StorageClass == src.StorageClass) {
+	// Copying an older version over its key restores it: allowed as it is.
+	restore := o.SourceVersionID != "" && !src.IsLatest
+	if srcBucket == dstBucket && srcKey == dstKey && !restore && !replace && !replaceTags && (o.StorageClass == "" || o.StorageClass == src.StorageClass) {
 		return nil, fail(op, CodeCopyToItself,
 			fmt.Sprintf("copying %s/%s onto itself without changing its metadata or storage class", srcBucket, srcKey),
 			"set the metadata directive to REPLACE (with the new metadata) or copy to another key")
@@ -393,8 +640,12 @@ func (s *Service) CopyObject(ctx context.Context, c *Caller, srcBucket, srcKey, 
 	obj := &meta.Object{
 		Bucket: dstBucket, Key: dstKey, Size: w.size, ETag: w.etag(),
 		ContentType: src.ContentType, Metadata: src.Metadata, Headers: src.Headers,
-		StorageClass: class, OwnerID: objectOwner(c, db), LastModified: s.nowMS(),
-		Blobs: []meta.Blob{{ID: w.id, Size: w.size}},
+		StorageClass: class, OwnerID: owner, LastModified: s.nowMS(),
+		Blobs: []meta.Blob{{ID: w.id, Size: w.size}}, Tags: src.Tags, ACL: acl,
+		VersionID: newVersionID(db), Versioned: db.Versioning != "",
+	}
+	if replaceTags {
+		obj.Tags = tagMap(o.Tags)
 	}
 	if replace {
 		obj.ContentType, obj.Metadata, obj.Headers = o.ContentType, o.Metadata, o.Headers
@@ -405,7 +656,7 @@ func (s *Service) CopyObject(ctx context.Context, c *Caller, srcBucket, srcKey, 
 	if err := s.commit(ctx, op, obj); err != nil {
 		return nil, err
 	}
-	return obj, nil
+	return markVersioned(obj, db), nil
 }
 
 // checksumAlgo is the algorithm of the object's additional checksum, if any
@@ -418,15 +669,29 @@ func checksumAlgo(o *meta.Object) string {
 }
 
 // openSource opens the source of a copy, all of it or the byte range rng
-// ("bytes=first-last" within the object), after checking its conditions (a
+// ("bytes=first-last" within the object), after authorizing c to read it
+// (with its tags in the condition context) and checking its conditions (a
 // failed one is PreconditionFailed). It returns the source object and the
 // number of bytes the reader yields; the source's bytes stay readable until
 // the reader is closed, whatever happens to the object meanwhile.
-func (s *Service) openSource(ctx context.Context, op errs.Op, bucket, key string, cond Conditions, rng *Range) (*meta.Object, int64, io.ReadCloser, error) {
+func (s *Service) openSource(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, key, version string, cond Conditions, rng *Range) (*meta.Object, int64, io.ReadCloser, error) {
+	bucket := b.Name
+	action := ActionGetObject
+	if version != "" {
+		action = ActionGetObjectVersion
+	}
+	authz := func(obj *meta.Object) error {
+		return s.checkWithObject(op, c, b, action, key, obj, tagContext(nil, obj, nil))
+	}
 	t := s.pins.begin()
-	res, err := s.lookup(ctx, op, bucket, key, GetOptions{Conditions: cond}, "COPY")
+	res, err := s.lookup(ctx, op, b, key, GetOptions{Conditions: cond, VersionID: version}, "COPY", authz)
 	if err != nil {
 		s.abandon(ctx, t)
+		if _, ok := Marker(err); ok && version != "" {
+			return nil, 0, nil, fail(op, CodeCopyFromMarker,
+				fmt.Sprintf("the copy source, version %s of %s/%s, is a delete marker", version, bucket, key),
+				"copy a version that is not a delete marker", err)
+		}
 		return nil, 0, nil, err
 	}
 	src := res.Object
@@ -475,3 +740,47 @@ func (s *Service) DeletePrefix(ctx context.Context, c *Caller, bucket, prefix st
 		}
 	}
 }
+
+// GetObjectAttributes returns the object for GetObjectAttributes, which
+// needs both obs:GetObject and obs:GetObjectAttributes (as S3 has it),
+// authorized with the object's tags in the condition context. The parts
+// of a multipart object are its Blobs: their sizes, and their checksums
+// when the upload had an algorithm (objects completed before Atelier kept
+// part checksums in the index have none).
+func (s *Service) GetObjectAttributes(ctx context.Context, c *Caller, bucket, key string) (*meta.Object, error) {
+	return s.GetObjectVersionAttributes(ctx, c, bucket, key, "")
+}
+
+// GetObjectVersionAttributes is GetObjectAttributes of a version (as S3
+// shows version ids; "" for the latest), which needs obs:GetObjectVersion
+// and obs:GetObjectVersionAttributes.
+func (s *Service) GetObjectVersionAttributes(ctx context.Context, c *Caller, bucket, key, version string) (*meta.Object, error) {
+	const op errs.Op = "obs.GetObjectAttributes"
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	b, err := s.bucket(ctx, op, bucket)
+	if err != nil {
+		return nil, err
+	}
+	get, attrs := ActionGetObject, ActionGetObjectAttributes
+	if version != "" {
+		get, attrs = ActionGetObjectVersion, ActionGetObjectVersionAttributes
+	}
+	authz := func(obj *meta.Object) error {
+		tc := tagContext(nil, obj, nil)
+		if err := s.check(op, c, b, get, key, tc); err != nil {
+			return err
+		}
+		return s.check(op, c, b, attrs, key, tc)
+	}
+	res, err := s.lookup(ctx, op, b, key, GetOptions{VersionID: version}, http.MethodHead, authz)
+	if err != nil {
+		return nil, err
+	}
+	return res.Object, nil
+}
+
+// IsMultipart reports whether the object was made by a multipart upload
+// (its ETag ends in -<parts>).
+func IsMultipart(o *meta.Object) bool { return isMultipart(o) }

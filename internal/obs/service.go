@@ -114,6 +114,10 @@ func New(store Store, blobs blob.Store, o Options) *Service {
 // Region is the region of this server.
 func (s *Service) Region() string { return s.region }
 
+// PartSizes are the bounds of multipart uploads: every part but the last is
+// at least min bytes; no part (and no single PUT) is more than max.
+func (s *Service) PartSizes() (min, max int64) { return s.minPart, s.maxPut }
+
 func (s *Service) nowMS() time.Time { return s.now().UTC().Truncate(time.Millisecond) }
 
 func newUploadID() string { return uuid.Must(uuid.NewV7()).String() }
@@ -143,6 +147,12 @@ func noSuchKey(op errs.Op, bucket, key string) error {
 // check authorizes c to do action on bucket b (key "" for the bucket
 // itself) and returns AccessDenied naming what is missing.
 func (s *Service) check(op errs.Op, c *Caller, b *meta.Bucket, action, key string, extra map[string][]string) error {
+	return s.checkWithObject(op, c, b, action, key, nil, extra)
+}
+
+// checkWithObject is check for an action on the object o (nil: none), whose
+// ACL counts where the bucket has ACLs enabled.
+func (s *Service) checkWithObject(op errs.Op, c *Caller, b *meta.Bucket, action, key string, o *meta.Object, extra map[string][]string) error {
 	in := AuthzInput{Subject: c.subject(), UserID: c.userID(), Action: action, Context: c.context(extra)}
 	name := ""
 	if b != nil {
@@ -162,6 +172,17 @@ func (s *Service) check(op errs.Op, c *Caller, b *meta.Bucket, action, key strin
 			broken = true
 		}
 		in.BucketPolicy = p
+	}
+	if b != nil {
+		pab := decodePAB(b.PublicAccessBlock)
+		if aclsEnabled(b) {
+			in.BucketACL = withOwner(b.OwnerID, decodeACL(b.ACL))
+			if o != nil {
+				in.ObjectACL = withOwner(o.OwnerID, decodeACL(o.ACL))
+			}
+			in.IgnorePublicACLs = pab.IgnorePublicAcls
+		}
+		in.RestrictPublicPolicy = pab.RestrictPublicBuckets && in.BucketPolicy != nil && PolicyIsPublic(in.BucketPolicy)
 	}
 	d := s.authorize(in)
 	if broken && d.Allowed && d.Reason != ReasonAdmin && d.Reason != ReasonOwner {

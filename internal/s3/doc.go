@@ -7,8 +7,9 @@
 //     path-style ("/bucket/key") or virtual-host-style
 //     ("<bucket>.<s3_domain>"). Keys are unescaped exactly once from the path
 //     as the client escaped it, so every key comes back byte for byte. S3
-//     sub-resources Atelier does not offer (?acl, ?tagging, ?versioning, …)
-//     are answered NotImplemented, naming them. ParseCopySource, ParseRange
+//     sub-resources Atelier does not offer (?object-lock, ?website, …)
+//     are answered NotImplemented, naming them (docs/obs.md lists every
+//     S3 operation; TestDocumentedOperations keeps the two in step). ParseCopySource, ParseRange
 //     and ParsePartNumber parse the x-amz-copy-source and Range headers and
 //     the partNumber parameter; Op.Action names the policy action of an
 //     operation.
@@ -26,6 +27,22 @@
 //     message), Error, constructors whose messages name the bucket, key,
 //     principal and action involved, ToError (mapping SigV4 failures and
 //     *errs.Error kinds to S3 codes) and WriteError.
+//   - versioning.go: VersioningConfiguration, ListVersionsResult (its
+//     <Version> and <DeleteMarker> entries in the listing's order), the
+//     versionId parameter and the x-amz-version-id and
+//     x-amz-delete-marker headers (also on the 404 and 405 of a delete
+//     marker).
+//   - post.go, postpolicy.go: browser-form uploads (POST Object):
+//     ReadPostForm reads a multipart form up to its file with the fields
+//     bounded (MaxPostPreData), ParsePostPolicy and PostPolicy.Check parse and
+//     apply a POST policy (expiration, eq/starts-with conditions, every field
+//     covered), and postObject stores the file through obs PutObject as the
+//     policy's signer (sigv4.VerifyPost), the content-length-range enforced
+//     while it streams.
+//   - acl.go: ?acl (AccessControlPolicy with xsi:type grantees; x-amz-acl
+//     and x-amz-grant-* headers read by requestACL for every write that
+//     takes an ACL), ?ownershipControls, ?publicAccessBlock and
+//     ?policyStatus; the rules are obs's.
 //   - bucketname.go: ValidateBucketName (the rules of internal/bucketname as
 //     an InvalidBucketName error that names the rule broken, with a hint
 //     that suggests a corrected name).

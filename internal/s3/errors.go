@@ -25,6 +25,8 @@ const (
 	AuthorizationHeaderMalformed       ErrorCode = "AuthorizationHeaderMalformed"
 	AuthorizationQueryParametersError  ErrorCode = "AuthorizationQueryParametersError"
 	BadDigest                          ErrorCode = "BadDigest"
+	BadRequest                         ErrorCode = "BadRequest"
+	ConditionalRequestConflict         ErrorCode = "ConditionalRequestConflict"
 	BucketAlreadyExists                ErrorCode = "BucketAlreadyExists"
 	BucketAlreadyOwnedByYou            ErrorCode = "BucketAlreadyOwnedByYou"
 	BucketNotEmpty                     ErrorCode = "BucketNotEmpty"
@@ -32,6 +34,7 @@ const (
 	EntityTooSmall                     ErrorCode = "EntityTooSmall"
 	ExpiredToken                       ErrorCode = "ExpiredToken"
 	IllegalLocationConstraintException ErrorCode = "IllegalLocationConstraintException"
+	IllegalVersioningConfiguration     ErrorCode = "IllegalVersioningConfigurationException"
 	IncompleteBody                     ErrorCode = "IncompleteBody"
 	InsufficientStorage                ErrorCode = "InsufficientStorage"
 	InternalError                      ErrorCode = "InternalError"
@@ -44,6 +47,7 @@ const (
 	InvalidPartNumber                  ErrorCode = "InvalidPartNumber"
 	InvalidPartOrder                   ErrorCode = "InvalidPartOrder"
 	InvalidStorageClass                ErrorCode = "InvalidStorageClass"
+	InvalidTag                         ErrorCode = "InvalidTag"
 	InvalidRange                       ErrorCode = "InvalidRange"
 	InvalidRequest                     ErrorCode = "InvalidRequest"
 	InvalidToken                       ErrorCode = "InvalidToken"
@@ -62,6 +66,7 @@ const (
 	NoSuchCORSConfiguration            ErrorCode = "NoSuchCORSConfiguration"
 	NoSuchKey                          ErrorCode = "NoSuchKey"
 	NoSuchLifecycleConfiguration       ErrorCode = "NoSuchLifecycleConfiguration"
+	NoSuchTagSet                       ErrorCode = "NoSuchTagSet"
 	NoSuchUpload                       ErrorCode = "NoSuchUpload"
 	NoSuchVersion                      ErrorCode = "NoSuchVersion"
 	NotImplemented                     ErrorCode = "NotImplemented"
@@ -75,6 +80,20 @@ const (
 	SlowDown                           ErrorCode = "SlowDown"
 	UserKeyMustBeSpecified             ErrorCode = "UserKeyMustBeSpecified"
 	XAmzContentSHA256Mismatch          ErrorCode = "XAmzContentSHA256Mismatch"
+
+	// Browser-form (POST Object) uploads.
+	AccessControlListNotSupported       ErrorCode = "AccessControlListNotSupported"
+	IncorrectNumberOfFilesInPostRequest ErrorCode = "IncorrectNumberOfFilesInPostRequest"
+	InvalidPolicyDocument               ErrorCode = "InvalidPolicyDocument"
+	MalformedPOSTRequest                ErrorCode = "MalformedPOSTRequest"
+	MaxPostPreDataLengthExceeded        ErrorCode = "MaxPostPreDataLengthExceeded"
+
+	// ACLs, ownership controls and public access blocks.
+	InvalidBucketACLWithObjectOwnership  ErrorCode = "InvalidBucketAclWithObjectOwnership"
+	MalformedACLError                    ErrorCode = "MalformedACLError"
+	NoSuchPublicAccessBlockConfiguration ErrorCode = "NoSuchPublicAccessBlockConfiguration"
+	OwnershipControlsNotFoundError       ErrorCode = "OwnershipControlsNotFoundError"
+	UnexpectedContent                    ErrorCode = "UnexpectedContent"
 )
 
 // errorInfo is the HTTP status and default message of an error code.
@@ -91,6 +110,8 @@ var errorTable = map[ErrorCode]errorInfo{
 	AuthorizationHeaderMalformed:       {http.StatusBadRequest, "The authorization header is malformed."},
 	AuthorizationQueryParametersError:  {http.StatusBadRequest, "The X-Amz-* query parameters of the presigned URL are malformed."},
 	BadDigest:                          {http.StatusBadRequest, "The Content-MD5 or checksum you specified did not match what we received."},
+	BadRequest:                         {http.StatusBadRequest, "Bad Request."},
+	ConditionalRequestConflict:         {http.StatusConflict, "The conditional request cannot succeed due to a conflicting operation against this resource."},
 	BucketAlreadyExists:                {http.StatusConflict, "The requested bucket name is not available. Bucket names are shared by all users of this server; choose another name."},
 	BucketAlreadyOwnedByYou:            {http.StatusConflict, "The bucket you tried to create already exists, and you own it."},
 	BucketNotEmpty:                     {http.StatusConflict, "The bucket you tried to delete is not empty."},
@@ -98,6 +119,7 @@ var errorTable = map[ErrorCode]errorInfo{
 	EntityTooSmall:                     {http.StatusBadRequest, "Your proposed upload is smaller than the minimum allowed object size."},
 	ExpiredToken:                       {http.StatusBadRequest, "The provided token has expired."},
 	IllegalLocationConstraintException: {http.StatusBadRequest, "The location constraint is not this server's region."},
+	IllegalVersioningConfiguration:     {http.StatusBadRequest, "The versioning configuration specified in the request is invalid."},
 	IncompleteBody:                     {http.StatusBadRequest, "You did not provide the number of bytes specified by the Content-Length HTTP header."},
 	InsufficientStorage:                {http.StatusInsufficientStorage, "The server's storage is full. Deleting objects frees space; deletes keep working."},
 	InternalError:                      {http.StatusInternalServerError, "We encountered an internal error. Please try again."},
@@ -109,6 +131,7 @@ var errorTable = map[ErrorCode]errorInfo{
 	InvalidPart:                        {http.StatusBadRequest, "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified ETag might not have matched the part's ETag."},
 	InvalidPartNumber:                  {http.StatusRequestedRangeNotSatisfiable, "The requested part number is not satisfiable."},
 	InvalidStorageClass:                {http.StatusBadRequest, "The storage class you specified is not valid."},
+	InvalidTag:                         {http.StatusBadRequest, "The tag provided was not a valid tag."},
 	InvalidPartOrder:                   {http.StatusBadRequest, "The list of parts was not in ascending order. Parts must be ordered by part number."},
 	InvalidRange:                       {http.StatusRequestedRangeNotSatisfiable, "The requested range is not satisfiable."},
 	InvalidRequest:                     {http.StatusBadRequest, "Invalid Request."},
@@ -128,6 +151,7 @@ var errorTable = map[ErrorCode]errorInfo{
 	NoSuchCORSConfiguration:            {http.StatusNotFound, "The CORS configuration does not exist."},
 	NoSuchKey:                          {http.StatusNotFound, "The specified key does not exist."},
 	NoSuchLifecycleConfiguration:       {http.StatusNotFound, "The lifecycle configuration does not exist."},
+	NoSuchTagSet:                       {http.StatusNotFound, "The TagSet does not exist."},
 	NoSuchUpload:                       {http.StatusNotFound, "The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed."},
 	NoSuchVersion:                      {http.StatusNotFound, "The specified version does not exist."},
 	NotImplemented:                     {http.StatusNotImplemented, "A header or parameter you provided implies functionality that Atelier does not offer."},
@@ -141,6 +165,18 @@ var errorTable = map[ErrorCode]errorInfo{
 	SlowDown:                           {http.StatusServiceUnavailable, "Please reduce your request rate."},
 	UserKeyMustBeSpecified:             {http.StatusBadRequest, "An object key must be specified."},
 	XAmzContentSHA256Mismatch:          {http.StatusBadRequest, "The provided 'x-amz-content-sha256' header does not match what was computed."},
+
+	AccessControlListNotSupported:       {http.StatusBadRequest, "The bucket does not allow ACLs."},
+	IncorrectNumberOfFilesInPostRequest: {http.StatusBadRequest, "POST requires exactly one file upload per request."},
+	InvalidPolicyDocument:               {http.StatusBadRequest, "The content of the form does not meet the conditions specified in the policy document."},
+	MalformedPOSTRequest:                {http.StatusBadRequest, "The body of your POST request is not well-formed multipart/form-data."},
+	MaxPostPreDataLengthExceeded:        {http.StatusBadRequest, "Your POST request fields preceding the upload file were too large."},
+
+	InvalidBucketACLWithObjectOwnership:  {http.StatusBadRequest, "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting."},
+	MalformedACLError:                    {http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."},
+	NoSuchPublicAccessBlockConfiguration: {http.StatusNotFound, "The public access block configuration was not found."},
+	OwnershipControlsNotFoundError:       {http.StatusNotFound, "The bucket ownership controls were not found."},
+	UnexpectedContent:                    {http.StatusBadRequest, "This request does not support content."},
 }
 
 // Status is the HTTP status of the code; 500 for a code not in the table.

@@ -35,6 +35,12 @@ func TestErrorTable(t *testing.T) {
 		OperationAborted: 409, PreconditionFailed: 412, RequestTimeout: 400,
 		RequestTimeTooSkewed: 403, ServiceUnavailable: 503, SignatureDoesNotMatch: 403,
 		SlowDown: 503, UserKeyMustBeSpecified: 400, XAmzContentSHA256Mismatch: 400,
+		BadRequest: 400, ConditionalRequestConflict: 409, InvalidTag: 400, NoSuchTagSet: 404,
+		IllegalVersioningConfiguration: 400,
+		AccessControlListNotSupported:  400, IncorrectNumberOfFilesInPostRequest: 400, InvalidPolicyDocument: 400,
+		MalformedPOSTRequest: 400, MaxPostPreDataLengthExceeded: 400,
+		InvalidBucketACLWithObjectOwnership: 400, MalformedACLError: 400, NoSuchPublicAccessBlockConfiguration: 404,
+		OwnershipControlsNotFoundError: 404, UnexpectedContent: 400,
 	}
 	if len(want) != len(errorTable) {
 		t.Errorf("the table has %d codes, the test %d", len(errorTable), len(want))

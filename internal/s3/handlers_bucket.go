@@ -85,7 +85,7 @@ func (s *Server) dispatch(q *request) error {
 	case OpGetObject, OpHeadObject:
 		return s.getObject(q)
 	case OpDeleteObject:
-		return noContent(q, s.d.OBS.DeleteObject(q.r.Context(), q.caller, q.t.Bucket, q.t.Key))
+		return s.deleteObject(q)
 	case OpCreateMultipartUpload:
 		return s.createUpload(q)
 	case OpUploadPart:
@@ -98,6 +98,46 @@ func (s *Server) dispatch(q *request) error {
 		return noContent(q, s.d.OBS.AbortMultipartUpload(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, q.r.URL.Query().Get("uploadId")))
 	case OpListParts:
 		return s.listParts(q)
+	case OpGetObjectTagging:
+		return s.getObjectTagging(q)
+	case OpPutObjectTagging:
+		return s.putObjectTagging(q)
+	case OpDeleteObjectTagging:
+		return s.deleteObjectTagging(q)
+	case OpGetBucketTagging:
+		return s.getBucketTagging(q)
+	case OpPutBucketTagging:
+		return s.putBucketTagging(q)
+	case OpDeleteBucketTagging:
+		return noContent(q, s.d.OBS.DeleteBucketTagging(q.r.Context(), q.caller, q.t.Bucket))
+	case OpGetObjectAttributes:
+		return s.getObjectAttributes(q)
+	case OpGetBucketVersioning:
+		return s.getBucketVersioning(q)
+	case OpPutBucketVersioning:
+		return s.putBucketVersioning(q)
+	case OpListObjectVersions:
+		return s.listObjectVersions(q)
+	case OpPostObject:
+		return s.postObject(q)
+	case OpGetBucketACL, OpGetObjectACL:
+		return s.getACL(q)
+	case OpPutBucketACL, OpPutObjectACL:
+		return s.putACL(q)
+	case OpGetBucketOwnershipControls:
+		return s.getOwnershipControls(q)
+	case OpPutBucketOwnershipControls:
+		return s.putOwnershipControls(q)
+	case OpDeleteBucketOwnershipControls:
+		return noContent(q, s.d.OBS.DeleteBucketOwnershipControls(q.r.Context(), q.caller, q.t.Bucket))
+	case OpGetPublicAccessBlock:
+		return s.getPublicAccessBlock(q)
+	case OpPutPublicAccessBlock:
+		return s.putPublicAccessBlock(q)
+	case OpDeletePublicAccessBlock:
+		return noContent(q, s.d.OBS.DeletePublicAccessBlock(q.r.Context(), q.caller, q.t.Bucket))
+	case OpGetBucketPolicyStatus:
+		return s.getPolicyStatus(q)
 	}
 	return NewError(NotImplemented, q.t.Op.String()+" is not available")
 }
@@ -149,6 +189,11 @@ func (s *Server) createBucket(q *request) error {
 			o.Location = c.LocationConstraint
 		}
 	}
+	acl, err := requestACL(q.r.Header)
+	if err != nil {
+		return err
+	}
+	o.ACL, o.ObjectOwnership = acl, q.r.Header.Get("x-amz-object-ownership")
 	if _, err := s.d.OBS.CreateBucket(q.r.Context(), q.caller, q.t.Bucket, o); err != nil {
 		return err
 	}
@@ -169,6 +214,17 @@ func (s *Server) getLifecycle(q *request) error {
 		if r.ExpirationDays > 0 {
 			d := r.ExpirationDays
 			lr.Expiration = &LifecycleExpiration{Days: &d}
+		}
+		if r.ExpiredObjectDeleteMarker {
+			t := true
+			lr.Expiration = &LifecycleExpiration{ExpiredObjectDeleteMarker: &t}
+		}
+		if r.NoncurrentDays > 0 {
+			d := r.NoncurrentDays
+			lr.NoncurrentVersionExpiration = &NoncurrentVersionExpiration{NoncurrentDays: &d}
+			if n := r.NewerNoncurrentVersions; n > 0 {
+				lr.NoncurrentVersionExpiration.NewerNoncurrentVersions = &n
+			}
 		}
 		if r.AbortIncompleteDays > 0 {
 			d := r.AbortIncompleteDays
@@ -200,6 +256,17 @@ func (s *Server) putLifecycle(q *request) error {
 			}
 			if r.Expiration.Days != nil {
 				rule.ExpirationDays = *r.Expiration.Days
+			}
+			if m := r.Expiration.ExpiredObjectDeleteMarker; m != nil {
+				rule.ExpiredObjectDeleteMarker = *m
+			}
+		}
+		if x := r.NoncurrentVersionExpiration; x != nil {
+			if x.NoncurrentDays != nil {
+				rule.NoncurrentDays = *x.NoncurrentDays
+			}
+			if x.NewerNoncurrentVersions != nil {
+				rule.NewerNoncurrentVersions = *x.NewerNoncurrentVersions
 			}
 		}
 		if a := r.AbortIncompleteMultipartUpload; a != nil && a.DaysAfterInitiation != nil {

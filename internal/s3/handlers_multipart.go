@@ -10,8 +10,17 @@ import (
 func (s *Server) createUpload(q *request) error {
 	ct, md, stored := objectAttrs(q.r.Header)
 	algo := q.r.Header.Get("x-amz-checksum-algorithm")
+	tags, err := requestTags(q.r.Header)
+	if err != nil {
+		return err
+	}
+	acl, err := requestACL(q.r.Header)
+	if err != nil {
+		return err
+	}
 	u, err := s.d.OBS.CreateMultipartUpload(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, obs.UploadOptions{
-		ContentType: ct, Metadata: md, Headers: stored, StorageClass: q.r.Header.Get("x-amz-storage-class"), ChecksumAlgo: algo})
+		ContentType: ct, Metadata: md, Headers: stored, StorageClass: q.r.Header.Get("x-amz-storage-class"), ChecksumAlgo: algo,
+		Tags: tags, ACL: acl})
 	if err != nil {
 		return err
 	}
@@ -58,10 +67,7 @@ func (s *Server) uploadPartCopy(q *request) error {
 	if err != nil {
 		return err
 	}
-	if version != "" && version != "null" {
-		return NewError(NotImplemented, "Atelier buckets are not versioned; x-amz-copy-source versionId is not supported")
-	}
-	o := obs.PartCopyOptions{SourceConditions: conditions(q.r.Header, "x-amz-copy-source-")}
+	o := obs.PartCopyOptions{SourceConditions: conditions(q.r.Header, "x-amz-copy-source-"), SourceVersionID: version}
 	if rh := q.r.Header.Get("x-amz-copy-source-range"); rh != "" {
 		rg, ok := obs.ParseRange(rh)
 		if !ok || rg.First < 0 || rg.Last < 0 {
@@ -72,6 +78,9 @@ func (s *Server) uploadPartCopy(q *request) error {
 	p, err := s.d.OBS.UploadPartCopy(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, query.Get("uploadId"), n, srcBucket, srcKey, o)
 	if err != nil {
 		return err
+	}
+	if version != "" {
+		q.w.Header().Set("x-amz-copy-source-version-id", version)
 	}
 	return WriteXML(q.w, http.StatusOK, CopyPartResult{LastModified: Time{p.LastModified}, ETag: QuoteETag(p.Blob.ETag)})
 }
@@ -88,11 +97,13 @@ func (s *Server) completeUpload(q *request) error {
 	for i, p := range c.Parts {
 		parts[i] = obs.CompletedPart{Number: p.PartNumber, ETag: p.ETag}
 	}
-	o, err := s.d.OBS.CompleteMultipartUpload(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, q.r.URL.Query().Get("uploadId"), parts)
+	o, err := s.d.OBS.CompleteMultipartUploadIf(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, q.r.URL.Query().Get("uploadId"), parts,
+		writeConditions(q.r.Header))
 	if err != nil {
 		return err
 	}
 	loc := "http://" + q.r.Host + "/" + q.t.Bucket + "/" + EncodeKey(q.t.Key)
+	setVersionHeader(q.w.Header(), o)
 	return WriteXML(q.w, http.StatusOK, CompleteMultipartUploadResult{Location: loc, Bucket: q.t.Bucket, Key: q.t.Key,
 		ETag: QuoteETag(o.ETag), Checksums: checksums(o.Checksums)})
 }

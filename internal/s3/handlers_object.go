@@ -74,15 +74,24 @@ func (s *Server) putObject(q *request) error {
 	if err != nil {
 		return err
 	}
+	tags, err := requestTags(q.r.Header)
+	if err != nil {
+		return err
+	}
+	acl, err := requestACL(q.r.Header)
+	if err != nil {
+		return err
+	}
 	ct, md, stored := objectAttrs(q.r.Header)
 	o, err := s.d.OBS.PutObject(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, q.r.Body, obs.PutOptions{
 		Size: q.bodySize(), ContentType: ct, Metadata: md, Headers: stored, ContentMD5: md5sum, Checksum: ck,
-		StorageClass: q.r.Header.Get("x-amz-storage-class")})
+		StorageClass: q.r.Header.Get("x-amz-storage-class"), Tags: tags, Conditions: writeConditions(q.r.Header), ACL: acl})
 	if err != nil {
 		return err
 	}
 	q.w.Header().Set("ETag", QuoteETag(o.ETag))
 	setChecksumHeaders(q.w.Header(), o.Checksums)
+	setVersionHeader(q.w.Header(), o)
 	q.w.WriteHeader(http.StatusOK)
 	return nil
 }
@@ -139,6 +148,10 @@ func (s *Server) getObject(q *request) error {
 		}
 		o.PartNumber = n
 	}
+	var err error
+	if o.VersionID, err = versionParam(query); err != nil {
+		return err
+	}
 	get := s.d.OBS.GetObject
 	if q.t.Op == OpHeadObject {
 		get = s.d.OBS.HeadObject
@@ -169,6 +182,8 @@ func (s *Server) getObject(q *request) error {
 	if obj.StorageClass != "" && obj.StorageClass != "STANDARD" {
 		h.Set("x-amz-storage-class", obj.StorageClass)
 	}
+	setTagCount(h, obj.Tags)
+	setVersionHeader(h, obj)
 	if res.PartsCount > 0 && o.PartNumber > 0 {
 		h.Set("x-amz-mp-parts-count", strconv.Itoa(res.PartsCount))
 	}
@@ -207,17 +222,28 @@ func (s *Server) copyObject(q *request) error {
 	if err != nil {
 		return err
 	}
-	if version != "" && version != "null" {
-		return NewError(NotImplemented, "Atelier buckets are not versioned; x-amz-copy-source versionId is not supported")
-	}
 	o := obs.CopyOptions{MetadataDirective: strings.ToUpper(q.r.Header.Get("x-amz-metadata-directive")),
-		SourceConditions: conditions(q.r.Header, "x-amz-copy-source-"), StorageClass: q.r.Header.Get("x-amz-storage-class")}
+		SourceConditions: conditions(q.r.Header, "x-amz-copy-source-"), StorageClass: q.r.Header.Get("x-amz-storage-class"),
+		SourceVersionID: version}
 	if o.MetadataDirective == obs.DirectiveReplace {
 		o.ContentType, o.Metadata, o.Headers = objectAttrs(q.r.Header)
+	}
+	o.TaggingDirective = strings.ToUpper(q.r.Header.Get("x-amz-tagging-directive"))
+	if o.TaggingDirective == obs.TaggingReplace {
+		if o.Tags, err = requestTags(q.r.Header); err != nil {
+			return err
+		}
+	}
+	if o.ACL, err = requestACL(q.r.Header); err != nil {
+		return err
 	}
 	obj, err := s.d.OBS.CopyObject(q.r.Context(), q.caller, srcBucket, srcKey, q.t.Bucket, q.t.Key, o)
 	if err != nil {
 		return err
+	}
+	setVersionHeader(q.w.Header(), obj)
+	if version != "" {
+		q.w.Header().Set("x-amz-copy-source-version-id", version)
 	}
 	return WriteXML(q.w, http.StatusOK, CopyObjectResult{LastModified: Time{obj.LastModified}, ETag: QuoteETag(obj.ETag),
 		Checksums: checksums(obj.Checksums)})
@@ -250,11 +276,11 @@ func (s *Server) deleteObjects(q *request) error {
 	if err := ValidateDelete(&d); err != nil {
 		return err
 	}
-	keys := make([]string, len(d.Objects))
+	objs := make([]obs.ObjectVersion, len(d.Objects))
 	for i, o := range d.Objects {
-		keys[i] = o.Key
+		objs[i] = obs.ObjectVersion{Key: o.Key, VersionID: o.VersionID}
 	}
-	results, err := s.d.OBS.DeleteObjects(q.r.Context(), q.caller, q.t.Bucket, keys)
+	results, err := s.d.OBS.DeleteObjectVersions(q.r.Context(), q.caller, q.t.Bucket, objs)
 	if err != nil {
 		return err
 	}
@@ -262,9 +288,13 @@ func (s *Server) deleteObjects(q *request) error {
 	for _, r := range results {
 		switch {
 		case r.Err != nil:
-			out.Errors = append(out.Errors, NewDeleteError(r.Key, "", s.toS3Error(r.Err)))
+			out.Errors = append(out.Errors, NewDeleteError(r.Key, r.VersionID, s.toS3Error(r.Err)))
 		case !d.Quiet:
-			out.Deleted = append(out.Deleted, DeletedObject{Key: r.Key})
+			do := DeletedObject{Key: r.Key, VersionID: r.VersionID, DeleteMarker: r.DeleteMarker}
+			if r.DeleteMarker {
+				do.DeleteMarkerVersionID = r.Deleted.VersionID
+			}
+			out.Deleted = append(out.Deleted, do)
 		}
 	}
 	return WriteXML(q.w, http.StatusOK, out)

@@ -46,6 +46,28 @@ const (
 	OpAbortMultipartUpload
 	OpListParts
 	OpOptions
+	OpGetObjectTagging
+	OpPutObjectTagging
+	OpDeleteObjectTagging
+	OpGetBucketTagging
+	OpPutBucketTagging
+	OpDeleteBucketTagging
+	OpGetObjectAttributes
+	OpGetBucketVersioning
+	OpPutBucketVersioning
+	OpListObjectVersions
+	OpPostObject
+	OpGetBucketACL
+	OpPutBucketACL
+	OpGetObjectACL
+	OpPutObjectACL
+	OpGetBucketOwnershipControls
+	OpPutBucketOwnershipControls
+	OpDeleteBucketOwnershipControls
+	OpGetPublicAccessBlock
+	OpPutPublicAccessBlock
+	OpDeletePublicAccessBlock
+	OpGetBucketPolicyStatus
 	numOps
 )
 
@@ -89,6 +111,29 @@ var ops = [numOps]opInfo{
 	OpAbortMultipartUpload:    {"AbortMultipartUpload", "obs:AbortMultipartUpload"},
 	OpListParts:               {"ListParts", "obs:ListMultipartUploadParts"},
 	OpOptions:                 {"Options", ""},
+	OpGetObjectTagging:        {"GetObjectTagging", "obs:GetObjectTagging"},
+	OpPutObjectTagging:        {"PutObjectTagging", "obs:PutObjectTagging"},
+	OpDeleteObjectTagging:     {"DeleteObjectTagging", "obs:DeleteObjectTagging"},
+	OpGetBucketTagging:        {"GetBucketTagging", "obs:GetBucketTagging"},
+	OpPutBucketTagging:        {"PutBucketTagging", "obs:PutBucketTagging"},
+	OpDeleteBucketTagging:     {"DeleteBucketTagging", "obs:PutBucketTagging"},
+	OpGetObjectAttributes:     {"GetObjectAttributes", "obs:GetObjectAttributes"},
+	OpGetBucketVersioning:     {"GetBucketVersioning", "obs:GetBucketVersioning"},
+	OpPutBucketVersioning:     {"PutBucketVersioning", "obs:PutBucketVersioning"},
+	OpListObjectVersions:      {"ListObjectVersions", "obs:ListBucketVersions"},
+	OpPostObject:              {"PostObject", "obs:PutObject"},
+
+	OpGetBucketACL:                  {"GetBucketAcl", "obs:GetBucketAcl"},
+	OpPutBucketACL:                  {"PutBucketAcl", "obs:PutBucketAcl"},
+	OpGetObjectACL:                  {"GetObjectAcl", "obs:GetObjectAcl"},
+	OpPutObjectACL:                  {"PutObjectAcl", "obs:PutObjectAcl"},
+	OpGetBucketOwnershipControls:    {"GetBucketOwnershipControls", "obs:GetBucketOwnershipControls"},
+	OpPutBucketOwnershipControls:    {"PutBucketOwnershipControls", "obs:PutBucketOwnershipControls"},
+	OpDeleteBucketOwnershipControls: {"DeleteBucketOwnershipControls", "obs:PutBucketOwnershipControls"},
+	OpGetPublicAccessBlock:          {"GetPublicAccessBlock", "obs:GetBucketPublicAccessBlock"},
+	OpPutPublicAccessBlock:          {"PutPublicAccessBlock", "obs:PutBucketPublicAccessBlock"},
+	OpDeletePublicAccessBlock:       {"DeletePublicAccessBlock", "obs:PutBucketPublicAccessBlock"},
+	OpGetBucketPolicyStatus:         {"GetBucketPolicyStatus", "obs:GetBucketPolicyStatus"},
 }
 
 // String is the S3 API name of the operation, e.g. "GetObject".
@@ -256,18 +301,25 @@ type subresource struct {
 // subresources are the S3 sub-resources: query parameters that select
 // another operation on a bucket or object. Other parameters are arguments.
 var subresources = map[string]subresource{
-	"location":  {true, "the bucket location (?location)", ""},
-	"uploads":   {true, "multipart uploads (?uploads)", ""},
-	"uploadId":  {true, "a multipart upload (?uploadId)", ""},
-	"policy":    {true, "the bucket policy (?policy)", ""},
-	"lifecycle": {true, "the lifecycle configuration (?lifecycle)", ""},
-	"cors":      {true, "the CORS configuration (?cors)", ""},
-	"delete":    {true, "multi-object delete (?delete)", ""},
+	"location":   {true, "the bucket location (?location)", ""},
+	"uploads":    {true, "multipart uploads (?uploads)", ""},
+	"uploadId":   {true, "a multipart upload (?uploadId)", ""},
+	"policy":     {true, "the bucket policy (?policy)", ""},
+	"lifecycle":  {true, "the lifecycle configuration (?lifecycle)", ""},
+	"cors":       {true, "the CORS configuration (?cors)", ""},
+	"delete":     {true, "multi-object delete (?delete)", ""},
+	"tagging":    {true, "tagging (?tagging)", ""},
+	"attributes": {true, "GetObjectAttributes (?attributes)", ""},
+	"versioning": {true, "bucket versioning (?versioning)", ""},
+	"versions":   {true, "ListObjectVersions (?versions)", ""},
+
+	"acl":               {true, "access control lists (?acl)", ""},
+	"ownershipControls": {true, "object ownership controls (?ownershipControls)", ""},
+	"policyStatus":      {true, "policy status (?policyStatus)", ""},
+	"publicAccessBlock": {true, "public access blocks (?publicAccessBlock)", ""},
 
 	"accelerate":            {false, "transfer acceleration (?accelerate)", ""},
-	"acl":                   {false, "access control lists (?acl)", "grant access with a bucket policy (PUT ?policy) or IAM policies"},
 	"analytics":             {false, "storage class analytics (?analytics)", ""},
-	"attributes":            {false, "GetObjectAttributes (?attributes)", "use HEAD on the object"},
 	"encryption":            {false, "bucket encryption settings (?encryption)", ""},
 	"intelligent-tiering":   {false, "intelligent tiering (?intelligent-tiering)", "Atelier has one storage class"},
 	"inventory":             {false, "inventory reports (?inventory)", "list the bucket with ListObjectsV2"},
@@ -278,9 +330,6 @@ var subresources = map[string]subresource{
 	"metrics":               {false, "request metrics configuration (?metrics)", "the server exports Prometheus metrics at /metrics on its REST port"},
 	"notification":          {false, "event notifications (?notification)", ""},
 	"object-lock":           {false, "object lock (?object-lock)", ""},
-	"ownershipControls":     {false, "object ownership controls (?ownershipControls)", ""},
-	"policyStatus":          {false, "policy status (?policyStatus)", "read the policy with GET ?policy"},
-	"publicAccessBlock":     {false, "public access blocks (?publicAccessBlock)", "buckets are private unless a bucket policy grants access"},
 	"renameObject":          {false, "RenameObject (?renameObject)", "copy the object and delete the original"},
 	"replication":           {false, "replication (?replication)", ""},
 	"requestPayment":        {false, "requester pays (?requestPayment)", ""},
@@ -288,10 +337,7 @@ var subresources = map[string]subresource{
 	"retention":             {false, "object lock retention (?retention)", ""},
 	"select":                {false, "S3 Select (?select)", "read the object with GET"},
 	"session":               {false, "CreateSession (?session)", ""},
-	"tagging":               {false, "tagging (?tagging)", ""},
 	"torrent":               {false, "BitTorrent (?torrent)", ""},
-	"versioning":            {false, "bucket versioning (?versioning)", "buckets are not versioned"},
-	"versions":              {false, "ListObjectVersions (?versions)", "buckets are not versioned; list with ListObjectsV2"},
 	"website":               {false, "static website hosting (?website)", ""},
 }
 
@@ -299,18 +345,25 @@ var subresources = map[string]subresource{
 var bucketSubOps = map[string]map[string]Op{
 	http.MethodGet: {
 		"location": OpGetBucketLocation, "uploads": OpListMultipartUploads, "policy": OpGetBucketPolicy,
-		"lifecycle": OpGetBucketLifecycle, "cors": OpGetBucketCors,
+		"lifecycle": OpGetBucketLifecycle, "cors": OpGetBucketCors, "tagging": OpGetBucketTagging,
+		"versioning": OpGetBucketVersioning, "versions": OpListObjectVersions,
+		"acl": OpGetBucketACL, "ownershipControls": OpGetBucketOwnershipControls,
+		"publicAccessBlock": OpGetPublicAccessBlock, "policyStatus": OpGetBucketPolicyStatus,
 	},
-	http.MethodPut:    {"policy": OpPutBucketPolicy, "lifecycle": OpPutBucketLifecycle, "cors": OpPutBucketCors},
-	http.MethodDelete: {"policy": OpDeleteBucketPolicy, "lifecycle": OpDeleteBucketLifecycle, "cors": OpDeleteBucketCors},
-	http.MethodPost:   {"delete": OpDeleteObjects},
+	http.MethodPut: {"policy": OpPutBucketPolicy, "lifecycle": OpPutBucketLifecycle, "cors": OpPutBucketCors,
+		"tagging": OpPutBucketTagging, "versioning": OpPutBucketVersioning,
+		"acl": OpPutBucketACL, "ownershipControls": OpPutBucketOwnershipControls, "publicAccessBlock": OpPutPublicAccessBlock},
+	http.MethodDelete: {"policy": OpDeleteBucketPolicy, "lifecycle": OpDeleteBucketLifecycle, "cors": OpDeleteBucketCors,
+		"tagging":           OpDeleteBucketTagging,
+		"ownershipControls": OpDeleteBucketOwnershipControls, "publicAccessBlock": OpDeletePublicAccessBlock},
+	http.MethodPost: {"delete": OpDeleteObjects},
 }
 
 var objectSubOps = map[string]map[string]Op{
-	http.MethodGet:    {"uploadId": OpListParts},
-	http.MethodPut:    {"uploadId": OpUploadPart},
+	http.MethodGet:    {"uploadId": OpListParts, "tagging": OpGetObjectTagging, "attributes": OpGetObjectAttributes, "acl": OpGetObjectACL},
+	http.MethodPut:    {"uploadId": OpUploadPart, "tagging": OpPutObjectTagging, "acl": OpPutObjectACL},
 	http.MethodPost:   {"uploads": OpCreateMultipartUpload, "uploadId": OpCompleteMultipartUpload},
-	http.MethodDelete: {"uploadId": OpAbortMultipartUpload},
+	http.MethodDelete: {"uploadId": OpAbortMultipartUpload, "tagging": OpDeleteObjectTagging},
 }
 
 // requestSubresources returns the sub-resources in the query, sorted, or a
@@ -371,7 +424,7 @@ func bucketOp(r *http.Request) (Op, error) {
 		case http.MethodHead:
 			return OpHeadBucket, nil
 		case http.MethodPost:
-			return OpNone, ErrNotImplemented("browser-form uploads (POST to a bucket)", "upload with PUT, or with a presigned PUT URL")
+			return OpPostObject, nil
 		}
 	}
 	if op, ok := bucketSubOps[r.Method][sub]; ok {

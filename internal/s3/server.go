@@ -133,6 +133,7 @@ func (s *Server) fail(q *request, err error) {
 			q.w.Header().Set("Last-Modified", res.Object.LastModified.UTC().Format(http.TimeFormat))
 		}
 	}
+	setMarkerHeaders(q.w.Header(), err)
 	WriteError(q.w, q.r, e, q.id)
 }
 
@@ -168,6 +169,10 @@ func (s *Server) authenticate(q *request) error {
 	var res *sigv4.Result
 	var err error
 	switch {
+	case q.t.Op == OpPostObject:
+		// A browser-form upload is signed in its form (see postObject).
+		q.caller = obs.Anonymous(auth.ClientIP(r.RemoteAddr))
+		return nil
 	case sigv4.IsPresignedV2(r):
 		bucket := ""
 		if q.t.VirtualHost {

@@ -344,8 +344,10 @@ type DeleteResult struct {
 
 // DeletedObject is a <Deleted> of DeleteResult.
 type DeletedObject struct {
-	Key       string `xml:"Key"`
-	VersionID string `xml:"VersionId,omitempty"`
+	Key                   string `xml:"Key"`
+	VersionID             string `xml:"VersionId,omitempty"`
+	DeleteMarker          bool   `xml:"DeleteMarker,omitempty"`
+	DeleteMarkerVersionID string `xml:"DeleteMarkerVersionId,omitempty"`
 }
 
 // DeleteError is an <Error> of DeleteResult.
@@ -393,8 +395,18 @@ type LifecycleRule struct {
 	Prefix                         *string                         `xml:"Prefix,omitempty"`
 	Status                         string                          `xml:"Status"`
 	Expiration                     *LifecycleExpiration            `xml:"Expiration,omitempty"`
+	NoncurrentVersionExpiration    *NoncurrentVersionExpiration    `xml:"NoncurrentVersionExpiration,omitempty"`
 	AbortIncompleteMultipartUpload *AbortIncompleteMultipartUpload `xml:"AbortIncompleteMultipartUpload,omitempty"`
 	Other                          []element                       `xml:",any" json:"-"`
+}
+
+// NoncurrentVersionExpiration is the action that deletes noncurrent
+// versions NoncurrentDays after they became noncurrent, keeping the
+// NewerNoncurrentVersions newest.
+type NoncurrentVersionExpiration struct {
+	NoncurrentDays          *int      `xml:"NoncurrentDays,omitempty"`
+	NewerNoncurrentVersions *int      `xml:"NewerNoncurrentVersions,omitempty"`
+	Other                   []element `xml:",any" json:"-"`
 }
 
 // KeyPrefix is the key prefix the rule applies to ("" for every object).
@@ -426,8 +438,8 @@ type LifecycleAnd struct {
 }
 
 // LifecycleExpiration is the <Expiration> action: Days after creation, or a
-// Date (midnight UTC). ExpiredObjectDeleteMarker is accepted and kept, and
-// does nothing: buckets are not versioned.
+// Date (midnight UTC), or ExpiredObjectDeleteMarker (delete a delete marker
+// that is the only version of its key).
 type LifecycleExpiration struct {
 	Date                      *Time     `xml:"Date,omitempty"`
 	Days                      *int      `xml:"Days,omitempty"`
@@ -792,8 +804,7 @@ func ruleName(what string, i int, id string) string {
 // does not implement, with the reason given to the user.
 var lifecycleUnsupported = map[string]string{
 	"Transition":                  "Atelier has one storage class, so objects cannot transition",
-	"NoncurrentVersionTransition": "buckets are not versioned",
-	"NoncurrentVersionExpiration": "buckets are not versioned",
+	"NoncurrentVersionTransition": "Atelier has one storage class, so versions cannot transition",
 	"Tag":                         "object tags are not supported; filter by prefix",
 	"ObjectSizeGreaterThan":       "filter by prefix",
 	"ObjectSizeLessThan":          "filter by prefix",
@@ -876,8 +887,19 @@ func validateLifecycleRule(r *LifecycleRule, name string) error {
 			}
 		}
 	}
-	if r.Expiration == nil && r.AbortIncompleteMultipartUpload == nil {
-		return Errorf(InvalidRequest, "%s has no action; add <Expiration> or <AbortIncompleteMultipartUpload>", name)
+	if r.Expiration == nil && r.AbortIncompleteMultipartUpload == nil && r.NoncurrentVersionExpiration == nil {
+		return Errorf(InvalidRequest, "%s has no action; add <Expiration>, <NoncurrentVersionExpiration> or <AbortIncompleteMultipartUpload>", name)
+	}
+	if x := r.NoncurrentVersionExpiration; x != nil {
+		if err := otherElements(x.Other, "the <NoncurrentVersionExpiration> of "+name, lifecycleUnsupported); err != nil {
+			return err
+		}
+		if x.NoncurrentDays == nil || *x.NoncurrentDays <= 0 {
+			return Errorf(InvalidArgument, "the <NoncurrentVersionExpiration> of %s needs <NoncurrentDays>, a positive integer", name)
+		}
+		if n := x.NewerNoncurrentVersions; n != nil && (*n <= 0 || *n > 100) {
+			return Errorf(InvalidArgument, "the <NoncurrentVersionExpiration> of %s has <NewerNoncurrentVersions>%d</NewerNoncurrentVersions>; it is 1 to 100", name, *n)
+		}
 	}
 	if x := r.Expiration; x != nil {
 		if err := otherElements(x.Other, "the <Expiration> of "+name, lifecycleUnsupported); err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/auth/sigv4"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/obs"
 	"github.com/atelier-dev/atelier/internal/s3code"
 )
 
@@ -106,8 +107,87 @@ func responses() map[string]any {
 			AllowedOrigins: []string{"http://www.example.com"}, AllowedMethods: []string{"PUT", "POST", "DELETE"},
 			AllowedHeaders: []string{"*"}, ExposeHeaders: []string{"x-amz-server-side-encryption"}, MaxAgeSeconds: ptr(3000),
 		}}},
+		"tagging":       NewTagging([]obs.Tag{{Key: "project", Value: "atelier"}, {Key: "stage", Value: "a&b <c>"}}),
+		"tagging_empty": NewTagging(nil),
+		"object_attributes": GetObjectAttributesResponse{ETag: "3858f62230ac3c915f300c664312c11f-3",
+			Checksum: &ObjectChecksum{Checksums: Checksums{ChecksumSHA256: "uhSb8UPzRSlcwsqsx4bvhqjqmX+MNsCvZ5Ar0PKYJpc=-3"}, ChecksumType: "COMPOSITE"},
+			ObjectParts: &GetObjectPartsXML{IsTruncated: true, MaxParts: 2, NextPartNumberMarker: 2, PartNumberMarker: 0, PartsCount: 3,
+				Parts: []ObjectPartXML{
+					{PartNumber: 1, Size: 5242880, Checksums: Checksums{ChecksumSHA256: "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="}},
+					{PartNumber: 2, Size: 5242880, Checksums: Checksums{ChecksumSHA256: "LCa0a2j/xo/5m0U8HTBBNBNCLXBkg7+g+YpeiGJm564="}},
+				}},
+			StorageClass: "STANDARD", ObjectSize: ptr(int64(11534336))},
+		"object_attributes_single": GetObjectAttributesResponse{ETag: "9b2cf535f27731c974343645a3985328", ObjectSize: ptr(int64(434234))},
+		"error_invalid_tag": ErrorResponse{Code: InvalidTag, Message: "the tag key \"aws:x\" starts with aws:, which is reserved for system tags",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_too_many_tags": ErrorResponse{Code: BadRequest, Message: "11 tags; an object has at most 10",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_no_such_tag_set": ErrorResponse{Code: NoSuchTagSet, Message: "The TagSet does not exist.",
+			Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_conditional_conflict": ErrorResponse{Code: ConditionalRequestConflict,
+			Message:  "The conditional request cannot succeed due to a conflicting operation against this resource.",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_precondition_failed": ErrorResponse{Code: PreconditionFailed, Message: "At least one of the pre-conditions you specified did not hold",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"acl": NewAccessControlPolicy(&obs.ACL{Owner: "75aa57f09aa0c8caeab4f8c24e99d10f8e7faeebf76c078efc7c6caea54ba06a",
+			Grants: []obs.Grant{{ID: "75aa57f09aa0c8caeab4f8c24e99d10f8e7faeebf76c078efc7c6caea54ba06a", Permission: obs.PermFullControl},
+				{ID: "id-bob", Permission: obs.PermRead}, {URI: obs.GroupAllUsers, Permission: obs.PermRead}},
+			Names: map[string]string{"75aa57f09aa0c8caeab4f8c24e99d10f8e7faeebf76c078efc7c6caea54ba06a": "alice", "id-bob": "bob"}}),
+		"acl_owner_only": NewAccessControlPolicy(&obs.ACL{Owner: "id-alice",
+			Grants: []obs.Grant{{ID: "id-alice", Permission: obs.PermFullControl}}}),
+		"ownership_controls":  OwnershipControls{Rules: []OwnershipControlsRule{{ObjectOwnership: obs.OwnershipBucketOwnerEnforced}}},
+		"public_access_block": PublicAccessBlockConfiguration{BlockPublicAcls: true, IgnorePublicAcls: true, RestrictPublicBuckets: true},
+		"policy_status":       PolicyStatus{IsPublic: true},
+		"error_acl_not_supported": ErrorResponse{Code: AccessControlListNotSupported,
+			Message:  "bucket \"mybucket\" has ObjectOwnership BucketOwnerEnforced: ACLs are disabled",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_acl_with_ownership": ErrorResponse{Code: InvalidBucketACLWithObjectOwnership,
+			Message:  "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting.",
+			Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_ownership_controls_not_found": ErrorResponse{Code: OwnershipControlsNotFoundError,
+			Message:  "The bucket ownership controls were not found.",
+			Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_no_such_public_access_block": ErrorResponse{Code: NoSuchPublicAccessBlockConfiguration,
+			Message:  "The public access block configuration was not found.",
+			Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_malformed_acl": ErrorResponse{Code: MalformedACLError,
+			Message:  "a <Grantee> has neither <ID> nor <URI>",
+			Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
 		"error": ErrorResponse{Code: NoSuchKey, Message: "The resource you requested does not exist", Resource: "/mybucket/myfoto.jpg",
 			RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"versioning_enabled":   VersioningConfiguration{Status: "Enabled"},
+		"versioning_suspended": VersioningConfiguration{Status: "Suspended"},
+		"versioning_never":     VersioningConfiguration{},
+		"list_versions": ListVersionsResult{
+			Name: "bucket", Prefix: "my", KeyMarker: "", VersionIDMarker: "", MaxKeys: 5, IsTruncated: true,
+			NextKeyMarker: "my-third-image.jpg", NextVersionIDMarker: "03jpff543dhffds434rfdsFDN943fdsFkdmqnh892",
+			Entries: []VersionEntry{
+				{Key: "my-image.jpg", VersionID: "3/L4kqtJl40Nr8X8gdRQBpUMLUo", IsLatest: true, LastModified: mustTime("2009-10-12T17:50:30Z"),
+					ETag: QuoteETag("fba9dede5f27731c9771645a39863328"), Size: 434234, StorageClass: "STANDARD", Owner: owner},
+				{DeleteMarker: true, Key: "my-second-image.jpg", VersionID: "03jpff543dhffds434rfdsFDN943fdsFkdmqnh892", IsLatest: true,
+					LastModified: mustTime("2009-11-12T17:50:30Z"), Owner: owner},
+				{Key: "my-second-image.jpg", VersionID: "QUpfdndhfd8438MNFDN93jdnJFkdmqnh893", IsLatest: false, LastModified: mustTime("2009-10-10T17:50:30Z"),
+					ETag: QuoteETag("9b2cf535f27731c974343645a3985328"), Size: 166434, StorageClass: "STANDARD", Owner: owner},
+				{Key: "my-third-image.jpg", VersionID: "null", IsLatest: false, LastModified: mustTime("2009-10-10T17:50:30Z"),
+					ETag: QuoteETag("9b2cf535f27731c974343645a3985328"), Size: 64, StorageClass: "STANDARD", Owner: owner},
+			},
+		},
+		"list_versions_prefixes": ListVersionsResult{
+			Name: "bucket", Prefix: "photos/", KeyMarker: "photos/a.jpg", VersionIDMarker: "null", MaxKeys: 1000, Delimiter: "/",
+			EncodingType: "url", Entries: []VersionEntry{},
+			CommonPrefixes: []CommonPrefix{{Prefix: "photos/2006/"}, {Prefix: "photos/2007/"}},
+		},
+		"delete_result_versions": DeleteResult{Deleted: []DeletedObject{
+			{Key: "sample1.txt", DeleteMarker: true, DeleteMarkerVersionID: "0190d6a4-1c2f-7a5b-9c3d-4e5f60718293"},
+			{Key: "sample2.txt", VersionID: "0190d6a4-1c2f-7a5b-9c3d-4e5f60718294"},
+			{Key: "sample3.txt", VersionID: "null", DeleteMarker: true, DeleteMarkerVersionID: "null"},
+		}, Errors: []DeleteError{{Key: "sample4.txt", VersionID: "bad", Code: InvalidArgument, Message: "Invalid version id specified"}}},
+		"error_no_such_version": ErrorResponse{Code: NoSuchVersion, Message: "The specified version does not exist.",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_method_not_allowed": ErrorResponse{Code: MethodNotAllowed, Message: "The specified method is not allowed against this resource.",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_illegal_versioning": ErrorResponse{Code: IllegalVersioningConfiguration,
+			Message: "The versioning configuration specified in the request is invalid.", Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
 	}
 }
 
@@ -425,7 +505,9 @@ func TestValidateLifecycle(t *testing.T) {
 		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><AbortIncompleteMultipartUpload/></Rule>`), InvalidArgument, "DaysAfterInitiation"},
 		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><AbortIncompleteMultipartUpload><DaysAfterInitiation>0</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`), InvalidArgument, "positive"},
 		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><Transition><Days>30</Days><StorageClass>GLACIER</StorageClass></Transition></Rule>`), NotImplemented, "<Transition> in lifecycle rule \"r\""},
-		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays></NoncurrentVersionExpiration></Rule>`), NotImplemented, "NoncurrentVersionExpiration"},
+		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><NoncurrentVersionExpiration><NewerNoncurrentVersions>3</NewerNoncurrentVersions></NoncurrentVersionExpiration></Rule>`), InvalidArgument, "NoncurrentDays"},
+		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays><NewerNoncurrentVersions>101</NewerNoncurrentVersions></NoncurrentVersionExpiration></Rule>`), InvalidArgument, "NewerNoncurrentVersions"},
+		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><NoncurrentVersionTransition><NoncurrentDays>1</NoncurrentDays></NoncurrentVersionTransition></Rule>`), NotImplemented, "NoncurrentVersionTransition"},
 		{rule(`<Rule><ID>r</ID><Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><Status>Enabled</Status>` + exp + `</Rule>`), NotImplemented, "<Tag> in the <Filter>"},
 		{rule(`<Rule><ID>r</ID><Filter><And><Prefix>p</Prefix><Tag><Key>k</Key><Value>v</Value></Tag></And></Filter><Status>Enabled</Status>` + exp + `</Rule>`), NotImplemented, "<Tag> in the <And>"},
 		{rule(`<Rule><ID>r</ID><Filter><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan></Filter><Status>Enabled</Status>` + exp + `</Rule>`), NotImplemented, "ObjectSizeGreaterThan"},
@@ -439,6 +521,15 @@ func TestValidateLifecycle(t *testing.T) {
 		_, err := parseLifecycle(t, tc.doc)
 		if codeOf(err) != tc.code || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%.150s:\n  error %v\n  want %s containing %q", tc.doc, err, tc.code, tc.msg)
+		}
+	}
+	for _, doc := range []string{
+		rule(`<Rule><ID>r</ID><Status>Enabled</Status><NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays></NoncurrentVersionExpiration></Rule>`),
+		rule(`<Rule><ID>r</ID><Status>Enabled</Status><NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays><NewerNoncurrentVersions>3</NewerNoncurrentVersions></NoncurrentVersionExpiration></Rule>`),
+		rule(`<Rule><ID>r</ID><Status>Enabled</Status><Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration></Rule>`),
+	} {
+		if _, err := parseLifecycle(t, doc); err != nil {
+			t.Errorf("%.150s: %v", doc, err)
 		}
 	}
 }

@@ -609,6 +609,9 @@ func (c *Controller) count(ctx context.Context, id string) {
 	if _, err := c.update(ctx, id, func(u *record) (bool, error) {
 		u.st.Invocations += dr
 		u.st.Failures += de
+		if dr > 0 {
+			u.st.LastRequest = ms(c.now())
+		}
 		return true, nil
 	}); err != nil {
 		if !errs.Is(err, errs.NotFound) {

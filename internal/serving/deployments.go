@@ -2,9 +2,12 @@ package serving
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/auth"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
+	"github.com/atelier-dev/atelier/internal/serving/gateway"
 )
 
 // Deployments are the operations users call on online services: deploy,
@@ -24,6 +28,8 @@ type Deployments struct {
 	models  Models
 	authz   Authorizer
 	remover remover
+	// notebooks are metered with services and jobs (nil: not counted).
+	notebooks NotebookMeter
 }
 
 // remover removes a service whose deletion has nothing left to stop (the
@@ -486,7 +492,42 @@ func (d *Deployments) Stats(ctx context.Context, p *auth.Principal, id string) (
 	}
 	st := d.router.Stats(id)
 	st.ServiceID = id
+	st.Series = d.router.Series(id)
+	st.StepSeconds = gateway.SeriesStep.Seconds()
 	return &st, nil
+}
+
+// Predict calls the service for p from inside the server, as the console's
+// "try it" does: the caller must see the service (another user's is not
+// found) and may call it (atelier:service:Predict, checked by the gateway
+// as for any in-process call), whatever its auth mode: the API's own
+// authentication (token, SigV4, or the console's session with its CSRF
+// token) stands in for the service's token or app code. The answer is
+// returned as text, with the gateway's status and the latency the server
+// measured around the call.
+func (d *Deployments) Predict(ctx context.Context, p *auth.Principal, id, contentType string, body []byte) (*api.PredictResult, error) {
+	const op errs.Op = "serving.Predict"
+	if _, err := d.load(ctx, op, p, id, "Get"); err != nil {
+		return nil, err
+	}
+	if contentType == "" {
+		contentType = "application/json"
+	}
+	start := time.Now()
+	a, err := d.router.Invoke(ctx, p, id, contentType, body)
+	took := time.Since(start)
+	if err != nil {
+		return nil, errs.E(op, err)
+	}
+	out := &api.PredictResult{Status: a.Status, ContentType: a.Header.Get("Content-Type"),
+		LatencyMs: float64(took.Microseconds()) / 1000, RequestID: a.Header.Get("X-Request-Id"),
+		ModelID: a.Header.Get("X-Atelier-Model"), InstanceID: a.Header.Get("X-Atelier-Instance")}
+	if utf8.Valid(a.Body) {
+		out.Body = string(a.Body)
+	} else {
+		out.Body, out.BodyEncoding = base64.StdEncoding.EncodeToString(a.Body), "base64"
+	}
+	return out, nil
 }
 
 // Events lists a service's events.

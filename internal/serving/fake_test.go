@@ -3,6 +3,7 @@ package serving
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,6 +150,9 @@ type fakeRouter struct {
 	removed  []string
 	inflight map[string]int
 	stats    map[string]api.ServiceStats
+	invoked  []string
+	answer   *gateway.Answer
+	series   map[string][]api.StatsPoint
 }
 
 func (f *fakeRouter) Set(r gateway.Route) {
@@ -170,6 +174,22 @@ func (f *fakeRouter) Stats(id string) api.ServiceStats {
 	st := f.stats[id]
 	st.ServiceID = id
 	return st
+}
+
+func (f *fakeRouter) Series(id string) []api.StatsPoint {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.series[id]
+}
+
+func (f *fakeRouter) Invoke(_ context.Context, p *auth.Principal, id, ctype string, body []byte) (*gateway.Answer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.invoked = append(f.invoked, id+" "+p.User.Name+" "+ctype+" "+string(body))
+	if f.answer == nil {
+		return &gateway.Answer{Status: 503, Header: http.Header{}, Body: []byte(`{"error_code":"ATL.GW.0003"}`)}, nil
+	}
+	return f.answer, nil
 }
 
 func (f *fakeRouter) InFlight(id string) int {

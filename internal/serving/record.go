@@ -29,6 +29,9 @@ type state struct {
 	Ended        []endedInstance       `json:"ended,omitempty"` // the last instances that ended, newest last
 	Invocations  int64                 `json:"invocations,omitempty"`
 	Failures     int64                 `json:"failures,omitempty"`
+	// LastRequest is when the controller last saw the request count grow
+	// (ms; every countEvery): usage's "no traffic" test.
+	LastRequest int64 `json:"last_request,omitempty"`
 }
 
 // scaleState is the autoscaler's memory of one model version.

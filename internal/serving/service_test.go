@@ -191,7 +191,7 @@ func TestCrashedInstanceRestartsWithBackoff(t *testing.T) {
 		t.Errorf("late heartbeat reply %+v", r)
 	}
 	// Usage: the crashed instance ran 2 minutes.
-	u, err := e.d.Usage(e.ctx, e.alice, false)
+	u, err := e.d.Usage(e.ctx, e.alice, api.UsageQuery{})
 	if err != nil || len(u.Items) != 1 || u.Items[0].Flavor != "cpu.1" || u.Items[0].InstanceSeconds < 240 {
 		t.Errorf("usage %+v %v", u, err)
 	}
@@ -577,7 +577,7 @@ func TestDeleteStopsThenRemoves(t *testing.T) {
 		t.Errorf("instant delete: %v", err)
 	}
 	// Usage survives.
-	if u, _ := e.d.Usage(e.ctx, e.alice, false); len(u.Items) != 1 {
+	if u, _ := e.d.Usage(e.ctx, e.alice, api.UsageQuery{}); len(u.Items) != 1 {
 		t.Errorf("usage after delete %+v", u)
 	}
 }

@@ -42,6 +42,7 @@ const (
 	CodeHealth        errs.Code = "ATL.SVC.0023" // health (liveness probe, load timeout) outside its bounds
 	CodeNeverFits     errs.Code = "ATL.SVC.0024" // an instance of the flavor can never be booked on this machine
 	CodeQuota         errs.Code = "ATL.SVC.0025" // the owner runs as many services as quotas.services_per_user allows
+	CodeUsageWindow   errs.Code = "ATL.SVC.0026" // the usage window is empty (since not before until and now)
 )
 
 // Instance phases (api.Instance.Phase). The runner reports Downloading,
@@ -65,6 +66,7 @@ const SystemBucket = obs.SystemBucket
 // Store is what online services need from the metadata store.
 type Store interface {
 	meta.Services
+	GetUser(ctx context.Context, id string) (*meta.User, error) // usage shows owners by name
 	ListJobs(ctx context.Context, f meta.JobFilter, opts meta.ListOptions) ([]*meta.JobRecord, int, error)
 }
 
@@ -93,6 +95,11 @@ type Router interface {
 	Remove(serviceID string)
 	Stats(serviceID string) api.ServiceStats
 	InFlight(serviceID string) int
+	// Series are the figures over time (the API's stats only).
+	Series(serviceID string) []api.StatsPoint
+	// Invoke calls a service from inside the server for p (the API's
+	// predict), authorized as p whatever the service's auth mode.
+	Invoke(ctx context.Context, p *auth.Principal, serviceID, contentType string, body []byte) (*gateway.Answer, error)
 }
 
 // Options configure online services.

@@ -28,7 +28,9 @@ func TestMain(m *testing.M) {
 	// that is not root has no Go toolchain cache of its own).
 	if b := os.Getenv("ATELIER_E2E_BIN"); b != "" {
 		bin = b
-		os.Exit(m.Run())
+		code := m.Run()
+		closeBrowser()
+		os.Exit(code)
 	}
 	dir, err := os.MkdirTemp("", "atelier-e2e-bin-")
 	if err != nil {
@@ -46,6 +48,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	closeBrowser()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

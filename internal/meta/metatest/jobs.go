@@ -26,6 +26,7 @@ func job(id, owner, name string) *meta.JobRecord {
 		Spec:       []byte(`{"metadata":{"name":"` + name + `"},"spec":{"command":"python train.py --lr=0.1 \"ünï\""}}`),
 		Status:     []byte(`{"phase":"Pending","attempt":0}`),
 		Runtime:    []byte(`{"handle":"pid:1:2","token_hash":"abc"}`),
+		Duration:   1500,
 		Version:    0,
 	}
 }
@@ -261,6 +262,67 @@ func testJobList(t *testing.T, s meta.Store) {
 	same(t, "listed job", *jobs[0], normJob(want))
 }
 
+// testJobListSort: every order of meta.JobSorts, with ties ordered newest
+// first, paged; an unknown order is Invalid.
+func testJobListSort(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	t0 := base()
+	type fixture struct {
+		id, name, phase string
+		duration        int64
+		created         time.Time
+	}
+	fixtures := []fixture{
+		{"j1", "beta", "Running", 300, t0.Add(1 * time.Minute)},
+		{"j2", "Alpha", "Completed", 100, t0.Add(2 * time.Minute)},
+		{"j3", "alpha", "Failed", 300, t0.Add(3 * time.Minute)},
+		{"j4", "gamma", "Completed", 0, t0.Add(4 * time.Minute)},
+		{"j5", "delta", "Pending", 0, time.Time{}}, // zero time: oldest
+	}
+	for _, f := range fixtures {
+		r := job(f.id, "u1", f.name)
+		r.Phase, r.Duration, r.CreateTime = f.phase, f.duration, f.created
+		must(t, s.CreateJob(ctx, r))
+	}
+	ids := func(sort string, opts meta.ListOptions) []string {
+		t.Helper()
+		jobs, n, err := s.ListJobs(ctx, meta.JobFilter{Sort: sort}, opts)
+		must(t, err)
+		same(t, "total sorted by "+sort, n, len(fixtures))
+		out := []string{}
+		for _, j := range jobs {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+	all := meta.ListOptions{}
+	for _, c := range []struct {
+		sort string
+		want []string
+	}{
+		{"", []string{"j4", "j3", "j2", "j1", "j5"}},
+		{"-create_time", []string{"j4", "j3", "j2", "j1", "j5"}},
+		{"create_time", []string{"j5", "j1", "j2", "j3", "j4"}},
+		{"name", []string{"j2", "j3", "j1", "j5", "j4"}}, // byte order: upper case first
+		{"-name", []string{"j4", "j5", "j1", "j3", "j2"}},
+		{"phase", []string{"j4", "j2", "j3", "j5", "j1"}},
+		{"-phase", []string{"j1", "j5", "j3", "j4", "j2"}},
+		{"duration", []string{"j4", "j5", "j2", "j3", "j1"}},
+		{"-duration", []string{"j3", "j1", "j2", "j4", "j5"}},
+	} {
+		same(t, "sorted by "+c.sort, ids(c.sort, all), c.want)
+	}
+	same(t, "second page by duration", ids("-duration", meta.ListOptions{Offset: 2, Limit: 2}), []string{"j2", "j4"})
+	jobs, _, err := s.ListJobs(ctx, meta.JobFilter{Sort: "duration", Phases: []string{"Completed"}}, all)
+	must(t, err)
+	same(t, "filtered and sorted", []string{jobs[0].ID, jobs[1].ID}, []string{"j4", "j2"})
+	same(t, "duration read back", jobs[1].Duration, int64(100))
+	for _, bad := range []string{"owner_id", "create_time; DROP TABLE jobs", "--name", "Name"} {
+		_, _, err := s.ListJobs(ctx, meta.JobFilter{Sort: bad}, all)
+		wantKind(t, "sort "+bad, err, errs.Invalid)
+	}
+}
+
 func testJobListCap(t *testing.T, s meta.Store) {
 	ctx := t.Context()
 	for i := range meta.MaxLimit + 1 {
@@ -283,7 +345,7 @@ func testJobUpdate(t *testing.T, s meta.Store) {
 	must(t, s.CreateJob(ctx, job("j2", "u1", "taken")))
 
 	stale := *r
-	r.Phase, r.Priority = "Running", 3
+	r.Phase, r.Priority, r.Duration = "Running", 3, 98765
 	r.Status = []byte(`{"phase":"Running","attempt":1}`)
 	r.Runtime = nil
 	before := time.Now().Add(-time.Millisecond)

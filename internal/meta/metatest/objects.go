@@ -61,16 +61,17 @@ func normMap(m map[string]string) map[string]string {
 // normObject is o as a store returns it.
 func normObject(o *meta.Object) meta.Object {
 	n := norm(*o)
-	n.Metadata, n.Headers, n.Checksums = normMap(n.Metadata), normMap(n.Headers), normMap(n.Checksums)
+	n.Metadata, n.Headers, n.Checksums, n.Tags = normMap(n.Metadata), normMap(n.Headers), normMap(n.Checksums), normMap(n.Tags)
 	if len(n.Blobs) == 0 {
 		n.Blobs = nil
 	}
+	n.Versioned = false // a write's hint, not stored
 	return n
 }
 
 func normUpload(u *meta.Upload) meta.Upload {
 	n := norm(*u)
-	n.Metadata, n.Headers = normMap(n.Metadata), normMap(n.Headers)
+	n.Metadata, n.Headers, n.Tags = normMap(n.Metadata), normMap(n.Headers), normMap(n.Tags)
 	return n
 }
 

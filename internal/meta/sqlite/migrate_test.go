@@ -34,3 +34,5 @@ func migrator(t *testing.T) metatest.Migrator {
 func TestBlobIDMigration(t *testing.T) { metatest.RunBlobIDMigration(t, migrator(t)) }
 
 func TestServiceModelsMigration(t *testing.T) { metatest.RunServiceModelsMigration(t, migrator(t)) }
+
+func TestVersioningMigration(t *testing.T) { metatest.RunVersioningMigration(t, migrator(t)) }

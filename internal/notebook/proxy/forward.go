@@ -90,8 +90,20 @@ func upstreamHeader(h http.Header, token string) {
 	h.Set("Authorization", "token "+token)
 }
 
-// dropCookie removes the session cookie from h's Cookie lines, keeping the
-// others (Jupyter's _xsrf …) as they were sent.
+// platformCookie reports whether a cookie name is the platform's: the
+// notebook session (CookieName), the console's session ("atelier_console",
+// an API token) and any other "atelier_" cookie. Cookies are not isolated
+// by port, so the browser sends the console's cookie here too; Jupyter
+// runs its owner's code and must neither see those cookies (a notebook
+// opened by another user through its owner's login link would steal that
+// user's console session) nor set them (cookie tossing into the console).
+func platformCookie(name string) bool {
+	name = strings.TrimSpace(name)
+	return name == CookieName || strings.HasPrefix(strings.ToLower(name), "atelier_")
+}
+
+// dropCookie removes the platform's cookies from h's Cookie lines, keeping
+// the others (Jupyter's _xsrf …) as they were sent.
 func dropCookie(h http.Header) {
 	lines := h["Cookie"]
 	if len(lines) == 0 {
@@ -102,7 +114,7 @@ func dropCookie(h http.Header) {
 		for c := range strings.SplitSeq(line, ";") {
 			c = strings.TrimSpace(c)
 			name, _, _ := strings.Cut(c, "=")
-			if c == "" || strings.TrimSpace(name) == CookieName {
+			if c == "" || platformCookie(name) {
 				continue
 			}
 			kept = append(kept, c)
@@ -115,8 +127,8 @@ func dropCookie(h http.Header) {
 	h["Cookie"] = []string{strings.Join(kept, "; ")}
 }
 
-// dropSetCookie removes what would set or clear the session cookie from
-// a response of Jupyter.
+// dropSetCookie removes what would set or clear a platform cookie (see
+// platformCookie) from a response of Jupyter.
 func dropSetCookie(h http.Header) {
 	lines := h["Set-Cookie"]
 	if len(lines) == 0 {
@@ -125,7 +137,7 @@ func dropSetCookie(h http.Header) {
 	kept := lines[:0:0]
 	for _, l := range lines {
 		name, _, _ := strings.Cut(l, "=")
-		if strings.TrimSpace(name) != CookieName {
+		if !platformCookie(name) {
 			kept = append(kept, l)
 		}
 	}

@@ -171,6 +171,7 @@ func (j *jupyter) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "from-jupyter", Path: "/"})
 		http.SetCookie(w, &http.Cookie{Name: "_xsrf", Value: "x1", Path: "/"})
+		http.SetCookie(w, &http.Cookie{Name: "atelier_console", Value: "atl_tossed", Path: "/api/v1/obs"})
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(seen{Host: r.Host, Authorization: r.Header.Values("Authorization"),
 			XAuthToken: r.Header.Values("X-Auth-Token"), Cookie: r.Header.Values("Cookie"),
@@ -297,7 +298,7 @@ func (e *env) cookie(id, user string) *http.Cookie {
 
 // login redeems a fresh login link of alice on nb1 and returns the cookie.
 func (e *env) login() *http.Cookie {
-	code, _ := e.logins.Mint("nb1", "alice")
+	code, _ := e.logins.Mint("nb1", "alice", "alice")
 	res := e.do(http.MethodGet, LoginPath("nb1", code), nil, nil)
 	res.Body.Close()
 	for _, c := range res.Cookies() {

@@ -196,7 +196,7 @@ func (p *Proxy) login(w http.ResponseWriter, r *http.Request, id string) {
 			"a login link is opened with GET, not "+r.Method))
 		return
 	}
-	user, err := p.o.Logins.redeem(id, r.URL.Query().Get("code"))
+	user, err := redeem(p.o.Logins, id, r.URL.Query().Get("code"))
 	if err != nil {
 		fail(w, err)
 		return

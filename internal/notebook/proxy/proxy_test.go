@@ -16,7 +16,7 @@ import (
 
 func TestLogin(t *testing.T) {
 	e := newEnv(t)
-	code, exp := e.logins.Mint("nb1", "alice")
+	code, exp := e.logins.Mint("nb1", "alice", "alice")
 	if want := e.clock.Now().Add(LoginTTL); !exp.Equal(want) {
 		t.Errorf("expires %v, want %v", exp, want)
 	}
@@ -49,8 +49,8 @@ func TestLogin(t *testing.T) {
 	}
 
 	// Each refusal is its own fresh link unless it is a reuse.
-	other, _ := e.logins.Mint("nb2", "bob")
-	expired, _ := e.logins.Mint("nb1", "alice")
+	other, _ := e.logins.Mint("nb2", "bob", "bob")
+	expired, _ := e.logins.Mint("nb1", "alice", "alice")
 	tests := []struct {
 		name, path, code string
 		status           int
@@ -78,7 +78,7 @@ func TestLogin(t *testing.T) {
 	}
 
 	t.Run("method", func(t *testing.T) {
-		code, _ := e.logins.Mint("nb1", "alice")
+		code, _ := e.logins.Mint("nb1", "alice", "alice")
 		res := e.do(http.MethodPost, LoginPath("nb1", code), http.Header{"Origin": {e.origin}}, nil)
 		if body := text(t, res); res.StatusCode != http.StatusMethodNotAllowed || !strings.HasPrefix(body, "ATL.NB.0108") {
 			t.Errorf("status %d %q", res.StatusCode, body)
@@ -92,7 +92,7 @@ func TestLogin(t *testing.T) {
 	})
 
 	t.Run("secure over TLS", func(t *testing.T) {
-		code, _ := e.logins.Mint("nb1", "alice")
+		code, _ := e.logins.Mint("nb1", "alice", "alice")
 		r := httptest.NewRequest(http.MethodGet, "https://nb.example"+LoginPath("nb1", code), nil)
 		r.TLS = &tls.ConnectionState{}
 		w := httptest.NewRecorder()
@@ -303,7 +303,7 @@ func TestForwardedHeaders(t *testing.T) {
 	c := e.cookie("nb1", "alice")
 	h := http.Header{
 		"Authorization": {"token stolen", "Bearer x"},
-		"Cookie":        {"_xsrf=abc; " + CookieName + "=" + c.Value + "; other=1", CookieName + "=zz"},
+		"Cookie":        {"_xsrf=abc; " + CookieName + "=" + c.Value + "; atelier_console=atl_victim; other=1", CookieName + "=zz"},
 		"Connection":    {"X-Hop"},
 		"X-Hop":         {"1"},
 	}
@@ -400,7 +400,7 @@ func TestStreamingUpload(t *testing.T) {
 
 func TestLoginCodeNotInURLs(t *testing.T) {
 	e := newEnv(t)
-	code, _ := e.logins.Mint("nb1", "alice")
+	code, _ := e.logins.Mint("nb1", "alice", "alice")
 	res := e.do(http.MethodGet, LoginPath("nb1", code), nil, nil)
 	res.Body.Close()
 	for k, vs := range res.Header {
@@ -437,7 +437,7 @@ func TestPerNotebookHost(t *testing.T) {
 		}
 		return res
 	}
-	code, _ := e.logins.Mint("nb1", "alice")
+	code, _ := e.logins.Mint("nb1", "alice", "alice")
 	res := send(http.MethodGet, own, LoginPath("nb1", code), nil)
 	res.Body.Close()
 	var c *http.Cookie
@@ -487,7 +487,7 @@ func TestNoServiceWorkers(t *testing.T) {
 	if v := res.Header.Get("Service-Worker-Allowed"); v != "" {
 		t.Errorf("Service-Worker-Allowed passed through: %q", v)
 	}
-	code, _ := e.logins.Mint("nb1", "alice")
+	code, _ := e.logins.Mint("nb1", "alice", "alice")
 	res = e.do(http.MethodGet, LoginPath("nb1", code), nil, nil)
 	res.Body.Close()
 	if v := res.Header.Get("Clear-Site-Data"); v != `"storage"` {

@@ -24,7 +24,8 @@ func TestRouting(t *testing.T) {
 	g.Set(openRoute("s1", Backend{InstanceID: "i1", ModelID: "m1", Addr: b.addr()}))
 
 	r := g.call(t, "POST", "/v1/infers/s1", `{"x":1}`, "Content-Type", "application/json", "X-Request-Id", "req-123",
-		"X-Auth-Token", "secret", "X-Apig-AppCode", "code", "Connection", "X-Drop", "X-Drop", "1")
+		"X-Auth-Token", "secret", "X-Apig-AppCode", "code", "Connection", "X-Drop", "X-Drop", "1",
+		"Cookie", "atelier_console=atl_victim; atelier_nb=x")
 	if r.status != 200 {
 		t.Fatalf("status %d: %s", r.status, r.body)
 	}
@@ -32,7 +33,9 @@ func TestRouting(t *testing.T) {
 	if e.Method != "POST" || e.Path != "/" || e.Body != `{"x":1}` {
 		t.Errorf("instance got %+v", e)
 	}
-	for _, h := range []string{"X-Auth-Token", "X-Apig-Appcode", "X-Drop"} {
+	// The host's cookies are the platform's (the console's session, a
+	// notebook's): an instance runs its owner's code and gets none.
+	for _, h := range []string{"X-Auth-Token", "X-Apig-Appcode", "X-Drop", "Cookie"} {
 		if _, ok := e.Header[h]; ok {
 			t.Errorf("header %s reached the instance", h)
 		}

@@ -31,14 +31,31 @@ const MaxPredictAnswer = 8 << 20
 // or app code a network client sends is not needed, nor accepted in its
 // place. It returns the answer's status and body.
 func (g *Gateway) Predict(ctx context.Context, p *auth.Principal, serviceID, contentType string, body []byte) (int, []byte, error) {
+	a, err := g.Invoke(ctx, p, serviceID, contentType, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	return a.Status, a.Body, nil
+}
+
+// Answer is what an in-process call got back.
+type Answer struct {
+	Status int
+	Header http.Header // X-Request-Id, X-Atelier-Model, X-Atelier-Instance, Content-Type …
+	Body   []byte      // at most MaxPredictAnswer
+}
+
+// Invoke is Predict with the answer's headers: the same in-process call,
+// routed, counted and authorized as p (atelier:service:Predict).
+func (g *Gateway) Invoke(ctx context.Context, p *auth.Principal, serviceID, contentType string, body []byte) (*Answer, error) {
 	const op errs.Op = "gateway.Predict"
 	if p == nil {
-		return 0, nil, errs.E(op, errs.Unauthenticated, "an in-process call needs a principal")
+		return nil, errs.E(op, errs.Unauthenticated, "an in-process call needs a principal")
 	}
 	ctx = context.WithValue(ctx, principalKey{}, p)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/v1/infers/"+url.PathEscape(serviceID), bytes.NewReader(body))
 	if err != nil {
-		return 0, nil, errs.E(op, errs.Invalid, err)
+		return nil, errs.E(op, errs.Invalid, err)
 	}
 	req.Header.Set("Content-Type", contentType)
 	req.ContentLength = int64(len(body))
@@ -55,12 +72,12 @@ func (g *Gateway) Predict(ctx context.Context, p *auth.Principal, serviceID, con
 		g.ServeHTTP(rec, req)
 	}()
 	if rec.aborted {
-		return 0, nil, errs.E(op, errs.IO, "the service's answer was cut off")
+		return nil, errs.E(op, errs.IO, "the service's answer was cut off")
 	}
 	if rec.code == 0 {
 		rec.code = http.StatusOK
 	}
-	return rec.code, rec.body.Bytes(), nil
+	return &Answer{Status: rec.code, Header: rec.h, Body: rec.body.Bytes()}, nil
 }
 
 // recorder is the ResponseWriter of an in-process call.

@@ -34,6 +34,7 @@ type svcState struct {
 	qps       secRing
 	lat       latRing
 	hist      histogram
+	ser       series
 
 	coldStarts atomic.Int64 // requests that waited for an instance of the service scaled to zero
 
@@ -69,6 +70,7 @@ type modelStats struct {
 // record accounts one finished request.
 func (s *svcState) record(m *modelStats, code int, failed bool, d time.Duration, now time.Time) {
 	sec := now.Unix()
+	s.roll(sec)
 	if s.first.Load() == 0 {
 		s.first.CompareAndSwap(0, sec)
 	}

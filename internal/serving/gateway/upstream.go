@@ -374,9 +374,13 @@ func (g *Gateway) send(ctx context.Context, x *exchange, r *http.Request, b *bac
 // handler sees the request's data, not its headers), so the gateway sends
 // none: an address the instance would parse on every request for nothing
 // (a client's own X-Forwarded-For, which it could forge, is dropped too).
+// Cookie too: the gateway shares its host (and, for browsers, its site)
+// with the console and the notebook listener, so a browser's cookies here
+// are the platform's sessions (the console's is an API token), and an
+// instance runs its owner's code.
 func skipRequestHeader(k string) bool {
 	switch k {
-	case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te",
+	case "Cookie", "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te",
 		"Trailer", "Transfer-Encoding", "Upgrade", "X-Auth-Token", "X-Apig-Appcode", "Expect", "Content-Length",
 		"Host", "X-Request-Id", "X-Forwarded-For", api.InstanceSecretHeader:
 		return true
@@ -519,6 +523,8 @@ func handledKey(canon []byte) string {
 		return "X-Atelier-Model"
 	case "Date":
 		return "Date"
+	case "Set-Cookie":
+		return "Set-Cookie"
 	}
 	return ""
 }
@@ -632,6 +638,11 @@ func (x *exchange) readHead(br *bufio.Reader, method string, dst http.Header, ra
 			continue
 		case "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Upgrade", "X-Request-Id", "X-Atelier-Instance", "X-Atelier-Model":
 			continue // hop-by-hop, or set by the gateway
+		case "Set-Cookie":
+			// The gateway shares its host (a browser's site) with the
+			// console: an instance's cookie would land in the console's
+			// jar (cookie tossing over the console's session).
+			continue
 		case "Date":
 			x.sawDate = true
 			if memo != nil {

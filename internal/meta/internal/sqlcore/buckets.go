@@ -10,12 +10,12 @@ import (
 	"github.com/atelier-dev/atelier/internal/meta"
 )
 
-const bucketColumns = `name, owner_id, region, create_time, policy, lifecycle, cors`
+const bucketColumns = `name, owner_id, region, create_time, policy, lifecycle, cors, tags, versioning, acl, ownership, public_access_block`
 
 func scanBucket(sc scanner) (*meta.Bucket, error) {
 	var b meta.Bucket
 	var ct sql.NullInt64
-	if err := sc.Scan(&b.Name, &b.OwnerID, &b.Region, &ct, &b.Policy, &b.Lifecycle, &b.CORS); err != nil {
+	if err := sc.Scan(&b.Name, &b.OwnerID, &b.Region, &ct, &b.Policy, &b.Lifecycle, &b.CORS, &b.Tags, &b.Versioning, &b.ACL, &b.Ownership, &b.PublicAccessBlock); err != nil {
 		return nil, err
 	}
 	b.CreateTime = fromMillis(ct)
@@ -34,12 +34,16 @@ func (s *Store) CreateBucket(ctx context.Context, b *meta.Bucket) error {
 		return err
 	}
 	if err := validText(op, "bucket name", b.Name, "owner id", b.OwnerID, "region", b.Region,
-		"bucket policy", b.Policy, "lifecycle configuration", b.Lifecycle, "CORS configuration", b.CORS); err != nil {
+		"bucket policy", b.Policy, "lifecycle configuration", b.Lifecycle, "CORS configuration", b.CORS, "tag set", b.Tags,
+		"ACL", b.ACL, "object ownership", b.Ownership, "public access block", b.PublicAccessBlock); err != nil {
+		return err
+	}
+	if err := validVersioning(op, b.Versioning, true); err != nil {
 		return err
 	}
 	_, err := s.exec(ctx, s.w,
-		`INSERT INTO buckets (`+bucketColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		b.Name, b.OwnerID, b.Region, millis(b.CreateTime), b.Policy, b.Lifecycle, b.CORS)
+		`INSERT INTO buckets (`+bucketColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		b.Name, b.OwnerID, b.Region, millis(b.CreateTime), b.Policy, b.Lifecycle, b.CORS, b.Tags, b.Versioning, b.ACL, b.Ownership, b.PublicAccessBlock)
 	if s.d.IsUnique(err) {
 		return errs.E(op, errs.Exists, fmt.Sprintf("bucket %q already exists", b.Name))
 	}
@@ -69,7 +73,7 @@ func (s *Store) ListBuckets(ctx context.Context, ownerID string) ([]*meta.Bucket
 }
 
 // DeleteBucket removes an empty bucket; NotFound if none, Conflict if it
-// holds objects or multipart uploads.
+// holds objects, versions (delete markers too) or multipart uploads.
 func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 	const op errs.Op = "meta.DeleteBucket"
 	// The lock keeps objects and uploads from arriving before the delete:
@@ -80,6 +84,7 @@ func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 		}
 		for _, c := range []struct{ query, what string }{
 			{`SELECT COUNT(*) FROM (SELECT 1 FROM objects WHERE bucket = ? LIMIT 1) t`, "objects"},
+			{`SELECT COUNT(*) FROM (SELECT 1 FROM object_versions WHERE bucket = ? LIMIT 1) t`, "object versions or delete markers"},
 			{`SELECT COUNT(*) FROM (SELECT 1 FROM uploads WHERE bucket = ? LIMIT 1) t`, "multipart uploads"},
 		} {
 			var n int
@@ -108,6 +113,19 @@ func (s *Store) SetBucketConfig(ctx context.Context, name string, which meta.Buc
 		column = "lifecycle"
 	case meta.BucketCORS:
 		column = "cors"
+	case meta.BucketTags:
+		column = "tags"
+	case meta.BucketVersioning:
+		column = "versioning"
+		if err := validVersioning(op, doc, false); err != nil {
+			return err
+		}
+	case meta.BucketACL:
+		column = "acl"
+	case meta.BucketOwnership:
+		column = "ownership"
+	case meta.BucketPublicAccessBlock:
+		column = "public_access_block"
 	default:
 		return errs.E(op, errs.Invalid, fmt.Sprintf("unknown bucket configuration %d", which))
 	}
@@ -140,4 +158,14 @@ func (s *Store) bucketExists(ctx context.Context, q querier, op errs.Op, name st
 		return bucketNotFound(op, name)
 	}
 	return nil
+}
+
+// validVersioning checks a versioning state: Enabled or Suspended, or ""
+// (never versioned) where empty allows it.
+func validVersioning(op errs.Op, v string, empty bool) error {
+	switch {
+	case v == meta.VersioningEnabled, v == meta.VersioningSuspended, v == "" && empty:
+		return nil
+	}
+	return errs.E(op, errs.Invalid, fmt.Sprintf("versioning state %q is not %s or %s", v, meta.VersioningEnabled, meta.VersioningSuspended))
 }

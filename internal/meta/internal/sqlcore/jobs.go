@@ -15,7 +15,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/meta"
 )
 
-const jobColumns = `id, name, owner_id, phase, priority, create_time, update_time, spec, status, runtime, version`
+const jobColumns = `id, name, owner_id, phase, priority, create_time, update_time, spec, status, runtime, duration, version`
 
 // hintJobName is the hint of a clash of job names.
 const hintJobName = errs.Hint("Pick another name, or delete the existing job first.")
@@ -29,7 +29,7 @@ func scanJob(sc scanner) (*meta.JobRecord, error) {
 	var ct, ut sql.NullInt64
 	var spec, status, runtime string
 	if err := sc.Scan(&r.ID, &r.Name, &r.OwnerID, &r.Phase, &r.Priority, &ct, &ut,
-		&spec, &status, &runtime, &r.Version); err != nil {
+		&spec, &status, &runtime, &r.Duration, &r.Version); err != nil {
 		return nil, err
 	}
 	r.CreateTime, r.UpdateTime = fromMillis(ct), fromMillis(ut)
@@ -73,9 +73,9 @@ func (s *Store) CreateJob(ctx context.Context, r *meta.JobRecord) error {
 		return err
 	}
 	_, err := s.exec(ctx, s.w,
-		`INSERT INTO jobs (`+jobColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		`INSERT INTO jobs (`+jobColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Name, r.OwnerID, r.Phase, r.Priority, millis(r.CreateTime), millis(r.UpdateTime),
-		string(r.Spec), string(r.Status), string(r.Runtime), r.Version)
+		string(r.Spec), string(r.Status), string(r.Runtime), r.Duration, r.Version)
 	if s.d.IsUnique(err) {
 		// Either the id or (owner, name) is taken: say which.
 		var n int
@@ -103,11 +103,25 @@ func (s *Store) GetJob(ctx context.Context, id string) (*meta.JobRecord, error) 
 	return r, s.wrap(op, err)
 }
 
-// ListJobs returns a page of the jobs f selects, newest first (creation time
-// descending with the zero time last, then id descending), and their total
-// count. NameLike matches a substring of the name, ignoring the case of
-// ASCII letters; other characters, '%' and '_' included, match only
-// themselves.
+// jobOrders are the ORDER BY clauses of meta.JobSorts. Ties go newest
+// first; "create_time" is the exact reverse of the default.
+var jobOrders = map[string]string{
+	"":             `create_time DESC NULLS LAST, id DESC`,
+	"-create_time": `create_time DESC NULLS LAST, id DESC`,
+	"create_time":  `create_time ASC NULLS FIRST, id ASC`,
+	"name":         `name ASC, create_time DESC NULLS LAST, id DESC`,
+	"-name":        `name DESC, create_time DESC NULLS LAST, id DESC`,
+	"phase":        `phase ASC, create_time DESC NULLS LAST, id DESC`,
+	"-phase":       `phase DESC, create_time DESC NULLS LAST, id DESC`,
+	"duration":     `duration ASC, create_time DESC NULLS LAST, id DESC`,
+	"-duration":    `duration DESC, create_time DESC NULLS LAST, id DESC`,
+}
+
+// ListJobs returns a page of the jobs f selects in f.Sort's order (newest
+// first by default: creation time descending with the zero time last, then
+// id descending), and their total count. NameLike matches a substring of
+// the name, ignoring the case of ASCII letters; other characters, '%' and
+// '_' included, match only themselves. Invalid if f.Sort is unknown.
 func (s *Store) ListJobs(ctx context.Context, f meta.JobFilter, opts meta.ListOptions) ([]*meta.JobRecord, int, error) {
 	const op errs.Op = "meta.ListJobs"
 	if err := validText(op, "owner id", f.OwnerID, "job name filter", f.NameLike); err != nil {
@@ -117,6 +131,10 @@ func (s *Store) ListJobs(ctx context.Context, f meta.JobFilter, opts meta.ListOp
 		if err := validText(op, "job phase", p); err != nil {
 			return nil, 0, err
 		}
+	}
+	order, ok := jobOrders[f.Sort]
+	if !ok {
+		return nil, 0, errs.E(op, errs.Invalid, fmt.Sprintf("unknown job order %q (one of %s)", f.Sort, strings.Join(meta.JobSorts, ", ")))
 	}
 	opts = opts.Normalize()
 	var conds []string
@@ -134,7 +152,7 @@ func (s *Store) ListJobs(ctx context.Context, f meta.JobFilter, opts meta.ListOp
 		conds = append(conds, `LOWER(name) LIKE ? ESCAPE '!'`)
 		args = append(args, containsPattern(f.NameLike))
 	}
-	out, total, err := newestPage(ctx, s, "jobs", jobColumns, conds, args, opts, scanJob)
+	out, total, err := orderedPage(ctx, s, "jobs", jobColumns, conds, args, order, opts, scanJob)
 	if err != nil {
 		return nil, 0, s.wrap(op, err)
 	}
@@ -178,10 +196,10 @@ func (s *Store) UpdateJob(ctx context.Context, r *meta.JobRecord) error {
 	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := s.exec(ctx, tx,
 			`UPDATE jobs SET name = ?, owner_id = ?, phase = ?, priority = ?, update_time = ?,
-			spec = ?, status = ?, runtime = ?, version = version + 1
+			spec = ?, status = ?, runtime = ?, duration = ?, version = version + 1
 			WHERE id = ? AND version = ?`,
 			r.Name, r.OwnerID, r.Phase, r.Priority, millis(now),
-			string(r.Spec), string(r.Status), string(r.Runtime), r.ID, r.Version)
+			string(r.Spec), string(r.Status), string(r.Runtime), r.Duration, r.ID, r.Version)
 		if s.d.IsUnique(err) {
 			return jobNameExists(op, r.Name)
 		}

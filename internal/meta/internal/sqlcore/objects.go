@@ -13,7 +13,7 @@ import (
 )
 
 const objectColumns = `bucket, key, size, etag, content_type, metadata, headers, checksums,
-	storage_class, owner_id, last_modified, blob_id, blobs`
+	storage_class, owner_id, last_modified, blob_id, blobs, tags, acl, version_id`
 
 // batchSize bounds the values of one IN list or multi-row INSERT, well
 // under both databases' limits on bound parameters.
@@ -25,12 +25,13 @@ type objectRow struct {
 	o                                   meta.Object
 	lastModified                        sql.NullInt64
 	metadata, headers, checksums, blobs string
-	blobID                              string
+	blobID, tags                        string
 }
 
 func (r *objectRow) scan(sc scanner) error {
 	return sc.Scan(&r.o.Bucket, &r.o.Key, &r.o.Size, &r.o.ETag, &r.o.ContentType,
-		&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobID, &r.blobs)
+		&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobID, &r.blobs, &r.tags, &r.o.ACL,
+		&r.o.VersionID)
 }
 
 // object decodes the row.
@@ -48,6 +49,9 @@ func (r *objectRow) object() (*meta.Object, error) {
 		return nil, err
 	}
 	if o.Blobs, err = decodeBlobList(o.Size, r.blobID, r.blobs); err != nil {
+		return nil, err
+	}
+	if o.Tags, err = decodeMap("tags", r.tags); err != nil {
 		return nil, err
 	}
 	return &o, nil
@@ -76,10 +80,13 @@ func validObject(op errs.Op, o *meta.Object) error {
 		return err
 	}
 	if err := validText(op, "bucket name", o.Bucket, "ETag", o.ETag, "content type", o.ContentType,
-		"storage class", o.StorageClass, "owner id", o.OwnerID); err != nil {
+		"storage class", o.StorageClass, "owner id", o.OwnerID, "ACL", o.ACL, "version id", o.VersionID); err != nil {
 		return err
 	}
-	for what, m := range map[string]map[string]string{"metadata": o.Metadata, "headers": o.Headers, "checksums": o.Checksums} {
+	if o.DeleteMarker && (o.Size != 0 || len(o.Blobs) != 0) {
+		return errs.E(op, errs.Invalid, "a delete marker has no bytes")
+	}
+	for what, m := range map[string]map[string]string{"metadata": o.Metadata, "headers": o.Headers, "checksums": o.Checksums, "tags": o.Tags} {
 		if err := validMap(op, what, m); err != nil {
 			return err
 		}
@@ -120,14 +127,27 @@ func validBlob(op errs.Op, what string, b meta.Blob) error {
 // MaxKeyBytes or not NUL-free UTF-8, or the blobs' sizes do not add up to
 // o.Size.
 func (s *Store) PutObject(ctx context.Context, o *meta.Object) (*meta.Object, error) {
-	const op errs.Op = "meta.PutObject"
+	return s.putObjectIf(ctx, "meta.PutObject", o, meta.Precondition{})
+}
+
+// PutObjectIf is PutObject when pre holds for the object with o's key,
+// checked in the transaction that stores o; else a Conflict error whose
+// cause is meta.ErrPreconditionFailed, and nothing is changed.
+func (s *Store) PutObjectIf(ctx context.Context, o *meta.Object, pre meta.Precondition) (*meta.Object, error) {
+	return s.putObjectIf(ctx, "meta.PutObjectIf", o, pre)
+}
+
+func (s *Store) putObjectIf(ctx context.Context, op errs.Op, o *meta.Object, pre meta.Precondition) (*meta.Object, error) {
 	if err := validObject(op, o); err != nil {
+		return nil, err
+	}
+	if err := validText(op, "If-Match ETag", pre.IfMatch); err != nil {
 		return nil, err
 	}
 	var replaced *meta.Object
 	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		replaced, err = s.putObject(ctx, tx, op, o)
+		replaced, err = s.putObject(ctx, tx, op, o, pre)
 		return err
 	})
 	if err != nil {
@@ -137,7 +157,8 @@ func (s *Store) PutObject(ctx context.Context, o *meta.Object) (*meta.Object, er
 }
 
 // putObject stores a validated o in tx and returns the object it replaced;
-// NotFound if the bucket does not exist.
+// NotFound if the bucket does not exist; Conflict (ErrPreconditionFailed)
+// if pre does not hold for the object it would replace.
 //
 // In PostgreSQL, transactions interleave. The object's row, when there is
 // one, is locked, so that the object replaced is the one every concurrent
@@ -145,19 +166,40 @@ func (s *Store) PutObject(ctx context.Context, o *meta.Object) (*meta.Object, er
 // refuses buckets with objects). When there is none, the INSERT's
 // foreign-key check locks the bucket's row, and two writers may both insert:
 // the loser's INSERT waits for the winner, inserts nothing, and the loop
-// then finds and locks the winner's row, which it replaces and returns.
-func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.Object) (*meta.Object, error) {
+// then finds and locks the winner's row, which it replaces and returns
+// (or, when pre forbids replacing it, fails: the precondition is checked
+// against the row every concurrent writer sees last).
+func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.Object, pre meta.Precondition) (*meta.Object, error) {
+	if o.DeleteMarker {
+		return s.putMarker(ctx, tx, op, o)
+	}
 	blobID, blobs := encodeBlobList(o.Size, o.Blobs)
 	args := []any{o.Size, o.ETag, o.ContentType, encodeMap(o.Metadata), encodeMap(o.Headers), encodeMap(o.Checksums),
-		o.StorageClass, o.OwnerID, millis(o.LastModified), blobID, blobs}
+		o.StorageClass, o.OwnerID, millis(o.LastModified), blobID, blobs, encodeMap(o.Tags), o.ACL, o.VersionID}
 	for {
-		old, err := scanObject(s.queryRow(ctx, tx,
-			`SELECT `+objectColumns+` FROM objects WHERE bucket = ? AND key = ?`+s.d.ForUpdate, o.Bucket, o.Key))
+		old, err := s.lockLatest(ctx, tx, o.Bucket, o.Key)
 		switch {
 		case err == nil:
+			if err := checkPrecondition(op, pre, o, old); err != nil {
+				return nil, err
+			}
+			replaced := old
+			if old.VersionID != "" || o.VersionID != "" {
+				// The old version stays, noncurrent; o, if it is the null
+				// version, replaces a noncurrent null version.
+				replaced = nil
+				if err := s.retireLatest(ctx, tx, o.Bucket, o.Key); err != nil {
+					return nil, err
+				}
+				if o.VersionID == "" {
+					if replaced, err = s.removeVersion(ctx, tx, o.Bucket, o.Key, ""); err != nil {
+						return nil, err
+					}
+				}
+			}
 			_, err = s.exec(ctx, tx,
 				`UPDATE objects SET size = ?, etag = ?, content_type = ?, metadata = ?, headers = ?, checksums = ?,
-				storage_class = ?, owner_id = ?, last_modified = ?, blob_id = ?, blobs = ?
+				storage_class = ?, owner_id = ?, last_modified = ?, blob_id = ?, blobs = ?, tags = ?, acl = ?, version_id = ?
 				WHERE bucket = ? AND key = ?`, append(args, o.Bucket, o.Key)...)
 			if err == nil {
 				_, err = s.exec(ctx, tx, `DELETE FROM object_blobs WHERE bucket = ? AND key = ?`, o.Bucket, o.Key)
@@ -165,12 +207,15 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.O
 			if err == nil {
 				err = s.insertBlobRefs(ctx, tx, o)
 			}
-			return old, err
+			return replaced, err
 		case !errors.Is(err, sql.ErrNoRows):
 			return nil, err
 		}
+		if err := checkPrecondition(op, pre, o, nil); err != nil {
+			return nil, err
+		}
 		res, err := s.exec(ctx, tx,
-			`INSERT INTO objects (`+objectColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			`INSERT INTO objects (`+objectColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (bucket, key) DO NOTHING`, append([]any{o.Bucket, o.Key}, args...)...)
 		if s.d.IsForeignKey(err) {
 			return nil, bucketNotFound(op, o.Bucket)
@@ -183,10 +228,88 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.O
 			return nil, err
 		}
 		if n == 1 {
-			return nil, s.insertBlobRefs(ctx, tx, o)
+			if err := s.insertBlobRefs(ctx, tx, o); err != nil {
+				return nil, err
+			}
+			if o.VersionID != "" || !o.Versioned {
+				return nil, nil
+			}
+			// The key's latest version may be a delete marker, and the
+			// null version noncurrent.
+			return s.removeVersion(ctx, tx, o.Bucket, o.Key, "")
 		}
 		// A concurrent transaction inserted the key first: replace its object.
 	}
+}
+
+// lockLatest reads, and in PostgreSQL locks, the objects row of the key;
+// sql.ErrNoRows if none.
+func (s *Store) lockLatest(ctx context.Context, tx *sql.Tx, bucket, key string) (*meta.Object, error) {
+	return scanObject(s.queryRow(ctx, tx,
+		`SELECT `+objectColumns+` FROM objects WHERE bucket = ? AND key = ?`+s.d.ForUpdate, bucket, key))
+}
+
+// checkPrecondition checks pre against the object a write of o would
+// replace (nil: none).
+func checkPrecondition(op errs.Op, pre meta.Precondition, o, old *meta.Object) error {
+	switch {
+	case pre.IfNoneMatch && old != nil:
+		return errs.E(op, errs.Conflict, fmt.Sprintf("object %q already exists in bucket %q", o.Key, o.Bucket), meta.ErrPreconditionFailed)
+	case pre.IfMatch != "" && old == nil:
+		return errs.E(op, errs.Conflict, fmt.Sprintf("object %q does not exist in bucket %q", o.Key, o.Bucket), meta.ErrPreconditionFailed)
+	case pre.IfMatch != "" && old.ETag != pre.IfMatch:
+		return errs.E(op, errs.Conflict, fmt.Sprintf("object %q has ETag %q, not %q", o.Key, old.ETag, pre.IfMatch), meta.ErrPreconditionFailed)
+	}
+	return nil
+}
+
+// SetObjectTags replaces the tags of the object (nil or empty removes them)
+// and returns the object; NotFound if none, Invalid if a tag is not UTF-8.
+func (s *Store) SetObjectTags(ctx context.Context, bucket, key string, tags map[string]string) (*meta.Object, error) {
+	const op errs.Op = "meta.SetObjectTags"
+	if err := validText(op, "bucket name", bucket, "object key", key); err != nil {
+		return nil, err
+	}
+	if err := validMap(op, "tags", tags); err != nil {
+		return nil, err
+	}
+	for k, v := range tags {
+		if err := validText(op, "tag key", k, "tag value", v); err != nil {
+			return nil, err
+		}
+	}
+	var o *meta.Object
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		var err error
+		o, err = scanObject(s.queryRow(ctx, q,
+			`UPDATE objects SET tags = ? WHERE bucket = ? AND key = ? RETURNING `+objectColumns, encodeMap(tags), bucket, key))
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, objectNotFound(op, bucket, key)
+	}
+	return o, s.wrap(op, err)
+}
+
+// SetObjectACL replaces the ACL document of the object ("" for the default)
+// and returns the object; NotFound if none, Invalid if acl is not NUL-free
+// UTF-8.
+func (s *Store) SetObjectACL(ctx context.Context, bucket, key, acl string) (*meta.Object, error) {
+	const op errs.Op = "meta.SetObjectACL"
+	if err := validText(op, "bucket name", bucket, "object key", key, "ACL", acl); err != nil {
+		return nil, err
+	}
+	var o *meta.Object
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		var err error
+		o, err = scanObject(s.queryRow(ctx, q,
+			`UPDATE objects SET acl = ? WHERE bucket = ? AND key = ? RETURNING `+objectColumns, acl, bucket, key))
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, objectNotFound(op, bucket, key)
+	}
+	return o, s.wrap(op, err)
 }
 
 // insertBlobRefs records the distinct blobs of o in object_blobs.
@@ -226,27 +349,35 @@ func (s *Store) GetObject(ctx context.Context, bucket, key string) (*meta.Object
 }
 
 // DeleteObject removes the object and returns it; NotFound if none. One
-// statement deletes the row and, by cascade, its blob references.
+// statement deletes the row and, by cascade, its blob references; the
+// key's next newest version, if there is one and it is not a delete
+// marker, becomes its object.
 func (s *Store) DeleteObject(ctx context.Context, bucket, key string) (*meta.Object, error) {
 	const op errs.Op = "meta.DeleteObject"
 	if err := validText(op, "bucket name", bucket, "object key", key); err != nil {
 		return nil, err
 	}
 	var o *meta.Object
-	err := s.write(ctx, func(ctx context.Context, q querier) error {
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		o, err = scanObject(s.queryRow(ctx, q,
+		o, err = scanObject(s.queryRow(ctx, tx,
 			`DELETE FROM objects WHERE bucket = ? AND key = ? RETURNING `+objectColumns, bucket, key))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.promote(ctx, tx, bucket, key)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, objectNotFound(op, bucket, key)
 	}
-	return o, s.wrap(op, err)
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	return o, nil
 }
 
-// BlobsInUse reports which of the blob ids an object or an upload part
-// references: the map holds the ids in use, each true, and no others. It
+// BlobsInUse reports which of the blob ids an object, a version or an
+// upload part references: the map holds the ids in use, each true, and no others. It
 // asks in batches, so ids may be many.
 func (s *Store) BlobsInUse(ctx context.Context, ids []string) (map[string]bool, error) {
 	const op errs.Op = "meta.BlobsInUse"
@@ -263,7 +394,8 @@ func (s *Store) BlobsInUse(ctx context.Context, ids []string) (map[string]bool, 
 			err := sc.Scan(&id)
 			return id, err
 		}, `SELECT blob_id FROM object_blobs WHERE blob_id IN (`+marks+`)
-		UNION SELECT blob_id FROM upload_parts WHERE blob_id IN (`+marks+`)`, append(in, in...)...)
+		UNION SELECT blob_id FROM upload_parts WHERE blob_id IN (`+marks+`)
+		UNION SELECT blob_id FROM version_blobs WHERE blob_id IN (`+marks+`)`, append(append(in, in...), in...)...)
 		if err != nil {
 			return nil, s.wrap(op, err)
 		}

@@ -321,6 +321,13 @@ func required(op errs.Op, pairs ...string) error {
 // opts must be normalised.
 func newestPage[T any](ctx context.Context, s *Store, table, columns string, conds []string, args []any, opts meta.ListOptions,
 	scan func(scanner) (T, error)) ([]T, int, error) {
+	return orderedPage(ctx, s, table, columns, conds, args, `create_time DESC NULLS LAST, id DESC`, opts, scan)
+}
+
+// orderedPage is newestPage in another order: order is a trusted ORDER BY
+// clause (never user text).
+func orderedPage[T any](ctx context.Context, s *Store, table, columns string, conds []string, args []any, order string, opts meta.ListOptions,
+	scan func(scanner) (T, error)) ([]T, int, error) {
 	where := ""
 	if len(conds) > 0 {
 		where = ` WHERE ` + strings.Join(conds, ` AND `)
@@ -334,7 +341,7 @@ func newestPage[T any](ctx context.Context, s *Store, table, columns string, con
 		var err error
 		out, err = listIn(ctx, s, tx, scan,
 			`SELECT `+columns+` FROM `+table+where+`
-			ORDER BY create_time DESC NULLS LAST, id DESC `+limitArg+` OFFSET ?`,
+			ORDER BY `+order+` `+limitArg+` OFFSET ?`,
 			append(slices.Clip(args), opts.Limit, opts.Offset)...)
 		return err
 	})

@@ -92,9 +92,10 @@ func decodeMap(column, s string) (map[string]string, error) {
 
 // blobJSON is a stored meta.Blob.
 type blobJSON struct {
-	ID   string `json:"id"`
-	Size int64  `json:"size"`
-	ETag string `json:"etag,omitempty"`
+	ID       string `json:"id"`
+	Size     int64  `json:"size"`
+	ETag     string `json:"etag,omitempty"`
+	Checksum string `json:"checksum,omitempty"`
 }
 
 // encodeBlobs is how an object's blobs are stored: a JSON array.
@@ -135,7 +136,7 @@ func decodeBlobs(s string) ([]meta.Blob, error) {
 // its id alone, in the blob_id column, with blobs ""; any other list as
 // blob_id "" and the JSON array of encodeBlobs.
 func encodeBlobList(size int64, bs []meta.Blob) (blobID, blobs string) {
-	if len(bs) == 1 && bs[0].ETag == "" && bs[0].Size == size && bs[0].ID != "" {
+	if len(bs) == 1 && bs[0].ETag == "" && bs[0].Checksum == "" && bs[0].Size == size && bs[0].ID != "" {
 		return bs[0].ID, ""
 	}
 	return "", encodeBlobs(bs)

@@ -22,14 +22,14 @@ const (
 )
 
 const uploadColumns = `id, bucket, key, owner_id, initiated, content_type, metadata, headers,
-	storage_class, checksum_algo`
+	storage_class, checksum_algo, tags, acl`
 
 func scanUpload(sc scanner) (*meta.Upload, error) {
 	var u meta.Upload
 	var initiated sql.NullInt64
-	var metadata, headers string
+	var metadata, headers, tags string
 	err := sc.Scan(&u.ID, &u.Bucket, &u.Key, &u.OwnerID, &initiated, &u.ContentType, &metadata, &headers,
-		&u.StorageClass, &u.ChecksumAlgo)
+		&u.StorageClass, &u.ChecksumAlgo, &tags, &u.ACL)
 	if err != nil {
 		return nil, err
 	}
@@ -38,6 +38,9 @@ func scanUpload(sc scanner) (*meta.Upload, error) {
 		return nil, err
 	}
 	if u.Headers, err = decodeMap("headers", headers); err != nil {
+		return nil, err
+	}
+	if u.Tags, err = decodeMap("tags", tags); err != nil {
 		return nil, err
 	}
 	return &u, nil
@@ -71,7 +74,7 @@ func (s *Store) CreateUpload(ctx context.Context, u *meta.Upload) error {
 		return err
 	}
 	if err := validText(op, "upload id", u.ID, "bucket name", u.Bucket, "owner id", u.OwnerID,
-		"content type", u.ContentType, "storage class", u.StorageClass, "checksum algorithm", u.ChecksumAlgo); err != nil {
+		"content type", u.ContentType, "storage class", u.StorageClass, "checksum algorithm", u.ChecksumAlgo, "ACL", u.ACL); err != nil {
 		return err
 	}
 	if err := validMap(op, "metadata", u.Metadata); err != nil {
@@ -80,11 +83,14 @@ func (s *Store) CreateUpload(ctx context.Context, u *meta.Upload) error {
 	if err := validMap(op, "headers", u.Headers); err != nil {
 		return err
 	}
+	if err := validMap(op, "tags", u.Tags); err != nil {
+		return err
+	}
 	err := s.write(ctx, func(ctx context.Context, q querier) error {
 		_, err := s.exec(ctx, q,
-			`INSERT INTO uploads (`+uploadColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			`INSERT INTO uploads (`+uploadColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			u.ID, u.Bucket, u.Key, u.OwnerID, millis(u.Initiated), u.ContentType,
-			encodeMap(u.Metadata), encodeMap(u.Headers), u.StorageClass, u.ChecksumAlgo)
+			encodeMap(u.Metadata), encodeMap(u.Headers), u.StorageClass, u.ChecksumAlgo, encodeMap(u.Tags), u.ACL)
 		return err
 	})
 	switch {
@@ -248,7 +254,17 @@ func (s *Store) ListParts(ctx context.Context, uploadID string, marker, max int)
 // PutObject) or names another bucket or key than the upload; Conflict if o
 // uses a blob that is no longer one of the upload's parts.
 func (s *Store) CompleteUpload(ctx context.Context, uploadID string, o *meta.Object) (*meta.Object, []*meta.UploadPart, error) {
-	const op errs.Op = "meta.CompleteUpload"
+	return s.completeUpload(ctx, "meta.CompleteUpload", uploadID, o, meta.Precondition{})
+}
+
+// CompleteUploadIf is CompleteUpload when pre holds for the object with o's
+// key, checked in the transaction that stores o; else a Conflict error
+// whose cause is meta.ErrPreconditionFailed, and nothing is changed.
+func (s *Store) CompleteUploadIf(ctx context.Context, uploadID string, o *meta.Object, pre meta.Precondition) (*meta.Object, []*meta.UploadPart, error) {
+	return s.completeUpload(ctx, "meta.CompleteUploadIf", uploadID, o, pre)
+}
+
+func (s *Store) completeUpload(ctx context.Context, op errs.Op, uploadID string, o *meta.Object, pre meta.Precondition) (*meta.Object, []*meta.UploadPart, error) {
 	if err := validText(op, "upload id", uploadID); err != nil {
 		return nil, nil, err
 	}
@@ -293,7 +309,7 @@ func (s *Store) CompleteUpload(ctx context.Context, uploadID string, o *meta.Obj
 				unused = append(unused, p)
 			}
 		}
-		replaced, err = s.putObject(ctx, tx, op, o)
+		replaced, err = s.putObject(ctx, tx, op, o, pre)
 		return err
 	})
 	if err != nil {
