@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -38,8 +39,8 @@ var pipFreezeSkips = map[string]bool{"pip": true, "setuptools": true, "wheel": t
 // and PEP 440 versions (with local labels), nothing that could smuggle
 // an option or a second line into requirements.txt.
 var (
-	distNameRe    = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$`)
-	distVersionRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.+!_-]{0,62}$`)
+	distNameRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$`) })
+	distVersionRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.+!_-]{0,62}$`) })
 )
 
 // normName is a package name normalised as PEP 503 does: lower case,
@@ -160,7 +161,7 @@ func freeze(ds []dist) (lines, refused []string) {
 		case d.direct != "":
 			refused = append(refused, fmt.Sprintf("%s %s: %s", show(d.name), show(d.version), d.direct))
 			continue
-		case !distNameRe.MatchString(d.name) || !distVersionRe.MatchString(d.version):
+		case !distNameRe().MatchString(d.name) || !distVersionRe().MatchString(d.version):
 			refused = append(refused, fmt.Sprintf("%s: its metadata has no valid name and version (name %s, version %s)",
 				show(d.where), show(d.name), show(d.version)))
 			continue
