@@ -53,7 +53,9 @@
 //     sandbox or not (SandboxSpec), in the cgroup job-<id>-<attempt> with the
 //     flavor's memory and CPU limits when cgroups are writable (else without
 //     limits, and a warning in the job log). The process group id goes to
-//     ATTEMPT_DIR/user.pgid for the executor.
+//     ATTEMPT_DIR/user.pgid for the executor. A sandboxed job without requirements.txt
+//     has its sandbox started ahead, while the inputs stage (prestart.go):
+//     its init waits at a gate until the runner opens it here.
 //  6. While it runs: stdout and stderr are read line by line (split at
 //     MaxLineBytes), numbered (per-attempt seq from 1, shared with the
 //     runner's own lines, stream "runner"), appended to ATTEMPT_DIR/job.log

@@ -63,6 +63,9 @@ type Config struct {
 	// InitBinary is the binary the sandbox starts as its init
 	// (`sandbox-init`; default this executable).
 	InitBinary string
+	// NoPrestart starts user code's sandbox only once staging is done
+	// (tests of both ways; see prestart).
+	NoPrestart bool
 }
 
 // Timing are the runner's delays. Heartbeat, SyncInterval and HangTimeout
@@ -238,7 +241,12 @@ type run struct {
 
 	hasReq  bool
 	venv    string
+	pre     *prestarted // user code's sandbox started ahead (prestart)
 	proc    *userProc
+	// pyDir is the extracted python/ tree ("" when it could not be), once
+	// pyExtracted.
+	pyDir       string
+	pyExtracted bool
 	outcome outcome
 }
 
@@ -308,6 +316,8 @@ func (r *run) execute() {
 	if r.prepare() && r.stageAll() && r.install() {
 		r.runUser(bg)
 	}
+	r.withdrawPrestarted(r.pre)
+	r.pre = nil
 	r.finish()
 }
 
@@ -556,6 +566,8 @@ func (r *run) stageAll() bool {
 			return failCode(err)
 		}
 	}
+	// While the inputs stage, user code's sandbox starts.
+	r.prestart()
 	if inputs != nil {
 		in := <-inputs
 		res, err := in.res, in.err
