@@ -460,6 +460,19 @@ type RunnerJob struct {
 	// atelier-system, which job credentials cannot read); false when the
 	// runner downloads code_dir from OBS with the job's credentials.
 	CodeArchive bool `json:"code_archive"`
+	// Inputs are listings of the job's OBS inputs the server made while
+	// the runner started, when they were ready by its fetch
+	// (RunnerInputList's items, none truncated, at most
+	// job.RunnerJobListLimit objects in all). An input without one is
+	// listed by the runner: GET …/inputs/{name} (which answers a listing
+	// still being made once it is), else over S3.
+	Inputs []RunnerInputListing `json:"inputs,omitempty"`
+}
+
+// RunnerInputListing is the listing of one input in a RunnerJob.
+type RunnerInputListing struct {
+	Name  string         `json:"name"`
+	Items []RunnerObject `json:"items"`
 }
 
 // RunnerCredentials are the job's temporary credentials for OBS.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,11 +16,11 @@ type ctxKey int
 
 const requestIDKey ctxKey = iota
 
-var requestIDRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+var requestIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`) })
 
 // requestID is the caller's X-Request-Id when it is sane, else a new one.
 func requestID(r *http.Request) string {
-	if id := r.Header.Get("X-Request-Id"); requestIDRe.MatchString(id) {
+	if id := r.Header.Get("X-Request-Id"); requestIDRe().MatchString(id) {
 		return id
 	}
 	return uuid.Must(uuid.NewV7()).String()

@@ -7,6 +7,7 @@ import (
 	"net"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -155,7 +156,7 @@ func (s *Service) Authorize(p *Principal, area, verb, resource, ownerID string, 
 		errs.Hint("ask an admin to attach a policy that allows "+action))
 }
 
-var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var nameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 // MaxNameLen is the longest user or policy name.
 const MaxNameLen = 64
@@ -172,7 +173,7 @@ func ValidateName(what, name string) error {
 		return errs.E(op, errs.Invalid, CodeBadName, fmt.Sprintf("%s name is %d characters long; the limit is %d", what, utf8.RuneCountInString(name), MaxNameLen), hint)
 	case strings.ContainsAny(name, " \t\r\n"):
 		return errs.E(op, errs.Invalid, CodeBadName, fmt.Sprintf("%s name %q contains white space", what, name), hint)
-	case !nameRe.MatchString(name):
+	case !nameRe().MatchString(name):
 		return errs.E(op, errs.Invalid, CodeBadName, fmt.Sprintf("%s name %q contains characters that are not allowed", what, name), hint)
 	}
 	return nil

@@ -94,7 +94,7 @@ type Group struct {
 	closed   bool
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`) })
 
 // New makes (or reuses) the group name under /sys/fs/cgroup/atelier with
 // limits l. It fails with kind Unsupported when no cgroup hierarchy is
@@ -104,7 +104,7 @@ func New(name string, l Limits) (*Group, error) { return Options{}.New(name, l) 
 // New is New with these options.
 func (o Options) New(name string, l Limits) (*Group, error) {
 	const op errs.Op = "cgroup.New"
-	if !nameRE.MatchString(name) {
+	if !nameRE().MatchString(name) {
 		return nil, errs.E(op, errs.Invalid, CodeBadName, "bad cgroup name "+strconv.Quote(name))
 	}
 	if l.MemoryBytes < 0 || l.CPUs < 0 || math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0) {
@@ -116,7 +116,7 @@ func (o Options) New(name string, l Limits) (*Group, error) {
 	if o.Parent == "" {
 		o.Parent = DefaultParent
 	}
-	if !nameRE.MatchString(filepath.Base(o.Parent)) || filepath.IsAbs(o.Parent) || strings.Contains(o.Parent, "..") {
+	if !nameRE().MatchString(filepath.Base(o.Parent)) || filepath.IsAbs(o.Parent) || strings.Contains(o.Parent, "..") {
 		return nil, errs.E(op, errs.Invalid, CodeBadName, "bad cgroup parent "+strconv.Quote(o.Parent))
 	}
 	v := o.Version
@@ -151,7 +151,7 @@ func Remove(name string) error { return Options{}.Remove(name) }
 // Remove is Remove with these options.
 func (o Options) Remove(name string) error {
 	const op errs.Op = "cgroup.Remove"
-	if !nameRE.MatchString(name) {
+	if !nameRE().MatchString(name) {
 		return errs.E(op, errs.Invalid, CodeBadName, "bad cgroup name "+strconv.Quote(name))
 	}
 	if o.Root == "" {

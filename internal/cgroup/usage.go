@@ -41,7 +41,7 @@ func (o Options) Names() ([]string, error) {
 	}
 	var names []string
 	for _, e := range ents {
-		if e.IsDir() && nameRE.MatchString(e.Name()) {
+		if e.IsDir() && nameRE().MatchString(e.Name()) {
 			names = append(names, e.Name())
 		}
 	}
@@ -54,7 +54,7 @@ func (o Options) Names() ([]string, error) {
 // errs.NotFound.
 func (o Options) Usage(name string) (Stats, error) {
 	const op errs.Op = "cgroup.Usage"
-	if !nameRE.MatchString(name) {
+	if !nameRE().MatchString(name) {
 		return Stats{}, errs.E(op, errs.Invalid, CodeBadName, "bad cgroup name "+strconv.Quote(name))
 	}
 	o = o.defaults()

@@ -7,6 +7,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
@@ -114,12 +115,12 @@ func clipList(items []string, n int) string {
 	return fmt.Sprintf("%s … and %d more", strings.Join(items[:n], ", "), len(items)-n)
 }
 
-var jobNameBad = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+var jobNameBad = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_-]+`) })
 
 // defaultJobName is the name of a job made from notebook nb at t:
 // nb-YYYYMMDD-HHMMSS, with what a job name cannot hold replaced.
 func defaultJobName(nb string, t time.Time) string {
-	base := strings.Trim(jobNameBad.ReplaceAllString(nb, "-"), "-")
+	base := strings.Trim(jobNameBad().ReplaceAllString(nb, "-"), "-")
 	if base == "" {
 		base = "notebook"
 	}

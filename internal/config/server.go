@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -366,11 +367,13 @@ func formatCPUs(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 func roundMiB(b int64) int64 { return b / (1 << 20) * (1 << 20) }
 
 var (
-	flavorIDRe = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
-	engineRe   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-	regionRe   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-	accountRe  = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
-	domainRe   = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$`)
+	flavorIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`) })
+	engineRe   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
+	regionRe   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`) })
+	accountRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`) })
+	domainRe   = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$`)
+	})
 )
 
 func invalid(key, format string, args ...any) error {
@@ -388,13 +391,13 @@ func (c *Server) Validate() error {
 			return invalid(l.key, "%q is not HOST:PORT", l.addr)
 		}
 	}
-	if !regionRe.MatchString(c.Region) {
+	if !regionRe().MatchString(c.Region) {
 		return invalid("region", "%q must be lower-case letters, digits and dashes, like us-east-1", c.Region)
 	}
-	if c.NotebookDomain != "" && !domainRe.MatchString(c.NotebookDomain) {
+	if c.NotebookDomain != "" && !domainRe().MatchString(c.NotebookDomain) {
 		return invalid("notebook_domain", "%q is not a DNS name such as nb.example.com (each notebook is served at <id>.<notebook_domain>)", c.NotebookDomain)
 	}
-	if c.S3Domain != "" && !domainRe.MatchString(c.S3Domain) {
+	if c.S3Domain != "" && !domainRe().MatchString(c.S3Domain) {
 		return invalid("s3_domain", "%q is not a DNS name such as s3.example.com", c.S3Domain)
 	}
 	if u, err := url.Parse(c.AdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -406,7 +409,7 @@ func (c *Server) Validate() error {
 	if c.Sandbox != SandboxBubblewrap && c.Sandbox != SandboxNone {
 		return invalid("sandbox", "%q is not %q or %q", c.Sandbox, SandboxBubblewrap, SandboxNone)
 	}
-	if !accountRe.MatchString(c.SandboxUser) {
+	if !accountRe().MatchString(c.SandboxUser) {
 		return invalid("sandbox_user", "%q is not a user name such as atelier", c.SandboxUser)
 	}
 	if c.SandboxUser == "root" {
@@ -419,7 +422,7 @@ func (c *Server) Validate() error {
 	for i, f := range c.Flavors {
 		key := fmt.Sprintf("flavors[%d]", i)
 		switch {
-		case !flavorIDRe.MatchString(f.ID):
+		case !flavorIDRe().MatchString(f.ID):
 			return invalid(key+".id", "%q must be 1-64 lower-case letters, digits, '.', '_' or '-'", f.ID)
 		case seen[f.ID]:
 			return invalid(key+".id", "%q is defined twice", f.ID)
@@ -438,7 +441,7 @@ func (c *Server) Validate() error {
 	for i, e := range c.Engines {
 		key := fmt.Sprintf("engines[%d]", i)
 		switch {
-		case !engineRe.MatchString(e.Name):
+		case !engineRe().MatchString(e.Name):
 			return invalid(key+".name", "%q must be 1-64 letters, digits, '.', '_' or '-'", e.Name)
 		case seen[e.Name]:
 			return invalid(key+".name", "%q is defined twice", e.Name)

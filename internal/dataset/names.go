@@ -3,6 +3,7 @@ package dataset
 import (
 	"fmt"
 	"regexp"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/atelier-dev/atelier/internal/text"
@@ -14,7 +15,7 @@ const (
 	MaxDescriptionLen = 256
 )
 
-var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+var nameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`) })
 
 // ValidateName returns why name is not a dataset or version name, or "".
 func ValidateName(name string) string {
@@ -24,7 +25,7 @@ func ValidateName(name string) string {
 		return "required: " + rule
 	case utf8.RuneCountInString(name) > MaxNameLen:
 		return fmt.Sprintf("%q is %d characters long: %s", text.Clip(name, 80), utf8.RuneCountInString(name), rule)
-	case !nameRe.MatchString(name):
+	case !nameRe().MatchString(name):
 		return fmt.Sprintf("%q is not a valid name: %s", text.Clip(name, 80), rule)
 	}
 	return ""

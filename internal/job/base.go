@@ -183,9 +183,11 @@ func New(store Store, o *obs.Service, creds Credentials, authz Authorizer, ex ex
 		system: system, waiters: waitSet{m: map[string][]chan struct{}{}}}
 	jn := &Janitor{base: b}
 	c := &Controller{base: b, janitor: jn, kick: make(chan struct{}, 1)}
+	rs := &Runners{base: b, controller: c}
+	c.runners = rs
 	return &Roles{
 		Jobs:       &Jobs{base: b, controller: c, janitor: jn},
-		Runners:    &Runners{base: b, controller: c},
+		Runners:    rs,
 		Controller: c,
 		Janitor:    jn,
 	}
@@ -207,8 +209,9 @@ type base struct {
 	system *auth.Principal
 
 	locks   optimistic.Locks
-	seen    sync.Map // job id → time.Time of the last runner contact
-	waiters waitSet  // log followers
+	seen    sync.Map   // job id → time.Time of the last runner contact
+	pre     prefetches // input listings made while runners start
+	waiters waitSet    // log followers
 }
 
 // runtimeState is the server-private part of a job record.

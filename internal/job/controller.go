@@ -27,6 +27,7 @@ import (
 type Controller struct {
 	*base
 	janitor *Janitor // takes over a job that ended
+	runners *Runners // lists a starting attempt's inputs for its runner
 	kick    chan struct{}
 	// sweepFailed: job id → the attempt whose sweep last failed (its
 	// event is recorded once).
@@ -188,6 +189,11 @@ func (c *Controller) start(ctx context.Context, id string, gpus []int) error {
 			"--dir", dir, "--token-file", filepath.Join(dir, "token"), "--work-dir", c.o.WorkDir, "--data-dir", c.o.DataDir},
 		Env: runnerEnv()}
 	c.seen.Store(id, c.now())
+	if c.runners != nil {
+		// The inputs are listed while the runner starts; its fetch of
+		// the job hands the listings over.
+		c.runners.prefetchInputs(u)
+	}
 	handle, err := c.exec.Start(ctx, spec)
 	if err != nil {
 		c.event(ctx, id, "Error", "Executor", "cannot start the runner: "+errs.UserMessage(err))

@@ -10,7 +10,8 @@
 //     attempt calls with its token: the job and its code, input listings
 //     and objects, heartbeats, log, metric and event batches, the exit;
 //   - Controller: the control loop — admission on the capacity ledger,
-//     starting runners through the executor, watching, stopping, reaping,
+//     starting runners through the executor (while a runner starts, its
+//     job's inputs are listed for its fetch of the job), watching, stopping, reaping,
 //     sweeping and settling attempts, retries, re-adoption after a
 //     restart;
 //   - Janitor: what jobs leave behind — the platform bucket, the export

@@ -82,6 +82,7 @@ func (rs *Runners) RunnerJob(ctx context.Context, id, token string) (*api.Runner
 		rj.HeartbeatSeconds = 1
 	}
 	rj.Job.Status = nil
+	rj.Inputs = rs.readyInputs(r)
 	return rj, nil
 }
 
@@ -367,6 +368,17 @@ func (rs *Runners) RunnerInputList(ctx context.Context, id, token, name string) 
 	if err != nil {
 		return nil, err
 	}
+	if l, ok := rs.prefetchedInput(ctx, r, name); ok {
+		return l, nil
+	}
+	return rs.inputList(ctx, op, r, name, RunnerListLimit)
+}
+
+// inputList lists the objects of r's input name as RunnerInputList
+// answers, at most limit of them under the obs_url (Truncated when there
+// are more), read with the rights of the job's temporary credentials
+// (inputReader).
+func (rs *Runners) inputList(ctx context.Context, op errs.Op, r *record, name string, limit int) (*api.RunnerObjectList, error) {
 	b, prefix, dir, err := runnerInput(op, r, name)
 	if err != nil {
 		return nil, err
@@ -389,7 +401,7 @@ func (rs *Runners) RunnerInputList(ctx context.Context, id, token, name string) 
 		owner.Subject.Session = nil
 		return rs.o.Datasets.InputObjects(ctx, &owner, *d)
 	}
-	objs, truncated, err := rs.obs.ListAll(ctx, c, b, dir, RunnerListLimit)
+	objs, truncated, err := rs.obs.ListAll(ctx, c, b, dir, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -80,9 +81,9 @@ type Env struct {
 }
 
 var (
-	jobNameRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	argNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
-	envKeyRe  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	jobNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
+	argNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`) })
+	envKeyRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 )
 
 // reservedEnv are the environment variables the platform sets in a job;
@@ -269,7 +270,7 @@ func normMetadata(m *api.JobMetadata, env Env, ps *problems) {
 		ps.add("metadata.name", "required: "+rule)
 	case utf8.RuneCountInString(m.Name) > maxLen:
 		ps.add("metadata.name", fmt.Sprintf("%q is %d characters long: %s", text.Clip(m.Name, 80), utf8.RuneCountInString(m.Name), rule))
-	case !jobNameRe.MatchString(m.Name):
+	case !jobNameRe().MatchString(m.Name):
 		ps.add("metadata.name", fmt.Sprintf("%q is not a valid name: %s", text.Clip(m.Name, 80), rule))
 	}
 	if n := utf8.RuneCountInString(m.Description); n > MaxDescriptionLen {
@@ -566,7 +567,7 @@ func argName(field, name string, ps *problems) bool {
 		ps.add(field, "required: "+rule)
 	case len(name) > MaxParamNameLen:
 		ps.add(field, fmt.Sprintf("%q is %d characters long: at most %d are accepted", text.Clip(name, 40), len(name), MaxParamNameLen))
-	case !argNameRe.MatchString(name):
+	case !argNameRe().MatchString(name):
 		ps.add(field, fmt.Sprintf("%q is not a valid name: %s", text.Clip(name, 80), rule))
 	default:
 		return true
@@ -609,7 +610,7 @@ func normChannel(field string, ch *api.JobChannel, defaultParent string, environ
 		ch.AccessMethod = AccessEnv
 		if nameOK {
 			switch {
-			case !envKeyRe.MatchString(ch.Name):
+			case !envKeyRe().MatchString(ch.Name):
 				ps.add(field+".name", fmt.Sprintf("%q is not an environment variable name, as access_method \"env\" needs: use letters, digits and '_', not starting with a digit", ch.Name))
 			case ReservedEnv(ch.Name):
 				ps.add(field+".name", fmt.Sprintf("%s is set by the platform: choose another name for access_method \"env\"", ch.Name))
@@ -682,7 +683,7 @@ func normEnvironments(env map[string]string, ps *problems) {
 		field := fmt.Sprintf("%s[%q]", f, k)
 		v := env[k]
 		switch {
-		case !envKeyRe.MatchString(k):
+		case !envKeyRe().MatchString(k):
 			ps.add(field, fmt.Sprintf("%q is not a valid variable name: use letters, digits and '_', not starting with a digit", text.Clip(k, 80)))
 			continue
 		case k == "CUDA_VISIBLE_DEVICES" || k == "NVIDIA_VISIBLE_DEVICES":

@@ -8,12 +8,12 @@ import (
 	"io"
 	"maps"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/atelier-dev/atelier/internal/pypkg"
 	"github.com/atelier-dev/atelier/internal/text"
 )
 
@@ -98,9 +98,7 @@ type Warmup struct {
 }
 
 var (
-	pipNameRe    = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(\[[A-Za-z0-9._,-]+\])?$`)
-	pipVersionRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.*+!_-]*$`)
-	schemaTypes  = []string{"string", "number", "integer", "boolean", "array", "object", "file"}
+	schemaTypes = []string{"string", "number", "integer", "boolean", "array", "object", "file"}
 )
 
 // configChecker collects the problems of one config.json.
@@ -522,13 +520,13 @@ func (c *configChecker) pipPackage(v any, field string) (Package, bool) {
 		c.add(field+".package_name", "required: the pip package name, e.g. Pillow")
 	case ok && name == "":
 		c.add(field+".package_name", "is empty: give the pip package name, e.g. Pillow")
-	case ok && !pipNameRe.MatchString(name):
+	case ok && !pypkg.ValidRequirementName(name):
 		c.add(field+".package_name", "%q is not a pip package name", text.Clip(name, 60))
 	}
 	out.Name = name
 	if ver, ok := c.str(p, "package_version", field+".package_version"); ok {
 		ver = strings.TrimSpace(ver)
-		if ver != "" && !pipVersionRe.MatchString(ver) {
+		if ver != "" && !pypkg.ValidVersionPattern(ver) {
 			c.add(field+".package_version", "%q is not a package version such as 1.5.0", text.Clip(ver, 40))
 		}
 		out.Version = ver

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/atelier-dev/atelier/internal/text"
@@ -18,8 +19,10 @@ const (
 )
 
 var (
-	nameRe    = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	versionRe = regexp.MustCompile(`^(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})$`)
+	nameRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
+	versionRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})$`)
+	})
 )
 
 // ValidateName returns why name is not a model name, or "".
@@ -30,7 +33,7 @@ func ValidateName(name string) string {
 		return "required: " + rule
 	case utf8.RuneCountInString(name) > MaxNameLen:
 		return fmt.Sprintf("%q is %d characters long: %s", text.Clip(name, 80), utf8.RuneCountInString(name), rule)
-	case !nameRe.MatchString(name):
+	case !nameRe().MatchString(name):
 		return fmt.Sprintf("%q is not a valid name: %s", text.Clip(name, 80), rule)
 	}
 	return ""
@@ -43,7 +46,7 @@ func ValidateVersion(v string) string {
 	switch {
 	case v == "":
 		return "required: a version such as 1.0.0"
-	case !versionRe.MatchString(v):
+	case !versionRe().MatchString(v):
 		return fmt.Sprintf("%q is not a version: write three numbers without leading zeros, e.g. 1.0.0 or 2.10.3", text.Clip(v, 40))
 	}
 	return ""

@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/atelier-dev/atelier/internal/pypkg"
 	"github.com/atelier-dev/atelier/internal/text"
 )
 
@@ -33,33 +33,6 @@ type dist struct {
 
 // pipFreezeSkips are the packages `pip freeze` leaves out.
 var pipFreezeSkips = map[string]bool{"pip": true, "setuptools": true, "wheel": true, "distribute": true}
-
-// Names and versions a frozen requirement line may hold: PEP 508 names
-// and PEP 440 versions (with local labels), nothing that could smuggle
-// an option or a second line into requirements.txt.
-var (
-	distNameRe    = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$`)
-	distVersionRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.+!_-]{0,62}$`)
-)
-
-// normName is a package name normalised as PEP 503 does: lower case,
-// every run of -, _ and . one -.
-func normName(s string) string {
-	var b strings.Builder
-	sep := false
-	for _, r := range strings.ToLower(s) {
-		if r == '-' || r == '_' || r == '.' {
-			sep = true
-			continue
-		}
-		if sep && b.Len() > 0 {
-			b.WriteByte('-')
-		}
-		sep = false
-		b.WriteRune(r)
-	}
-	return b.String()
-}
 
 // parseMetadata reads Name and Version from the headers of a METADATA
 // or PKG-INFO file (RFC 822 style, up to the first blank line).
@@ -153,14 +126,14 @@ func show(s string) string {
 // be reinstalled from an index, each with why.
 func freeze(ds []dist) (lines, refused []string) {
 	seen := map[string]bool{}
-	slices.SortFunc(ds, func(a, b dist) int { return strings.Compare(normName(a.name), normName(b.name)) })
+	slices.SortFunc(ds, func(a, b dist) int { return strings.Compare(pypkg.Norm(a.name), pypkg.Norm(b.name)) })
 	for _, d := range ds {
-		n := normName(d.name)
+		n := pypkg.Norm(d.name)
 		switch {
 		case d.direct != "":
 			refused = append(refused, fmt.Sprintf("%s %s: %s", show(d.name), show(d.version), d.direct))
 			continue
-		case !distNameRe.MatchString(d.name) || !distVersionRe.MatchString(d.version):
+		case !pypkg.ValidName(d.name) || !pypkg.ValidVersion(d.version):
 			refused = append(refused, fmt.Sprintf("%s: its metadata has no valid name and version (name %s, version %s)",
 				show(d.where), show(d.name), show(d.version)))
 			continue
@@ -178,7 +151,6 @@ func freeze(ds []dist) (lines, refused []string) {
 // --index-url …) or blank.
 func requirementNames(b []byte) map[string]bool {
 	names := map[string]bool{}
-	nameRe := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*`)
 	for line := range strings.SplitSeq(string(b), "\n") {
 		if i := strings.Index(line, "#"); i >= 0 {
 			line = line[:i]
@@ -187,8 +159,8 @@ func requirementNames(b []byte) map[string]bool {
 		if line == "" || strings.HasPrefix(line, "-") {
 			continue
 		}
-		if m := nameRe.FindString(line); m != "" {
-			names[normName(m)] = true
+		if m := pypkg.LeadingName(line); m != "" {
+			names[pypkg.Norm(m)] = true
 		}
 	}
 	return names
@@ -206,7 +178,7 @@ func mergeRequirements(own []byte, have bool, frozen []string, header string) (o
 	}
 	for _, l := range frozen {
 		name, _, _ := strings.Cut(l, "==")
-		if !named[normName(name)] {
+		if !named[pypkg.Norm(name)] {
 			added = append(added, l)
 		}
 	}

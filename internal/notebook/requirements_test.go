@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/atelier-dev/atelier/internal/pypkg"
 )
 
 func TestParseMetadata(t *testing.T) {
@@ -73,7 +75,7 @@ func TestFreeze(t *testing.T) {
 
 func TestNormName(t *testing.T) {
 	for in, want := range map[string]string{"Foo_Bar": "foo-bar", "foo.bar": "foo-bar", "FOO--__bar": "foo-bar", "x": "x", "a_": "a"} {
-		if got := normName(in); got != want {
+		if got := pypkg.Norm(in); got != want {
 			t.Errorf("%q: %q, want %q", in, got, want)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -30,7 +31,7 @@ const (
 	MinIdleStop = time.Minute
 )
 
-var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+var nameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`) })
 
 // Env is what validation knows of the server.
 type Env struct {
@@ -54,7 +55,7 @@ func validate(req *api.CreateNotebookRequest, env Env) (spec, error) {
 	switch {
 	case s.Name == "":
 		return s, errs.E("notebook.validate", errs.Invalid, CodeInvalid, "name: a notebook needs a name", errs.Hint("--name NAME: 1-64 letters, digits, '.', '_' or '-'"))
-	case !nameRe.MatchString(s.Name):
+	case !nameRe().MatchString(s.Name):
 		return s, errs.E("notebook.validate", errs.Invalid, CodeInvalid, fmt.Sprintf("name: %q is not 1-64 letters, digits, '.', '_' or '-' starting with a letter or digit", text.Clip(s.Name, 80)))
 	case utf8.RuneCountInString(s.Description) > MaxDescriptionLen || !utf8.ValidString(s.Description):
 		return s, invalid("description", "must be valid UTF-8 of at most %d characters", MaxDescriptionLen)

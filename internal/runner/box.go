@@ -162,10 +162,15 @@ func (b *box) close() {
 // wrap is the sandbox's command line for argv: the init relaying the
 // sockets served, making mkdirs and passing pass descriptors.
 func (b *box) wrap(argv []string, mkdirs []string, pass int) []string {
+	return b.wrapWith(guest.Config{Mkdirs: mkdirs, PassFDs: pass, Argv: argv})
+}
+
+// wrapWith is the sandbox's command line for the init's configuration c,
+// its forwards added.
+func (b *box) wrapWith(c guest.Config) []string {
 	if !b.sandboxed() {
-		return argv
+		return c.Argv
 	}
-	c := guest.Config{Mkdirs: mkdirs, PassFDs: pass, Argv: argv}
 	for _, s := range b.serving {
 		addr := map[string]string{obsSocket: GuestOBS, proxySock: GuestProxy}[s]
 		c.Forwards = append(c.Forwards, guest.Forward{Listen: addr, Socket: sandbox.GuestRunDir + "/" + s})

@@ -61,12 +61,17 @@ func (s *server) inputObjects(ctx context.Context, name string, keys []string) (
 	return s.open(ctx, "POST", "inputs/"+url.PathEscape(name)+"/objects", api.RunnerObjectsRequest{Keys: keys})
 }
 
-// listInput lists the input c: through the server when it can, else (an
-// older server, a listing too long for one answer, any failure) over S3,
-// whose errors are the ones users see.
+// listInput lists the input c: from the listing the job came with, else
+// through the server when it can, else (an older server, a listing too
+// long for one answer, any failure) over S3, whose errors are the ones
+// users see.
 func (s *stager) listInput(ctx context.Context, c Channel) (listing, error) {
 	if c.Dataset != nil {
 		return s.listDataset(ctx, c)
+	}
+	if items, ok := s.given[c.Name]; ok {
+		// Listed by the server while the runner started.
+		return s.listedByServer(ctx, c, items)
 	}
 	if s.inputs == nil {
 		return s.list(ctx, c.Remote)

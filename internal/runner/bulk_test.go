@@ -597,3 +597,94 @@ func TestStagingFailsWhileInputsStage(t *testing.T) {
 		})
 	}
 }
+
+// TestStageGivenListing: an input whose listing came with the job is not
+// listed again, neither through the server nor over S3, and stages the
+// same tree; an input without one is listed as before.
+func TestStageGivenListing(t *testing.T) {
+	ch := channel(t, "data_url", "obs://bkt/ds/")
+	other := channel(t, "other", "obs://bkt/ds2/")
+	e := newBulkEnv(t, ch, other)
+	for i := range 50 {
+		e.put(fmt.Sprintf("ds/c%d/%02d.jpg", i%3, i), strings.Repeat("x", i))
+	}
+	e.put("ds2/z.csv", "z")
+	want := map[string]string{"c0/": "", "c1/": "", "c2/": ""}
+	for i := range 50 {
+		want[fmt.Sprintf("c%d/%02d.jpg", i%3, i)] = strings.Repeat("x", i)
+	}
+	l, err := e.in.listInput(context.Background(), ch.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := e.in.lists
+	e.st.given = map[string][]api.RunnerObject{ch.Name: l.Items}
+	res, got := e.stage(ch)
+	if !mapsEqual(got, want) || res.Files != 50 {
+		t.Fatalf("staged %d entries (%s); want %d", len(got), res, len(want))
+	}
+	if e.in.lists != listed || e.in.s3Calls("List") != 0 {
+		t.Errorf("%d server listings, %d S3 listings after the given one; want none", e.in.lists-listed, e.in.s3Calls("List"))
+	}
+	// The input without a given listing is listed through the server.
+	_, got = e.stage(other, ch)
+	if got["z.csv"] != "z" || e.in.lists != listed+1 || e.in.s3Calls("List") != 0 {
+		t.Errorf("other input: %v, %d server listings, %d S3", got, e.in.lists-listed, e.in.s3Calls("List"))
+	}
+}
+
+// TestPlaceLinksByDir: the links of many directories, some larger than a
+// worker's run, all land, and a file already there is replaced.
+func TestPlaceLinksByDir(t *testing.T) {
+	work := t.TempDir()
+	st := &stager{cacheDir: filepath.Join(work, "cache"), warn: func(string) {}}
+	var files []remoteFile
+	for i := range 2*placeGroup + 40 {
+		d := "big"
+		if i%5 == 0 {
+			d = fmt.Sprintf("small/%d", i%3)
+		}
+		f := remoteFile{Bucket: "bkt", Obj: obsclient.Object{Key: fmt.Sprint(i), ETag: fmt.Sprint("e", i), Size: int64(len(fmt.Sprint(i)))},
+			Rel: fmt.Sprintf("%s/%d.bin", d, i)}
+		p := st.cachePath(f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(fmt.Sprint(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	big := 0
+	for _, f := range files {
+		if strings.HasPrefix(f.Rel, "big/") {
+			big++
+		}
+	}
+	// big: runs of placeGroup files; small/0, small/1, small/2: one each.
+	if n, want := len(byDir(files, placeGroup)), (big+placeGroup-1)/placeGroup+3; n != want || big <= placeGroup {
+		t.Errorf("%d runs; want %d", n, want)
+	}
+	dst := filepath.Join(work, "in")
+	if err := os.MkdirAll(filepath.Join(dst, "big"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, "big", "1.bin"), []byte("stale"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st.withCachePaths(files)
+	if err := st.place(files, nil, dst, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		got, err := os.ReadFile(filepath.Join(dst, filepath.FromSlash(f.Rel)))
+		if err != nil || string(got) != f.Obj.Key {
+			t.Fatalf("%s: %q %v", f.Rel, got, err)
+		}
+		a, _ := os.Stat(filepath.Join(dst, filepath.FromSlash(f.Rel)))
+		b, _ := os.Stat(f.cache)
+		if !os.SameFile(a, b) {
+			t.Fatalf("%s is not a link of the cache file", f.Rel)
+		}
+	}
+}

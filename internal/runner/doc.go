@@ -27,8 +27,10 @@
 //     <work_dir>/cache/objects/<h[:2]>/<h>, h = sha256(bucket "/" key "\n"
 //     etag) (temporary file and rename; size checked), then hard linked into
 //     the input dir (copied across file systems; code is always copied,
-//     since user code may change it). The server lists an input in one call
-//     (GET …/inputs/{name}) and sends its objects under BulkMaxSize in up to
+//     since user code may change it), directory by directory. An input
+//     whose listing came with the job (api.RunnerJob.Inputs: the server
+//     lists the inputs while the runner starts) is not listed again; else
+//     the server lists it in one call (GET …/inputs/{name}). The server sends its objects under BulkMaxSize in up to
 //     BulkStreams tar streams of balanced key ranges (POST …/inputs/{name}/
 //     objects; each entry checked against the listed size and ETag); larger
 //     objects are downloaded over S3 StageJobs at a time (MD5 checked)
@@ -51,7 +53,9 @@
 //     sandbox or not (SandboxSpec), in the cgroup job-<id>-<attempt> with the
 //     flavor's memory and CPU limits when cgroups are writable (else without
 //     limits, and a warning in the job log). The process group id goes to
-//     ATTEMPT_DIR/user.pgid for the executor.
+//     ATTEMPT_DIR/user.pgid for the executor. A sandboxed job without requirements.txt
+//     has its sandbox started ahead, while the inputs stage (prestart.go):
+//     its init waits at a gate until the runner opens it here.
 //  6. While it runs: stdout and stderr are read line by line (split at
 //     MaxLineBytes), numbered (per-attempt seq from 1, shared with the
 //     runner's own lines, stream "runner"), appended to ATTEMPT_DIR/job.log

@@ -5,21 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/pypkg"
 )
 
 // Restraints of a config.json package and the pip operators they become.
 var restraintOps = map[string]string{"EXACT": "==", "ATLEAST": ">=", "ATMOST": "<="}
-
-var (
-	// packageName is a PEP 508 distribution name with optional extras.
-	packageName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(\[[A-Za-z0-9][A-Za-z0-9._-]*(,[A-Za-z0-9][A-Za-z0-9._-]*)*\])?$`)
-	// packageVersion is a PEP 440 version or a prefix match ("1.2.*").
-	packageVersion = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.+!_-]*(\.\*)?$`)
-)
 
 // modelDeps is the part of config.json the runner reads.
 type modelDeps struct {
@@ -86,7 +79,7 @@ func Requirements(configJSON []byte) (text string, warnings []string, err error)
 			name := strings.TrimSpace(string(p.Name))
 			version := strings.TrimSpace(string(p.Version))
 			restraint := strings.ToUpper(strings.TrimSpace(string(p.Restraint)))
-			if !packageName.MatchString(name) {
+			if !pypkg.ValidRequirementName(name) {
 				return "", nil, errs.E(op, errs.Invalid, CodeDependency,
 					errs.Hint("package_name is a package name as pip knows it, e.g. Pillow or requests[socks]"),
 					fmt.Sprintf("%s: package_name %q is not a package name", where, name))
@@ -96,7 +89,7 @@ func Requirements(configJSON []byte) (text string, warnings []string, err error)
 			case restraint != "" && !known:
 				return "", nil, errs.E(op, errs.Invalid, CodeDependency, errs.Hint("restraint is EXACT, ATLEAST or ATMOST"),
 					fmt.Sprintf("%s: package %s has the unknown restraint %q", where, name, string(p.Restraint)))
-			case version != "" && !packageVersion.MatchString(version):
+			case version != "" && !pypkg.ValidVersionPattern(version):
 				return "", nil, errs.E(op, errs.Invalid, CodeDependency, errs.Hint("package_version is a version such as 1.2.0"),
 					fmt.Sprintf("%s: package %s has the invalid package_version %q", where, name, version))
 			case restraint != "" && version == "":

@@ -8,6 +8,8 @@ import (
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/sandbox"
+
+	"github.com/atelier-dev/atelier/internal/pypkg"
 )
 
 func TestRequirements(t *testing.T) {
@@ -90,7 +92,7 @@ func FuzzRequirements(f *testing.F) {
 		}
 		for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
 			name, _, _ := strings.Cut(strings.NewReplacer("==", "\x00", ">=", "\x00", "<=", "\x00").Replace(line), "\x00")
-			if !packageName.MatchString(name) || strings.ContainsAny(line, " \t\r;#@") {
+			if !pypkg.ValidRequirementName(name) || strings.ContainsAny(line, " \t\r;#@") {
 				t.Fatalf("unsafe requirement line %q", line)
 			}
 		}

@@ -63,6 +63,9 @@ type Config struct {
 	// InitBinary is the binary the sandbox starts as its init
 	// (`sandbox-init`; default this executable).
 	InitBinary string
+	// NoPrestart starts user code's sandbox only once staging is done
+	// (tests of both ways; see prestart).
+	NoPrestart bool
 }
 
 // Timing are the runner's delays. Heartbeat, SyncInterval and HangTimeout
@@ -238,7 +241,12 @@ type run struct {
 
 	hasReq  bool
 	venv    string
+	pre     *prestarted // user code's sandbox started ahead (prestart)
 	proc    *userProc
+	// pyDir is the extracted python/ tree ("" when it could not be), once
+	// pyExtracted.
+	pyDir       string
+	pyExtracted bool
 	outcome outcome
 }
 
@@ -308,6 +316,8 @@ func (r *run) execute() {
 	if r.prepare() && r.stageAll() && r.install() {
 		r.runUser(bg)
 	}
+	r.withdrawPrestarted(r.pre)
+	r.pre = nil
 	r.finish()
 }
 
@@ -491,7 +501,7 @@ func (r *run) stageAll() bool {
 	defer cancel()
 	l, rj := r.layout, r.rj
 	st := &stager{s3: r.s3, client: r.client, cacheDir: ObjectCacheDir(r.cfg.WorkDir),
-		warn: func(w string) { r.sink.Runner("warning: %s", w) }, inputs: r.srv, log: r.log}
+		warn: func(w string) { r.sink.Runner("warning: %s", w) }, inputs: r.srv, given: givenListings(rj), log: r.log}
 	fail := func(err error) bool {
 		if r.stopping() {
 			return false
@@ -556,6 +566,8 @@ func (r *run) stageAll() bool {
 			return failCode(err)
 		}
 	}
+	// While the inputs stage, user code's sandbox starts.
+	r.prestart()
 	if inputs != nil {
 		in := <-inputs
 		res, err := in.res, in.err
@@ -582,6 +594,18 @@ func (r *run) stageAll() bool {
 	}
 	trimCacheLater(r.work, r.cfg.Timing.CacheTrim, st.cacheDir, st.usedPaths(), r.log)
 	return !r.stopping()
+}
+
+// givenListings are the input listings the job came with, by input name.
+func givenListings(rj *api.RunnerJob) map[string][]api.RunnerObject {
+	if len(rj.Inputs) == 0 {
+		return nil
+	}
+	m := make(map[string][]api.RunnerObject, len(rj.Inputs))
+	for _, l := range rj.Inputs {
+		m[l.Name] = l.Items
+	}
+	return m
 }
 
 // dirListing names up to n entries of dir ("a.py, data/, …").

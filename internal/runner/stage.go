@@ -14,9 +14,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/keypath"
 	"github.com/atelier-dev/atelier/internal/obsclient"
@@ -36,6 +40,9 @@ type remoteFile struct {
 	// Input is the job input the object belongs to when the server can
 	// send it in a tar stream of the runner protocol ("": S3 only).
 	Input string
+	// cache is the file's path in the content cache once computed
+	// (withCachePaths); "" until then.
+	cache string
 }
 
 // cacheName is the content cache's file name of an object version:
@@ -53,6 +60,9 @@ func cacheName(bucket string, o obsclient.Object) string {
 // cachePath is where the cache keeps f: objects/<name[:2]>/<name>, fanned
 // out so that parallel downloads do not all lock one directory.
 func (s *stager) cachePath(f remoteFile) string {
+	if f.cache != "" {
+		return f.cache
+	}
 	n := cacheName(f.Bucket, f.Obj)
 	return filepath.Join(s.cacheDir, n[:2], n)
 }
@@ -66,6 +76,9 @@ type stager struct {
 	// inputs, when set, lists a job's inputs and streams their small
 	// objects through the runner protocol; S3 remains the fallback.
 	inputs inputSource
+	// given are the listings of inputs the job came with (by input
+	// name; api.RunnerJob.Inputs): those inputs are not listed again.
+	given map[string][]api.RunnerObject
 	// streams bounds the parallel tar streams (0: BulkStreams).
 	streams int
 	log     *slog.Logger // the runner's own log (nil: none)
@@ -111,10 +124,20 @@ func (s *stager) list(ctx context.Context, loc obsclient.Location) (listing, err
 	return s.single(ctx, loc, nil)
 }
 
+// withCachePaths computes the cache path of each file once: fetch and
+// place both need it.
+func (s *stager) withCachePaths(files []remoteFile) {
+	for i := range files {
+		if files[i].cache == "" {
+			files[i].cache = s.cachePath(files[i])
+		}
+	}
+}
+
 // listed is the listing of the objects under dir.
 func (s *stager) listed(dir obsclient.Location, objs []obsclient.Object) listing {
-	var out listing
-	files := map[string]bool{}
+	out := listing{Files: make([]remoteFile, 0, len(objs))}
+	files := make(map[string]bool, len(objs))
 	for _, o := range objs {
 		rel := strings.TrimPrefix(o.Key, dir.Key)
 		if strings.HasSuffix(rel, "/") {
@@ -327,26 +350,115 @@ func (s *stager) placeN(files []remoteFile, dirs []string, dir string, link bool
 			if err == nil {
 				return nil
 			}
-			if !errors.Is(err, syscall.EXDEV) && !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EMLINK) {
+			if !linkFallback(err) {
 				return errs.E(op, errs.IO, CodeCacheLink, because(fmt.Sprintf("cannot link %s to %s", src, dst), err), err)
 			}
 		}
 		return copyFile(src, dst, f.Obj.LastModified)
 	}
-	if jobs <= 1 || len(files) < 2*jobs {
-		for _, f := range files {
-			if err := one(f); err != nil {
+	if !link {
+		return forEach(files, jobs, one)
+	}
+	// Links are made directory by directory, each directory's entries by
+	// one worker through a descriptor of it: a link takes the lock of the
+	// directory it is made in, so workers in different directories do not
+	// wait on each other, and the destination path is not walked again
+	// for every file.
+	groups := byDir(files, placeGroup)
+	return forEach(groups, jobs, func(g []remoteFile) error {
+		d := filepath.Join(dir, filepath.FromSlash(path.Dir(g[0].Rel)))
+		fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			// Not expected (made above): the files one by one say why.
+			for _, f := range g {
+				if err := one(f); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		defer unix.Close(fd)
+		for _, f := range g {
+			base := path.Base(f.Rel)
+			src := s.cachePath(f)
+			err := unix.Linkat(unix.AT_FDCWD, src, fd, base, 0)
+			if err == unix.EEXIST {
+				_ = unix.Unlinkat(fd, base, 0)
+				err = unix.Linkat(unix.AT_FDCWD, src, fd, base, 0)
+			}
+			if err == nil {
+				continue
+			}
+			if err := one(f); err != nil { // a copy, or the error with its paths
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// placeGroup is the most files one worker links into a directory in one
+// go: a large directory is still shared by several workers.
+const placeGroup = 256
+
+// linkFallback reports whether a hard link failed for a reason a copy
+// does not have (another file system, no links allowed, too many links).
+func linkFallback(err error) bool {
+	return errors.Is(err, syscall.EXDEV) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EMLINK)
+}
+
+// byDir splits files into runs of at most n files of one directory each,
+// in the order of the directories' first files.
+func byDir(files []remoteFile, n int) [][]remoteFile {
+	idx := map[string][]int{}
+	var order []string
+	for i, f := range files {
+		d := path.Dir(f.Rel)
+		if _, ok := idx[d]; !ok {
+			order = append(order, d)
+		}
+		idx[d] = append(idx[d], i)
+	}
+	var out [][]remoteFile
+	for _, d := range order {
+		is := idx[d]
+		for len(is) > 0 {
+			k := min(n, len(is))
+			g := make([]remoteFile, k)
+			for j, i := range is[:k] {
+				g[j] = files[i]
+			}
+			out = append(out, g)
+			is = is[k:]
+		}
+	}
+	return out
+}
+
+// forEach calls fn for every item, jobs at a time (one at a time when
+// there are few), and returns the first failure; a worker stops at its
+// first failure.
+func forEach[T any](items []T, jobs int, fn func(T) error) error {
+	if jobs <= 1 || len(items) < 2 {
+		for _, it := range items {
+			if err := fn(it); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
+	jobs = min(jobs, len(items))
+	var next atomic.Int64
 	errc := make(chan error, jobs)
 	var wg sync.WaitGroup
-	for w := range jobs {
+	for range jobs {
 		wg.Go(func() {
-			for i := w; i < len(files); i += jobs {
-				if err := one(files[i]); err != nil {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(items) {
+					return
+				}
+				if err := fn(items[i]); err != nil {
 					errc <- err
 					return
 				}
@@ -427,6 +539,7 @@ func (s *stager) stageInputs(ctx context.Context, inputs []Channel) (stageResult
 		if len(l.Files) == 0 && !l.Single {
 			s.warn(fmt.Sprintf("input %s: there are no objects under %s", c.Name, c.Remote))
 		}
+		s.withCachePaths(l.Files)
 		lists[i] = l
 		all = append(all, l.Files...)
 	}
@@ -461,6 +574,7 @@ func (s *stager) stageCode(ctx context.Context, loc obsclient.Location, dir stri
 	if err != nil {
 		return stageResult{}, err
 	}
+	s.withCachePaths(l.Files)
 	listed := time.Now()
 	st, err := s.fetch(ctx, l.Files)
 	if err != nil {

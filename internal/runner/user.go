@@ -20,6 +20,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/job/failure"
 	"github.com/atelier-dev/atelier/internal/obsclient"
 	"github.com/atelier-dev/atelier/internal/sandbox"
+	"github.com/atelier-dev/atelier/internal/sandbox/guest"
 	"github.com/atelier-dev/atelier/internal/text"
 	"github.com/atelier-dev/atelier/python"
 )
@@ -77,25 +78,29 @@ func (iv Invocation) SandboxSpec(argv []string, cacheTmpfs int64, devices []stri
 	return s
 }
 
-// runUser starts user code, watches it (logs, metrics, syncs, hang,
-// stop requests) until it ends, and records how it ended.
-func (r *run) runUser(bg context.Context) {
+// userSpec is the sandbox of user code and its command line; with gate
+// the sandbox's init waits at its gate (see prestart). An error is a
+// staging failure (the job names no program it can run).
+func (r *run) userSpec(gate bool) (sandbox.Spec, []string, error) {
 	l, rj := r.layout, r.rj
-	pyDir, err := python.Extract(filepath.Join(r.cfg.WorkDir, "python"))
-	if err != nil {
-		r.sink.Runner("warning: the atelier Python packages (moxing, atelier) are not available: %s", errs.UserMessage(err))
-		pyDir = ""
+	if !r.pyExtracted {
+		r.pyExtracted = true
+		dir, err := python.Extract(filepath.Join(r.cfg.WorkDir, "python"))
+		if err != nil {
+			r.sink.Runner("warning: the atelier Python packages (moxing, atelier) are not available: %s", errs.UserMessage(err))
+			dir = ""
+		}
+		r.pyDir = dir
 	}
 	interp := rj.Engine.Python
 	if r.venv != "" {
 		interp = filepath.Join(venvView(r.venv, l.Sandboxed), "bin", "python")
 	}
-	iv := Invocation{Job: rj, Layout: l, Python: interp, Venv: r.venv, PythonDir: pyDir,
+	iv := Invocation{Job: rj, Layout: l, Python: interp, Venv: r.venv, PythonDir: r.pyDir,
 		MasterPort: freePort(), BasePath: os.Getenv("PATH"), Network: networkOf(rj.Engine, rj.Flavor)}
 	userArgv, err := iv.Argv()
 	if err != nil {
-		r.outcome.stage, r.outcome.stageErr = failure.StageStaging, errs.UserMessage(err)
-		return
+		return sandbox.Spec{}, nil, err
 	}
 	var tmpfsSize int64
 	var mkdirs []string
@@ -108,15 +113,44 @@ func (r *run) runUser(bg context.Context) {
 	if len(rj.GPUs) > 0 && l.Sandboxed {
 		devices = sandbox.GPUDevices()
 	}
+	argv := r.box.wrapWith(guest.Config{Mkdirs: mkdirs, Gate: gate, Argv: userArgv})
+	return iv.SandboxSpec(argv, tmpfsSize, devices), userArgv, nil
+}
+
+// runUser starts user code (opens the gate of the sandbox prestart
+// started, or starts one), watches it (logs, metrics, syncs, hang, stop
+// requests) until it ends, and records how it ended.
+func (r *run) runUser(bg context.Context) {
+	l := r.layout
+	pre := r.pre
+	r.pre = nil
+	var spec sandbox.Spec
+	var userArgv []string
+	if pre == nil {
+		var err error
+		if spec, userArgv, err = r.userSpec(false); err != nil {
+			r.outcome.stage, r.outcome.stageErr = failure.StageStaging, errs.UserMessage(err)
+			return
+		}
+	}
 	if err := r.openUserRoots(); err != nil {
+		r.withdrawPrestarted(pre)
 		r.outcome.platform = errs.UserMessage(err)
 		return
 	}
 	if r.syncer != nil {
 		r.syncer.setRoots(r.roots)
 	}
-	spec := iv.SandboxSpec(r.box.wrap(userArgv, mkdirs, 0), tmpfsSize, devices)
-	p, err := r.start(spec)
+	var p *userProc
+	var err error
+	if pre != nil {
+		p, userArgv, err = pre.proc, pre.argv, pre.open()
+		if err != nil {
+			r.withdrawPrestarted(pre)
+		}
+	} else {
+		p, err = r.start(spec)
+	}
 	if err != nil {
 		r.outcome.platform = "cannot start user code: " + errs.UserMessage(err)
 		r.log.Error("cannot start user code", "err", err)

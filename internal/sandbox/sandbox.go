@@ -84,6 +84,9 @@ type Spec struct {
 	Argv    []string // program and args (path as seen inside)
 	// ExtraFiles are inherited by the program as descriptors 3, 4, …
 	ExtraFiles []*os.File
+	// Stdin is the standard input of the first process (bwrap passes it
+	// on); nil is /dev/null.
+	Stdin *os.File
 }
 
 // Sandbox starts sandboxed commands as one Identity.
@@ -196,6 +199,9 @@ func (sb *Sandbox) Command(ctx context.Context, s Spec) (*Cmd, error) {
 	default:
 		return nil, errs.E(op, errs.Invalid, CodeBadSpec, "unknown sandbox mode "+quote(s.Mode),
 			errs.Hint(`use "bubblewrap" or "none"`))
+	}
+	if s.Stdin != nil {
+		c.Cmd.Stdin = s.Stdin
 	}
 	// A nil Env would mean "inherit the server's environment".
 	c.Cmd.Env = append([]string{}, s.Env...)

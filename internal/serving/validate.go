@@ -5,6 +5,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
@@ -37,8 +38,8 @@ const (
 )
 
 var (
-	nameRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	envRe  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+	nameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
+	envRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`) })
 )
 
 // Env is what validation needs to know about the server.
@@ -65,7 +66,7 @@ var timeUnits = map[string]time.Duration{
 // whether the models exist is checked by the caller.
 func Normalize(req *api.DeployRequest, env Env) (*api.Service, error) {
 	const op errs.Op = "serving.Normalize"
-	if !nameRe.MatchString(req.ServiceName) {
+	if !nameRe().MatchString(req.ServiceName) {
 		return nil, errs.E(op, errs.Invalid, CodeName,
 			fmt.Sprintf("service_name %q must be 1 to %d letters, digits, '-' or '_'", req.ServiceName, MaxNameLen),
 			errs.Hint("e.g. --name mnist-v1"))
@@ -227,7 +228,7 @@ func normalizeConfig(op errs.Op, in []api.ServiceConfig, as *api.Autoscale, env 
 		if len(c.Envs) > 0 {
 			o.Envs = map[string]string{}
 			for k, v := range c.Envs {
-				if !envRe.MatchString(k) || strings.HasPrefix(k, "ATELIER_") || strings.HasPrefix(k, "AWS_") || k == "S3_ENDPOINT" ||
+				if !envRe().MatchString(k) || strings.HasPrefix(k, "ATELIER_") || strings.HasPrefix(k, "AWS_") || k == "S3_ENDPOINT" ||
 					k == "CUDA_VISIBLE_DEVICES" || k == "NVIDIA_VISIBLE_DEVICES" {
 					return nil, errs.E(op, errs.Invalid, CodeEnvs,
 						fmt.Sprintf("%s.envs: %q is not a variable a service may set", field, k),

@@ -87,7 +87,9 @@ func TestJobStagesInputsThroughServer(t *testing.T) {
 		t.Errorf("no first-run staging line:\n%s", logs)
 	}
 	streams := strings.Count(s.log.String(), "route=/api/v1/runner/jobs/{id}/inputs/{name}/objects") - before
-	if streams < 1 || !strings.Contains(s.log.String(), "route=/api/v1/runner/jobs/{id}/inputs/{name} ") {
+	// (The listing comes with the runner's fetch of the job when the
+	// server made it by then, else from the inputs call.)
+	if streams < 1 {
 		t.Errorf("the inputs did not come through the runner protocol (%d streams); server log:\n%s", streams, tail(s.log.String(), 3000))
 	}
 	logs, _ = run("stage-2")

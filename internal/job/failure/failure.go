@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
@@ -166,7 +167,7 @@ func staging(f Facts) Result {
 		Hint: "check that code_dir and every input exist and that you can read them (atelier obs ls URL)"}
 }
 
-var pipError = regexp.MustCompile(`^ERROR: (.+)$`)
+var pipError = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ERROR: (.+)$`) })
 
 func install(f Facts) Result {
 	msg := "installing requirements.txt failed"
@@ -176,7 +177,7 @@ func install(f Facts) Result {
 	// pip's own verdict, e.g. "No matching distribution found for foo==9".
 	lg := readLog(f.Log)
 	for i := len(lg.lines) - 1; i >= 0; i-- {
-		if m := pipError.FindStringSubmatch(lg.lines[i]); m != nil {
+		if m := pipError().FindStringSubmatch(lg.lines[i]); m != nil {
 			msg += ": pip: " + clip(m[1])
 			break
 		}
@@ -189,8 +190,10 @@ func install(f Facts) Result {
 // ---- memory ----
 
 var (
-	killedLine       = regexp.MustCompile(`(^|\s)Killed(\s|$)`)
-	dataLoaderKilled = regexp.MustCompile(`DataLoader worker \(pid[^)]*\) is killed by signal: Killed`)
+	killedLine       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|\s)Killed(\s|$)`) })
+	dataLoaderKilled = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`DataLoader worker \(pid[^)]*\) is killed by signal: Killed`)
+	})
 )
 
 func killed9(f Facts) bool { return f.ExitCode == 137 || signalName(f) == "SIGKILL" }
@@ -208,13 +211,13 @@ func oom(f Facts, block []string, lg logView) (Result, bool) {
 func oomAnywhere(f Facts, lines []string, _ logView) (Result, bool) { return oomIn(f, lines) }
 
 func oomIn(f Facts, lines []string) (Result, bool) {
-	if _, ok := find(lines, dataLoaderKilled.MatchString); ok {
+	if _, ok := find(lines, dataLoaderKilled().MatchString); ok {
 		r := oomResult(f, "a DataLoader worker was OOM-killed")
 		r.Hint += "; fewer DataLoader workers (num_workers) use less memory"
 		return r, true
 	}
 	if killed9(f) {
-		if _, ok := find(lines, killedLine.MatchString); ok {
+		if _, ok := find(lines, killedLine().MatchString); ok {
 			return oomResult(f, "the process was OOM-killed"), true
 		}
 	}
@@ -245,11 +248,13 @@ var (
 		"CUDNN_STATUS_ALLOC_FAILED", "torch.cuda.OutOfMemoryError", "torch.OutOfMemoryError",
 		"cudaErrorMemoryAllocation",
 	}
-	tfGPUOOM        = regexp.MustCompile(`ResourceExhaustedError.*OOM when allocating.*GPU|OOM when allocating tensor.*device:GPU`)
-	cudaTried       = regexp.MustCompile(`Tried to allocate ([0-9.]+ [KMGT]?i?B)`)
-	cudaGPU         = regexp.MustCompile(`\bGPU (\d+)`)
-	cudaCapacityOld = regexp.MustCompile(`([0-9.]+ [KMGT]?i?B) total capacity`)
-	cudaCapacityNew = regexp.MustCompile(`total capacity of ([0-9.]+ [KMGT]?i?B)`)
+	tfGPUOOM = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`ResourceExhaustedError.*OOM when allocating.*GPU|OOM when allocating tensor.*device:GPU`)
+	})
+	cudaTried       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`Tried to allocate ([0-9.]+ [KMGT]?i?B)`) })
+	cudaGPU         = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\bGPU (\d+)`) })
+	cudaCapacityOld = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`([0-9.]+ [KMGT]?i?B) total capacity`) })
+	cudaCapacityNew = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`total capacity of ([0-9.]+ [KMGT]?i?B)`) })
 )
 
 func isCUDAOOM(s string) bool {
@@ -258,7 +263,7 @@ func isCUDAOOM(s string) bool {
 			return true
 		}
 	}
-	return tfGPUOOM.MatchString(s)
+	return tfGPUOOM().MatchString(s)
 }
 
 func cudaOOM(_ Facts, block []string, _ logView) (Result, bool) {
@@ -272,16 +277,16 @@ func cudaOOM(_ Facts, block []string, _ logView) (Result, bool) {
 		text += " " + block[i+1]
 	}
 	msg := "CUDA out of memory"
-	if m := cudaGPU.FindStringSubmatch(text); m != nil {
+	if m := cudaGPU().FindStringSubmatch(text); m != nil {
 		msg += " on GPU " + m[1]
 	}
 	var details []string
-	if m := cudaTried.FindStringSubmatch(text); m != nil {
+	if m := cudaTried().FindStringSubmatch(text); m != nil {
 		details = append(details, "tried to allocate "+m[1])
 	}
-	if m := cudaCapacityNew.FindStringSubmatch(text); m != nil {
+	if m := cudaCapacityNew().FindStringSubmatch(text); m != nil {
 		details = append(details, "the GPU has "+m[1]+" in total")
-	} else if m := cudaCapacityOld.FindStringSubmatch(text); m != nil {
+	} else if m := cudaCapacityOld().FindStringSubmatch(text); m != nil {
 		details = append(details, "the GPU has "+m[1]+" in total")
 	}
 	if len(details) > 0 {
@@ -297,8 +302,10 @@ func cudaOOM(_ Facts, block []string, _ logView) (Result, bool) {
 // ---- disk ----
 
 var (
-	enospc     = regexp.MustCompile(`No space left on device|\[Errno 28\]|ENOSPC`)
-	enospcPath = regexp.MustCompile(`(?:No space left on device|\[Errno 28\][^:]*): '([^']+)'`)
+	enospc     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`No space left on device|\[Errno 28\]|ENOSPC`) })
+	enospcPath = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:No space left on device|\[Errno 28\][^:]*): '([^']+)'`)
+	})
 )
 
 func diskFull(f Facts, block []string, _ logView) (Result, bool) {
@@ -311,12 +318,12 @@ func diskFull(f Facts, block []string, _ logView) (Result, bool) {
 func diskAnywhere(f Facts, lines []string, _ logView) (Result, bool) { return diskIn(f, lines) }
 
 func diskIn(f Facts, lines []string) (Result, bool) {
-	i, ok := find(lines, enospc.MatchString)
+	i, ok := find(lines, enospc().MatchString)
 	if !ok {
 		return Result{}, false
 	}
 	var path string
-	if m := enospcPath.FindStringSubmatch(lines[i]); m != nil {
+	if m := enospcPath().FindStringSubmatch(lines[i]); m != nil {
 		path = m[1]
 	}
 	if path != "" && !onJobDisk(path) {
@@ -356,9 +363,15 @@ func jobDiskFull(f Facts, path string) Result {
 // ---- modules ----
 
 var (
-	noModule     = regexp.MustCompile(`(?:ModuleNotFoundError|ImportError): No module named '?([A-Za-z_][\w.]*)'?`)
-	cannotImport = regexp.MustCompile(`ImportError: cannot import name '?([\w.]+)'?(?: from '([\w.]+)')?`)
-	sharedLib    = regexp.MustCompile(`(?:ImportError|OSError): ([\w.+-]+\.so[\w.]*): cannot open shared object file`)
+	noModule = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:ModuleNotFoundError|ImportError): No module named '?([A-Za-z_][\w.]*)'?`)
+	})
+	cannotImport = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`ImportError: cannot import name '?([\w.]+)'?(?: from '([\w.]+)')?`)
+	})
+	sharedLib = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:ImportError|OSError): ([\w.+-]+\.so[\w.]*): cannot open shared object file`)
+	})
 )
 
 // pipNames maps modules whose pip package has another name.
@@ -377,11 +390,11 @@ func (f Facts) engineWords() string {
 }
 
 func missingModule(f Facts, block []string, _ logView) (Result, bool) {
-	if i, ok := find(block, noModule.MatchString); ok {
-		return moduleResult(f, noModule.FindStringSubmatch(block[i])[1]), true
+	if i, ok := find(block, noModule().MatchString); ok {
+		return moduleResult(f, noModule().FindStringSubmatch(block[i])[1]), true
 	}
-	if i, ok := find(block, cannotImport.MatchString); ok {
-		m := cannotImport.FindStringSubmatch(block[i])
+	if i, ok := find(block, cannotImport().MatchString); ok {
+		m := cannotImport().FindStringSubmatch(block[i])
 		name, from := m[1], m[2]
 		if from == "" {
 			return Result{Reason: api.FailureMissingModule,
@@ -393,8 +406,8 @@ func missingModule(f Facts, block []string, _ logView) (Result, bool) {
 			Message: fmt.Sprintf("cannot import name '%s' from '%s' in %s: the installed %s does not provide it", name, from, f.engineWords(), pkg),
 			Hint:    fmt.Sprintf("pin a version of %s that provides %s in requirements.txt in the code dir (e.g. %s==VERSION), or check the spelling", pipName(from), name, pipName(from))}, true
 	}
-	if i, ok := find(block, sharedLib.MatchString); ok {
-		lib := sharedLib.FindStringSubmatch(block[i])[1]
+	if i, ok := find(block, sharedLib().MatchString); ok {
+		lib := sharedLib().FindStringSubmatch(block[i])[1]
 		return Result{Reason: api.FailureMissingModule,
 			Message: fmt.Sprintf("a shared library is missing in %s: %s", f.engineWords(), lib),
 			Hint: "a Python package needs a system library the engine lacks; for OpenCV use opencv-python-headless in requirements.txt, " +
@@ -445,23 +458,25 @@ func pipName(module string) string {
 // ---- OBS paths opened as local files ----
 
 var (
-	remoteURL = regexp.MustCompile(`(?i)\b((?:obs|s3):/{1,2}[^\s'",;)\]]+)`)
+	remoteURL = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\b((?:obs|s3):/{1,2}[^\s'",;)\]]+)`) })
 	// What the operating system says when a program opens a path that is
 	// not there (Python's OSError texts, h5py's), not what a library that
 	// understands OBS URLs says about a missing object.
-	localNotFound = regexp.MustCompile(`\[Errno (?:2|20)\]|No such file or directory|Not a directory|Unable to open file`)
-	moxingFrame   = regexp.MustCompile(`^\s*File ".*/moxing/`)
+	localNotFound = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\[Errno (?:2|20)\]|No such file or directory|Not a directory|Unable to open file`)
+	})
+	moxingFrame = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*File ".*/moxing/`) })
 )
 
 func obsPath(_ Facts, block []string, _ logView) (Result, bool) {
-	if _, viaMoxing := find(block, moxingFrame.MatchString); viaMoxing {
+	if _, viaMoxing := find(block, moxingFrame().MatchString); viaMoxing {
 		return Result{}, false // moxing reads OBS URLs: the object is missing
 	}
-	i, ok := find(block, func(s string) bool { return localNotFound.MatchString(s) && remoteURL.MatchString(s) })
+	i, ok := find(block, func(s string) bool { return localNotFound().MatchString(s) && remoteURL().MatchString(s) })
 	if !ok {
 		return Result{}, false
 	}
-	url := remoteURL.FindStringSubmatch(block[i])[1]
+	url := remoteURL().FindStringSubmatch(block[i])[1]
 	msg := fmt.Sprintf("file not found: %s is an OBS URL, not a local path", quote(url))
 	scheme, rest, _ := strings.Cut(url, ":")
 	if !strings.HasPrefix(rest, "//") {
@@ -476,17 +491,21 @@ func obsPath(_ Facts, block []string, _ logView) (Result, bool) {
 // ---- image-folder datasets without classes ----
 
 var (
-	noClassesLine = regexp.MustCompile(`Found 0 classes|Found 0 files in subfolders|Couldn't find any class folder|Found no valid file for the classes|Found 0 images belonging to 0 classes`)
-	noClassesPath = regexp.MustCompile(`(?:Couldn't find any class folder in|Found 0 files in subfolders of:?)\s*(\S+)`)
+	noClassesLine = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`Found 0 classes|Found 0 files in subfolders|Couldn't find any class folder|Found no valid file for the classes|Found 0 images belonging to 0 classes`)
+	})
+	noClassesPath = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:Couldn't find any class folder in|Found 0 files in subfolders of:?)\s*(\S+)`)
+	})
 )
 
 func noClasses(_ Facts, block []string, _ logView) (Result, bool) {
-	i, ok := find(block, noClassesLine.MatchString)
+	i, ok := find(block, noClassesLine().MatchString)
 	if !ok {
 		return Result{}, false
 	}
 	msg := "no classes found in the image dataset"
-	if m := noClassesPath.FindStringSubmatch(block[i]); m != nil {
+	if m := noClassesPath().FindStringSubmatch(block[i]); m != nil {
 		if p := strings.TrimRight(strings.Trim(m[1], `'"`), "."); p != "" {
 			msg += " at " + quote(p)
 		}

@@ -3,6 +3,7 @@ package failure
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -15,8 +16,8 @@ const maxLines = 2000
 const tracebackLine = "Traceback (most recent call last):"
 
 var (
-	ansiEscape    = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
-	exceptionType = regexp.MustCompile(`^([A-Za-z_][\w.]*)(?::|$)`)
+	ansiEscape    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`) })
+	exceptionType = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z_][\w.]*)(?::|$)`) })
 )
 
 // logView is the log as Classify reads it.
@@ -67,7 +68,7 @@ func readLog(raw []string) logView {
 		if strings.TrimSpace(l) == "" || l[0] == ' ' || l[0] == '\t' {
 			continue // frames, source lines, carets
 		}
-		if m := exceptionType.FindStringSubmatch(l); m != nil {
+		if m := exceptionType().FindStringSubmatch(l); m != nil {
 			v.exc = strings.TrimSpace(l)
 			name := m[1]
 			if i := strings.LastIndexByte(name, '.'); i >= 0 {
@@ -83,7 +84,7 @@ func readLog(raw []string) logView {
 // cleanLine removes terminal escapes and keeps the text after the last
 // carriage return that is followed by something.
 func cleanLine(l string) string {
-	l = ansiEscape.ReplaceAllString(l, "")
+	l = ansiEscape().ReplaceAllString(l, "")
 	l = strings.TrimRight(l, "\r")
 	if i := strings.LastIndexByte(l, '\r'); i >= 0 {
 		l = l[i+1:]

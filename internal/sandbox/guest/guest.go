@@ -31,8 +31,22 @@ type Config struct {
 	Forwards []Forward
 	Mkdirs   []string
 	PassFDs  int // descriptors 3 … 3+PassFDs-1 go to the program
-	Argv     []string
+	// Gate makes the init wait, its forwards listening, until it reads
+	// GateOpen from its standard input: the runner starts the sandbox
+	// while it still stages the job, and lets user code start once all is
+	// in place. Anything else (the runner closing the pipe) ends the init
+	// with GateClosed, the program never started. The program's standard
+	// input is then /dev/null.
+	Gate bool
+	Argv []string
 }
+
+// GateOpen is the byte that lets a gated init start the program;
+// GateClosed is the init's status when it did not.
+const (
+	GateOpen   = 'g'
+	GateClosed = 125
+)
 
 // Args is the command line of cfg after the binary's path, the inverse of
 // Parse: ["sandbox-init", "--forward", "ADDR=SOCK", …, "--", argv…].
@@ -46,6 +60,9 @@ func (c Config) Args() []string {
 	}
 	if c.PassFDs > 0 {
 		a = append(a, "--pass-fds", strconv.Itoa(c.PassFDs))
+	}
+	if c.Gate {
+		a = append(a, "--gate", "stdin")
 	}
 	return append(append(a, "--"), c.Argv...)
 }
@@ -85,6 +102,11 @@ func Parse(args []string) (Config, error) {
 				return Config{}, fmt.Errorf("--pass-fds %q is not a number of descriptors", v)
 			}
 			c.PassFDs = n
+		case "--gate":
+			if v != "stdin" {
+				return Config{}, fmt.Errorf("--gate %q: the only gate is stdin", v)
+			}
+			c.Gate = true
 		default:
 			return Config{}, fmt.Errorf("unknown option %q", a)
 		}
@@ -104,10 +126,10 @@ func Main(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "atelier sandbox-init: %v\n", err)
 		return 126
 	}
-	return run(c, stderr)
+	return run(c, os.Stdin, stderr)
 }
 
-func run(c Config, stderr io.Writer) int {
+func run(c Config, stdin *os.File, stderr io.Writer) int {
 	// Nothing but the declared descriptors reaches the program.
 	sandbox.CloseInheritedOnExec()
 	for _, d := range c.Mkdirs {
@@ -136,8 +158,24 @@ func run(c Config, stderr io.Writer) int {
 		}
 	}()
 
+	if c.Gate {
+		var b [1]byte
+		if n, _ := io.ReadFull(stdin, b[:]); n != 1 || b[0] != GateOpen {
+			return GateClosed
+		}
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			fmt.Fprintf(stderr, "atelier sandbox-init: cannot open %s: %v\n", os.DevNull, err)
+			return 126
+		}
+		defer null.Close()
+		stdin = null
+	}
 	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
 	for i := range c.PassFDs {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(uintptr(3+i), "fd"+strconv.Itoa(3+i)))
 	}

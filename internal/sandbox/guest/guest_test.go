@@ -127,17 +127,17 @@ sys.exit(7)
 `, host, port, dir)
 	var stderr bytes.Buffer
 	code := run(Config{Forwards: []Forward{{Listen: addr, Socket: sock}}, Mkdirs: []string{dir},
-		Argv: []string{py, "-c", client}}, &stderr)
+		Argv: []string{py, "-c", client}}, nil, &stderr)
 	if code != 7 {
 		t.Errorf("exit %d, want the program's 7 (%s)", code, stderr.String())
 	}
 	// A program killed by a signal: 128+N, as a shell reports it.
-	if code := run(Config{Argv: []string{"/bin/sh", "-c", "kill -TERM $$"}}, &stderr); code != 128+15 {
+	if code := run(Config{Argv: []string{"/bin/sh", "-c", "kill -TERM $$"}}, nil, &stderr); code != 128+15 {
 		t.Errorf("killed by SIGTERM: exit %d", code)
 	}
 	// A program that does not exist: 127 and a message.
 	stderr.Reset()
-	if code := run(Config{Argv: []string{"/nonexistent/prog"}}, &stderr); code != 127 || !strings.Contains(stderr.String(), "cannot start /nonexistent/prog") {
+	if code := run(Config{Argv: []string{"/nonexistent/prog"}}, nil, &stderr); code != 127 || !strings.Contains(stderr.String(), "cannot start /nonexistent/prog") {
 		t.Errorf("missing program: exit %d %q", code, stderr.String())
 	}
 	// A forward address in use: 126, before the program starts.
@@ -145,7 +145,7 @@ sys.exit(7)
 	defer ln.Close()
 	stderr.Reset()
 	marker := filepath.Join(t.TempDir(), "ran")
-	if code := run(Config{Forwards: []Forward{{Listen: ln.Addr().String(), Socket: sock}}, Argv: []string{"/bin/touch", marker}}, &stderr); code != 126 {
+	if code := run(Config{Forwards: []Forward{{Listen: ln.Addr().String(), Socket: sock}}, Argv: []string{"/bin/touch", marker}}, nil, &stderr); code != 126 {
 		t.Errorf("busy forward: exit %d %q", code, stderr.String())
 	}
 	if _, err := os.Stat(marker); err == nil {
@@ -153,5 +153,58 @@ sys.exit(7)
 	}
 	if code := Main([]string{"--bogus"}, &stderr); code != 126 {
 		t.Errorf("bad command line: exit %d", code)
+	}
+}
+
+// TestGate: a gated init starts the program only on GateOpen, with
+// /dev/null for its standard input; a gate closed (or anything else
+// written) ends it with GateClosed and the program never runs.
+func TestGate(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		write string
+		ran   bool
+	}{
+		{"open", string(rune(GateOpen)), true},
+		{"open, more written after it", string(rune(GateOpen)) + "rest of stdin", true},
+		{"closed", "", false},
+		{"another byte", "x", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			marker := filepath.Join(dir, "ran")
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			done := make(chan int, 1)
+			var stderr bytes.Buffer
+			go func() {
+				// The program records what it reads on stdin: nothing.
+				done <- run(Config{Gate: true, Argv: []string{"/bin/sh", "-c", "cat > " + marker}}, r, &stderr)
+			}()
+			if c.write != "" {
+				if _, err := w.Write([]byte(c.write)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.Close()
+			code := <-done
+			got, err := os.ReadFile(marker)
+			switch {
+			case c.ran && (code != 0 || err != nil || len(got) != 0):
+				t.Errorf("exit %d, read %q (%v), stderr %q; want the program run with an empty stdin", code, got, err, stderr.String())
+			case !c.ran && (code != GateClosed || err == nil):
+				t.Errorf("exit %d, program ran: %v; want %d and no run", code, err == nil, GateClosed)
+			}
+		})
+	}
+	a := Config{Gate: true, Argv: []string{"x"}}.Args()
+	if got, err := Parse(a[1:]); err != nil || !got.Gate {
+		t.Errorf("round trip of a gate: %+v %v", got, err)
+	}
+	if _, err := Parse([]string{"--gate", "fd3", "--", "x"}); err == nil {
+		t.Error("--gate fd3 accepted")
 	}
 }
