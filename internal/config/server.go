@@ -46,9 +46,9 @@ type Server struct {
 	S3Listen       string `json:"-"` // --s3-listen
 	MetaDSN        string `json:"-"` // --meta; "" = SQLite in DataDir
 
-	Region       string   `json:"region,omitempty"`
-	S3Domain     string   `json:"s3_domain,omitempty"`
-	AdvertiseURL string   `json:"advertise_url,omitempty"`
+	Region       string `json:"region,omitempty"`
+	S3Domain     string `json:"s3_domain,omitempty"`
+	AdvertiseURL string `json:"advertise_url,omitempty"`
 	// S3AdvertiseURL is the S3 endpoint as browsers reach it
 	// (http://s3.example.com:9000); default the --s3-listen address
 	// when it names a host. The console's uploads POST there, and its
@@ -59,12 +59,12 @@ type Server struct {
 	// --listen. The S3 endpoint answers CORS for the console's POST
 	// uploads from these origins only.
 	ConsoleOrigins []string `json:"console_origins,omitempty"`
-	WorkDir      string   `json:"work_dir,omitempty"`
-	Sandbox      string   `json:"sandbox,omitempty"`
-	SandboxUser  string   `json:"sandbox_user,omitempty"`
-	Flavors      []Flavor `json:"flavors,omitempty"`
-	Engines      []Engine `json:"engines,omitempty"`
-	Quotas       Quotas   `json:"quotas,omitempty"`
+	WorkDir        string   `json:"work_dir,omitempty"`
+	Sandbox        string   `json:"sandbox,omitempty"`
+	SandboxUser    string   `json:"sandbox_user,omitempty"`
+	Flavors        []Flavor `json:"flavors,omitempty"`
+	Engines        []Engine `json:"engines,omitempty"`
+	Quotas         Quotas   `json:"quotas,omitempty"`
 	// NotebookDomain gives each notebook an origin of its own:
 	// <id>.<domain> on the notebook listener (wildcard DNS to it).
 	NotebookDomain string `json:"notebook_domain,omitempty"`
