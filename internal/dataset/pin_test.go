@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/dataset/manifest"
@@ -195,5 +196,48 @@ func TestForgedVersionIDsAreNotServed(t *testing.T) {
 	}
 	if v.Status != api.DatasetVersionFailed || !outside {
 		t.Fatalf("a manifest naming bob's object: %s %q %+v", v.Status, v.FailureMessage, v.Findings)
+	}
+}
+
+// TestLifecycleExpiryDegradesAPinnedVersion: lifecycle rules are not held
+// back by dataset versions (docs/datasets.md): a noncurrent version a
+// dataset version pins, expired by NoncurrentVersionExpiration, degrades
+// it, naming the key and the version.
+func TestLifecycleExpiryDegradesAPinnedVersion(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	e := newEnv(t, func(o *obs.Options) { o.Now = func() time.Time { return now } })
+	alice := obs.As(e.alice)
+	if err := e.obs.PutBucketVersioning(e.ctx, alice, "alice-bkt", obs.VersioningEnabled, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.flowers("f/", 1)
+	e.create("f", "f/")
+	if v := e.version("f", api.CreateDatasetVersionRequest{}); v.Status != api.DatasetVersionPublished || v.PinnedObjects != 2 {
+		t.Fatalf("version %+v", v)
+	}
+	var pinned string
+	for _, l := range e.manifestLines("f", "v1") {
+		if l.Source == "obs://alice-bkt/f/cat/000.png" {
+			pinned = l.SourceVersion
+		}
+	}
+	e.put("f/", map[string][]byte{"cat/000.png": pngOf(t, 8, 6, 5)})
+	if err := e.obs.PutLifecycle(e.ctx, alice, "alice-bkt", []obs.LifecycleRule{{ID: "old", Status: obs.LifecycleEnabled, NoncurrentDays: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.obs.ApplyLifecycle(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.svc.GetVersion(e.ctx, e.alice, "f", "v1", true); err != nil || got.Status != api.DatasetVersionPublished {
+		t.Fatalf("before the rule's day: %+v, %v", got, err)
+	}
+	now = now.Add(50 * time.Hour)
+	if _, err := e.obs.ApplyLifecycle(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.svc.GetVersion(e.ctx, e.alice, "f", "v1", true)
+	if err != nil || got.Status != api.DatasetVersionDegraded || len(got.Changes) != 1 || got.Changes[0].VersionID != pinned ||
+		got.Changes[0].Change != "deleted" || got.Changes[0].Object != "obs://alice-bkt/f/cat/000.png" {
+		t.Fatalf("after the noncurrent version expired: %+v, %v", got, err)
 	}
 }
