@@ -142,9 +142,13 @@ type DatasetHistogramBucket struct {
 // DatasetObjectChange is an object a version references that changed or
 // disappeared since the version was made.
 type DatasetObjectChange struct {
-	Object    string `json:"object"`
-	Change    string `json:"change"` // changed | deleted
-	ETag      string `json:"etag"`
+	Object string `json:"object"`
+	Change string `json:"change"` // changed | deleted
+	ETag   string `json:"etag"`
+	// VersionID is the object version the version pinned, when it
+	// pinned one (a versioned bucket): that version is what changed or
+	// was deleted for good.
+	VersionID string `json:"version_id,omitempty"`
 	ETagNow   string `json:"etag_now,omitempty"`
 	SizeNow   int64  `json:"size_now,omitempty"`
 	CheckTime int64  `json:"check_time,omitempty"`
@@ -169,19 +173,23 @@ type DatasetVersion struct {
 	ManifestSHA256     string `json:"manifest_sha256,omitempty"`
 	OutputManifestPath string `json:"output_manifest_path,omitempty"`
 
-	TotalSampleCount     int                      `json:"total_sample_count"`
-	AnnotatedSampleCount int                      `json:"annotated_sample_count"`
-	ObjectCount          int                      `json:"object_count"`
-	Bytes                int64                    `json:"bytes"`
-	Classes              []string                 `json:"classes,omitempty"`
-	PerClass             map[string]int           `json:"per_class,omitempty"`
-	PerUsage             map[string]int           `json:"per_usage,omitempty"`
-	SizeHistogram        []DatasetHistogramBucket `json:"size_histogram,omitempty"`
-	BoxHistogram         []DatasetHistogramBucket `json:"box_histogram,omitempty"`
-	Errors               int                      `json:"errors"`
-	Warnings             int                      `json:"warnings"`
-	Findings             []DatasetFinding         `json:"findings,omitempty"`
-	Progress             *DatasetProgress         `json:"progress,omitempty"`
+	TotalSampleCount     int `json:"total_sample_count"`
+	AnnotatedSampleCount int `json:"annotated_sample_count"`
+	ObjectCount          int `json:"object_count"`
+	// PinnedObjects is how many of the objects the manifest pins by
+	// version id (those of a versioned bucket): overwriting or deleting
+	// their keys does not change the version.
+	PinnedObjects int                      `json:"pinned_objects,omitempty"`
+	Bytes         int64                    `json:"bytes"`
+	Classes       []string                 `json:"classes,omitempty"`
+	PerClass      map[string]int           `json:"per_class,omitempty"`
+	PerUsage      map[string]int           `json:"per_usage,omitempty"`
+	SizeHistogram []DatasetHistogramBucket `json:"size_histogram,omitempty"`
+	BoxHistogram  []DatasetHistogramBucket `json:"box_histogram,omitempty"`
+	Errors        int                      `json:"errors"`
+	Warnings      int                      `json:"warnings"`
+	Findings      []DatasetFinding         `json:"findings,omitempty"`
+	Progress      *DatasetProgress         `json:"progress,omitempty"`
 	// Changes are the referenced objects that changed (status degraded).
 	Changes        []DatasetObjectChange `json:"changes,omitempty"`
 	CheckTime      int64                 `json:"check_time,omitempty"`

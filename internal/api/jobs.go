@@ -409,6 +409,9 @@ type RunnerObject struct {
 	ETag         string `json:"etag"` // no quotes
 	Size         int64  `json:"size"`
 	LastModified int64  `json:"last_modified"` // ms
+	// VersionID is the version to read (GET with versionId), when a
+	// dataset version pinned one; "" reads the current object.
+	VersionID string `json:"version_id,omitempty"`
 }
 
 // RunnerObjectList is the body of GET /api/v1/runner/jobs/{id}/inputs/{name}.

@@ -74,6 +74,27 @@ type OBSPresigned struct {
 	ExpiresAt int64  `json:"expires_at"`
 }
 
+// OBSPostPolicyRequest is the body of POST
+// /api/v1/obs/buckets/{bucket}/objects/post-policy: the one object a
+// browser POST upload will write (key, exact size in bytes, at least 1,
+// and content type; "" is application/octet-stream).
+type OBSPostPolicyRequest struct {
+	Key         string `json:"key"`
+	ContentType string `json:"content_type,omitempty"`
+	Size        int64  `json:"size"`
+}
+
+// OBSPostPolicy is a browser POST upload form of the S3 endpoint: POST
+// multipart/form-data to URL with Fields (in any order) and then the file
+// as the last part, "file". The policy it carries allows exactly the
+// requested key, size and content type until ExpiresAt, signed with the
+// caller's own access key.
+type OBSPostPolicy struct {
+	URL       string            `json:"url"`
+	Fields    map[string]string `json:"fields"`
+	ExpiresAt int64             `json:"expires_at"`
+}
+
 // OBSCreateUpload is the body of POST /api/v1/obs/buckets/{bucket}/uploads.
 type OBSCreateUpload struct {
 	Key         string `json:"key"`

@@ -16,8 +16,10 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
+	"github.com/atelier-dev/atelier/internal/auth/sigv4"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/obs"
+	"github.com/atelier-dev/atelier/internal/text"
 )
 
 // The object storage routes (/api/v1/obs/…) are the console's way to
@@ -60,6 +62,7 @@ func (s *Server) obsRoutes() []route {
 		{method: "PUT", path: "/api/v1/obs/buckets/{bucket}/objects/content", h: s.obsPutObject, maxBody: body, stream: true},
 		{method: "POST", path: "/api/v1/obs/buckets/{bucket}/objects/delete", h: s.obsDeleteObjects},
 		{method: "POST", path: "/api/v1/obs/buckets/{bucket}/objects/presign", h: s.obsPresign},
+		{method: "POST", path: "/api/v1/obs/buckets/{bucket}/objects/post-policy", h: s.obsPostPolicy},
 		{method: "POST", path: "/api/v1/obs/buckets/{bucket}/uploads", h: s.obsCreateUpload},
 		{method: "GET", path: "/api/v1/obs/buckets/{bucket}/uploads/{upload_id}", h: s.obsListParts},
 		{method: "DELETE", path: "/api/v1/obs/buckets/{bucket}/uploads/{upload_id}", h: s.obsAbortUpload},
@@ -430,6 +433,67 @@ func (s *Server) obsPresign(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusCreated, api.OBSPresigned{URL: u.String(), ExpiresAt: now.Add(expires).UnixMilli()})
+	return nil
+}
+
+// obsPostPolicyTTL is how long a console upload's POST policy is valid.
+const obsPostPolicyTTL = 15 * time.Minute
+
+// obsPostPolicy answers a browser POST upload form of the S3 endpoint for
+// exactly one object — the key, the size and the content type asked for —
+// signed with the caller's own access key (as obsPresign signs URLs),
+// after checking that the caller may write it. The console uploads small
+// files with it, straight to the S3 endpoint.
+func (s *Server) obsPostPolicy(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	const op errs.Op = "apiserver.obsPostPolicy"
+	o, err := s.objects()
+	if err != nil {
+		return err
+	}
+	var req api.OBSPostPolicyRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if err := obs.ValidateKey(req.Key); err != nil {
+		return err
+	}
+	if _, maxPut := o.PartSizes(); req.Size < 1 || req.Size > maxPut {
+		return errs.E(op, errs.Invalid, CodeWrongType, fmt.Sprintf("size %d is not from 1 to %d bytes", req.Size, maxPut),
+			errs.Hint("PUT an empty object, and upload a larger one in parts"))
+	}
+	ct := req.ContentType
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	if contentType(ct) != ct || strings.ContainsAny(ct, "\r\n") {
+		return errs.E(op, errs.Invalid, CodeWrongType, fmt.Sprintf("content_type %q is not a media type", text.Clip(ct, 100)))
+	}
+	bucket := r.PathValue("bucket")
+	if err := o.Check(r.Context(), caller(r, p), bucket, obs.ActionPutObject, req.Key, nil); err != nil {
+		return err
+	}
+	// The console's CSP allows the configured origin: the form names it
+	// when there is one.
+	var base *url.URL
+	if s.deps.S3Origin != "" {
+		base, err = url.Parse(s.deps.S3Origin)
+	} else {
+		base, err = s.s3Base(r)
+	}
+	if err != nil {
+		return err
+	}
+	target := *base
+	target.Path = strings.TrimRight(base.Path, "/") + "/" + bucket
+	target.RawQuery, target.Fragment = "", ""
+	now := time.Now()
+	fields, err := s.deps.Auth.PresignPost(r.Context(), p, o.Region(), obsPostPolicyTTL, sigv4.PostOptions{Bucket: bucket, Key: req.Key,
+		MinSize: req.Size, MaxSize: req.Size, ContentType: ct, SuccessActionStatus: "204"})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, api.OBSPostPolicy{URL: target.String(), Fields: fields, ExpiresAt: now.Add(obsPostPolicyTTL).UnixMilli()})
 	return nil
 }
 

@@ -51,6 +51,10 @@ type Deps struct {
 	ConsoleLinks    *loginlink.Links // sign-in links of the console (`atelier console`)
 	OBS             *obs.Service     // object storage under /api/v1/obs/; nil: not enabled
 	S3Endpoint      string           // the S3 endpoint presigned URLs name (http://host:port)
+	// S3Origin is the S3 endpoint as browsers reach it (the console's
+	// CSP allows it); POST upload forms name it when set, else they name
+	// S3Endpoint as presigned URLs do.
+	S3Origin string
 }
 
 // Server is the REST API.

@@ -63,7 +63,7 @@ func newEnvWith(t *testing.T, more func(d *Deps, st *sqlite.Store, iam *auth.Ser
 		t.Fatal(err)
 	}
 	ping := &fakePinger{}
-	d := Deps{Auth: iam, Store: ping, Registry: prometheus.NewRegistry(), Region: "us-east-1", Version: "test", MaxBody: 64 << 10, Console: webui.New()}
+	d := Deps{Auth: iam, Store: ping, Registry: prometheus.NewRegistry(), Region: "us-east-1", Version: "test", MaxBody: 64 << 10, Console: webui.New(webui.Options{})}
 	if more != nil {
 		more(&d, st, iam)
 	}

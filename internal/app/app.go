@@ -164,17 +164,19 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	ledger.OnFree(jobs.Controller.Kick)
 	ledger.OnFree(wake.Kick)
 	ledger.OnFree(nbs.controller.Kick)
+	s3Origin, consoleOrigins := browserOrigins(cfg, apiLn.Addr().String(), s3Ln.Addr().String())
 	api := apiserver.New(apiserver.Deps{Auth: iam, Store: store, Registry: reg, Logger: log, Region: cfg.Region, Version: version,
 		Jobs:    apiserver.JobDeps{Submit: jobs.Jobs, Read: jobs.Jobs, Act: jobs.Jobs, Catalog: jobs.Jobs},
 		Runners: apiserver.RunnerDeps{Feed: jobs.Runners, Reports: jobs.Runners}, Models: models, Datasets: datasets, Gateway: gw,
 		Services: services.deployments, ServiceActivity: services.deployments, Usage: services.deployments, InstanceRunners: services.runners,
 		Notebooks: nbs.api, NotebookRunners: nbs.runners,
 		Capacity: capacity.NewView(ledger, iam, store, capacity.NewCgroupMeter(cgroup.Options{}), sources),
-		Console:  webui.New(), OBS: objects, S3Endpoint: admin.S3Endpoint})
+		Console:  webui.New(webui.Options{S3Origin: s3Origin}), OBS: objects, S3Endpoint: admin.S3Endpoint, S3Origin: s3Origin})
 
 	servers := []*http.Server{
 		{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
-		{Handler: s3.NewServer(s3.Deps{OBS: objects, IAM: iam, Region: cfg.Region, Domain: cfg.S3Domain, Logger: log, Registry: reg}),
+		{Handler: s3.NewServer(s3.Deps{OBS: objects, IAM: iam, Region: cfg.Region, Domain: cfg.S3Domain, Logger: log, Registry: reg,
+			ConsoleOrigins: consoleOrigins}),
 			ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
 		{Handler: nbs.proxy, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
 	}

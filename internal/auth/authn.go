@@ -209,27 +209,48 @@ const CodeCannotPresign errs.Code = "ATL.AUTH.0111"
 // credentials cannot presign (their session token is not kept).
 func (s *Service) Presign(ctx context.Context, p *Principal, method string, u *url.URL, region, service string, expires time.Duration) (*url.URL, error) {
 	const op errs.Op = "auth.Presign"
-	if p == nil || p.User == nil || p.AccessKey == "" || p.Temporary {
-		return nil, errs.E(op, errs.PermissionDenied, CodeCannotPresign, "these credentials cannot presign URLs",
-			errs.Hint("sign in with your own access key (temporary credentials cannot presign)"))
-	}
-	rk, err := s.resolveKey(ctx, op, p.AccessKey)
-	if errs.Is(err, errs.NotFound) {
-		return nil, unauthenticated(op, CodeTokenKeyGone, "access key "+p.AccessKey+" no longer exists", "sign in again with an existing key")
-	}
+	c, err := s.ownKey(ctx, op, p)
 	if err != nil {
-		return nil, errs.E(op, err)
-	}
-	if rk.key.UserID != p.User.ID || rk.key.Temporary {
-		return nil, errs.E(op, errs.PermissionDenied, CodeCannotPresign, "access key "+p.AccessKey+" is not a key of user "+p.User.Name,
-			errs.Hint("sign in with your own access key"))
-	}
-	if err := s.checkKeyUsable(op, rk.key); err != nil {
 		return nil, err
 	}
 	r, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
 		return nil, errs.E(op, errs.Invalid, err)
 	}
-	return sigv4.Presign(r, sigv4.Credentials{AccessKey: rk.key.AccessKey, SecretKey: rk.secret}, region, service, s.now(), expires)
+	return sigv4.Presign(r, c, region, service, s.now(), expires)
+}
+
+// PresignPost returns the fields of a browser POST upload form (see
+// sigv4.PresignPost) signed for region with p's own access key, as
+// Presign signs URLs: the form carries exactly p's rights.
+func (s *Service) PresignPost(ctx context.Context, p *Principal, region string, expires time.Duration, o sigv4.PostOptions) (map[string]string, error) {
+	const op errs.Op = "auth.PresignPost"
+	c, err := s.ownKey(ctx, op, p)
+	if err != nil {
+		return nil, err
+	}
+	return sigv4.PresignPost(c, region, s.now(), expires, o)
+}
+
+// ownKey is the credentials of p's own access key, which may sign for p.
+func (s *Service) ownKey(ctx context.Context, op errs.Op, p *Principal) (sigv4.Credentials, error) {
+	if p == nil || p.User == nil || p.AccessKey == "" || p.Temporary {
+		return sigv4.Credentials{}, errs.E(op, errs.PermissionDenied, CodeCannotPresign, "these credentials cannot presign URLs",
+			errs.Hint("sign in with your own access key (temporary credentials cannot presign)"))
+	}
+	rk, err := s.resolveKey(ctx, op, p.AccessKey)
+	if errs.Is(err, errs.NotFound) {
+		return sigv4.Credentials{}, unauthenticated(op, CodeTokenKeyGone, "access key "+p.AccessKey+" no longer exists", "sign in again with an existing key")
+	}
+	if err != nil {
+		return sigv4.Credentials{}, errs.E(op, err)
+	}
+	if rk.key.UserID != p.User.ID || rk.key.Temporary {
+		return sigv4.Credentials{}, errs.E(op, errs.PermissionDenied, CodeCannotPresign, "access key "+p.AccessKey+" is not a key of user "+p.User.Name,
+			errs.Hint("sign in with your own access key"))
+	}
+	if err := s.checkKeyUsable(op, rk.key); err != nil {
+		return sigv4.Credentials{}, err
+	}
+	return sigv4.Credentials{AccessKey: rk.key.AccessKey, SecretKey: rk.secret}, nil
 }

@@ -883,6 +883,9 @@ func versionDetail(w io.Writer, v *api.DatasetVersion) {
 	if v.Status != api.DatasetVersionCreating && v.Status != api.DatasetVersionFailed {
 		field(w, "Samples", fmt.Sprintf("%d (%d labeled), %s, %s", v.TotalSampleCount, v.AnnotatedSampleCount,
 			text.Count(v.ObjectCount, "object"), text.Bytes(v.Bytes)))
+		if v.PinnedObjects > 0 {
+			field(w, "Pinned", fmt.Sprintf("%s by version id", text.Count(v.PinnedObjects, "object")))
+		}
 		field(w, "Classes", strings.Join(v.Classes, ", "))
 		for _, c := range v.Classes {
 			field(w, "  "+c, fmt.Sprint(v.PerClass[c]))
@@ -902,7 +905,11 @@ func versionDetail(w io.Writer, v *api.DatasetVersion) {
 	if len(v.Changes) > 0 {
 		field(w, "Changed", fmt.Sprintf("%s changed or disappeared since the version was made:", text.Count(len(v.Changes), "object")))
 		for _, c := range v.Changes {
-			field(w, "  "+c.Change, c.Object)
+			what := c.Object
+			if c.VersionID != "" {
+				what += " (version " + c.VersionID + ")"
+			}
+			field(w, "  "+c.Change, what)
 		}
 	}
 	field(w, "Created", timeMs(v.CreateTime))

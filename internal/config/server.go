@@ -47,15 +47,25 @@ type Server struct {
 	S3Listen       string `json:"-"` // --s3-listen
 	MetaDSN        string `json:"-"` // --meta; "" = SQLite in DataDir
 
-	Region       string   `json:"region,omitempty"`
-	S3Domain     string   `json:"s3_domain,omitempty"`
-	AdvertiseURL string   `json:"advertise_url,omitempty"`
-	WorkDir      string   `json:"work_dir,omitempty"`
-	Sandbox      string   `json:"sandbox,omitempty"`
-	SandboxUser  string   `json:"sandbox_user,omitempty"`
-	Flavors      []Flavor `json:"flavors,omitempty"`
-	Engines      []Engine `json:"engines,omitempty"`
-	Quotas       Quotas   `json:"quotas,omitempty"`
+	Region       string `json:"region,omitempty"`
+	S3Domain     string `json:"s3_domain,omitempty"`
+	AdvertiseURL string `json:"advertise_url,omitempty"`
+	// S3AdvertiseURL is the S3 endpoint as browsers reach it
+	// (http://s3.example.com:9000); default the --s3-listen address
+	// when it names a host. The console's uploads POST there, and its
+	// Content-Security-Policy allows connecting to that origin.
+	S3AdvertiseURL string `json:"s3_advertise_url,omitempty"`
+	// ConsoleOrigins are the origins browsers load the console from
+	// (scheme://host:port); default the origins of advertise_url and
+	// --listen. The S3 endpoint answers CORS for the console's POST
+	// uploads from these origins only.
+	ConsoleOrigins []string `json:"console_origins,omitempty"`
+	WorkDir        string   `json:"work_dir,omitempty"`
+	Sandbox        string   `json:"sandbox,omitempty"`
+	SandboxUser    string   `json:"sandbox_user,omitempty"`
+	Flavors        []Flavor `json:"flavors,omitempty"`
+	Engines        []Engine `json:"engines,omitempty"`
+	Quotas         Quotas   `json:"quotas,omitempty"`
 	// NotebookDomain gives each notebook an origin of its own:
 	// <id>.<domain> on the notebook listener (wildcard DNS to it).
 	NotebookDomain string `json:"notebook_domain,omitempty"`
@@ -381,6 +391,14 @@ func invalid(key, format string, args ...any) error {
 		errs.Hint("fix `"+key+"` in the config file or its flag; see docs/configuration.md"))
 }
 
+// IsOrigin reports whether s is a web origin: http:// or https://, a host
+// and an optional port, nothing else (no user, path, query or fragment).
+func IsOrigin(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Hostname() != "" &&
+		u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == "" && !u.ForceQuery && s == u.Scheme+"://"+u.Host
+}
+
 // Validate reports the first problem of the configuration.
 func (c *Server) Validate() error {
 	if c.DataDir == "" {
@@ -402,6 +420,14 @@ func (c *Server) Validate() error {
 	}
 	if u, err := url.Parse(c.AdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return invalid("advertise_url", "%q must be an http:// or https:// URL", c.AdvertiseURL)
+	}
+	if c.S3AdvertiseURL != "" && !IsOrigin(c.S3AdvertiseURL) {
+		return invalid("s3_advertise_url", "%q must be an http:// or https:// URL of a host and port, with no path", c.S3AdvertiseURL)
+	}
+	for _, o := range c.ConsoleOrigins {
+		if !IsOrigin(o) {
+			return invalid("console_origins", "%q is not an origin such as https://atelier.example.com or http://10.0.0.5:8080 (no path)", o)
+		}
 	}
 	if !filepath.IsAbs(c.WorkDir) {
 		return invalid("work_dir", "%q must be an absolute path", c.WorkDir)

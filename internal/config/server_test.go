@@ -128,6 +128,16 @@ storage_reserve: 1GiB
 		{name: "relative python", yaml: "engines: [{name: py, python: python3}]\n", code: CodeConfigInvalid, wantMsg: "engines[0].python"},
 		{name: "relative work dir", yaml: "work_dir: work\n", code: CodeConfigInvalid, wantMsg: "work_dir"},
 		{name: "bad advertise", yaml: "advertise_url: 10.0.0.1:8080\n", code: CodeConfigInvalid, wantMsg: "advertise_url"},
+		{name: "console origin with a path", yaml: "console_origins: [\"https://a.example.com/console/\"]\n", code: CodeConfigInvalid, wantMsg: "console_origins"},
+		{name: "console origin without a scheme", yaml: "console_origins: [a.example.com]\n", code: CodeConfigInvalid, wantMsg: "console_origins"},
+		{name: "console origin with a user", yaml: "console_origins: [\"http://u@a.example.com\"]\n", code: CodeConfigInvalid, wantMsg: "console_origins"},
+		{name: "s3 advertise with a query", yaml: "s3_advertise_url: \"http://s3.example.com:9000?x\"\n", code: CodeConfigInvalid, wantMsg: "s3_advertise_url"},
+		{name: "console origins and s3 advertise", yaml: "console_origins: [\"https://a.example.com\", \"http://10.0.0.5:8080\"]\ns3_advertise_url: http://s3.example.com:9000\n",
+			check: func(t *testing.T, c *Server) {
+				if len(c.ConsoleOrigins) != 2 || c.S3AdvertiseURL != "http://s3.example.com:9000" {
+					t.Errorf("console origins %q, s3 advertise %q", c.ConsoleOrigins, c.S3AdvertiseURL)
+				}
+			}},
 		{name: "negative quota", yaml: "quotas: {jobs_per_user: -1}\n", code: CodeConfigInvalid, wantMsg: "quotas"},
 		{name: "negative capacity", yaml: "capacity: {cpu: -2}\n", code: CodeConfigInvalid, wantMsg: "capacity: cpu, memory and gpu must not be negative"},
 		{name: "tiny interval", yaml: "lifecycle_interval: 1ms\n", code: CodeConfigInvalid, wantMsg: "lifecycle_interval"},

@@ -79,7 +79,7 @@ func (s *Service) Export(ctx context.Context, p *auth.Principal, ref, version st
 			errs.Hint("pick a layout that holds this dataset's annotations (classification: imagefolder or manifest)"))
 	}
 	out := &api.DatasetExport{Format: string(f), To: obsurl.Format(toBucket, toPrefix), Samples: len(samples)}
-	if err := s.writeExport(ctx, op, obs.As(p), toBucket, toPrefix, files, out); err != nil {
+	if err := s.writeExport(ctx, op, obs.As(p), toBucket, toPrefix, files, pinnedVersions(refs), out); err != nil {
 		return nil, err
 	}
 	out.ElapsedMsec = time.Since(start).Milliseconds()
@@ -94,6 +94,7 @@ func (s *Service) versionSamples(ctx context.Context, p *auth.Principal, bucket,
 	name := fmt.Sprintf("atelier-version-%s.manifest", refs.Version.VersionID)
 	objs := []format.Object{{Key: name, Size: int64(len(refs.Manifest))}}
 	etags := map[string]string{}
+	versions := pinnedVersions(refs)
 	for i := range refs.Lines {
 		for _, r := range refs.Lines[i].Refs() {
 			if r.Bucket != bucket || !strings.HasPrefix(r.Key, prefix) {
@@ -112,7 +113,7 @@ func (s *Service) versionSamples(ctx context.Context, p *auth.Principal, bucket,
 			return refs.Manifest[:min(int64(len(refs.Manifest)), n)], nil
 		}
 		res, err := s.obs.GetObject(ctx, user, bucket, prefix+key, obs.GetOptions{Range: &obs.Range{First: 0, Last: n - 1},
-			Conditions: obs.Conditions{IfMatch: etags[key]}})
+			Conditions: obs.Conditions{IfMatch: etags[key]}, VersionID: versions[obsurl.Format(bucket, prefix+key)]})
 		if err != nil {
 			if errs.CodeOf(err) == obs.CodeInvalidRange {
 				return []byte{}, nil
@@ -137,8 +138,26 @@ func (s *Service) versionSamples(ctx context.Context, p *auth.Principal, bucket,
 	return parsed.Samples, nil
 }
 
-// writeExport writes the files of an export, exportJobs at a time.
-func (s *Service) writeExport(ctx context.Context, op errs.Op, user *obs.Caller, bucket, prefix string, files []export.File, out *api.DatasetExport) error {
+// pinnedVersions are the version ids the version's manifest pins, by
+// obs:// URL: an export reads those versions, not the keys' current
+// objects.
+func pinnedVersions(refs *Refs) map[string]string {
+	out := map[string]string{}
+	for i := range refs.Lines {
+		for _, r := range refs.Lines[i].Refs() {
+			if r.VersionID != "" {
+				out[obsurl.Format(r.Bucket, r.Key)] = r.VersionID
+			}
+		}
+	}
+	return out
+}
+
+// writeExport writes the files of an export, exportJobs at a time; a
+// source object the version pins (versions, by URL) is copied from that
+// version.
+func (s *Service) writeExport(ctx context.Context, op errs.Op, user *obs.Caller, bucket, prefix string, files []export.File,
+	versions map[string]string, out *api.DatasetExport) error {
 	var copied, written atomic.Int64
 	var bytesOut atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
@@ -151,7 +170,8 @@ func (s *Service) writeExport(ctx context.Context, op errs.Op, user *obs.Caller,
 			switch {
 			case f.Source != nil:
 				o, err := s.obs.CopyObject(gctx, user, f.Source.Bucket, f.Source.Key, bucket, key,
-					obs.CopyOptions{SourceConditions: obs.Conditions{IfMatch: f.Source.ETag}})
+					obs.CopyOptions{SourceConditions: obs.Conditions{IfMatch: f.Source.ETag},
+						SourceVersionID: versions[obsurl.Format(f.Source.Bucket, f.Source.Key)]})
 				if errs.CodeOf(err) == obs.CodePreconditionFailed {
 					mu.Lock()
 					changed = append(changed, obsurl.Format(f.Source.Bucket, f.Source.Key))

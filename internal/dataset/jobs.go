@@ -30,8 +30,9 @@ func (s *Service) ResolveInput(ctx context.Context, p *auth.Principal, ref, vers
 		obsurl.Format(bucket, prefix), nil
 }
 
-// InputObjects are the objects of the version loc names, with the ETags and
-// sizes it recorded, and its manifest, for a job's runner reading as p. Any
+// InputObjects are the objects of the version loc names, with the ETags,
+// sizes and version ids it recorded (a pinned version is read as that
+// version, never as the key's current object), and its manifest, for a job's runner reading as p. Any
 // change since the version was made fails it, naming the objects.
 func (s *Service) InputObjects(ctx context.Context, p *auth.Principal, loc api.DatasetLocation) (*api.RunnerObjectList, error) {
 	const op errs.Op = "dataset.InputObjects"
@@ -53,7 +54,7 @@ func (s *Service) InputObjects(ctx context.Context, p *auth.Principal, loc api.D
 				continue // only the data dir is staged
 			}
 			seen[r.Key] = true
-			out.Items = append(out.Items, api.RunnerObject{Key: r.Key, ETag: r.ETag, Size: r.Size})
+			out.Items = append(out.Items, api.RunnerObject{Key: r.Key, ETag: r.ETag, Size: r.Size, VersionID: r.VersionID})
 		}
 	}
 	return out, nil

@@ -41,11 +41,14 @@ type labelRecord struct {
 
 // indexed is one sample of the current version.
 type indexed struct {
-	key   string
-	id    string
-	etag  string
-	usage string
-	ann   api.DatasetAnnotations
+	key  string
+	id   string
+	etag string
+	// version is the version id the manifest pins ("" for none): the
+	// sample is read as that version.
+	version string
+	usage   string
+	ann     api.DatasetAnnotations
 }
 
 // sampleIndex is the current version's samples, in key order.
@@ -128,7 +131,7 @@ func buildIndex(d *api.Dataset, v *api.DatasetVersion, lines []manifest.Line) *s
 		if !ok {
 			continue // inline text samples have no object to label here
 		}
-		it := indexed{key: key, id: l.ID, usage: string(l.Usage), etag: l.SourceETag}
+		it := indexed{key: key, id: l.ID, usage: string(l.Usage), etag: l.SourceETag, version: l.SourceVersion}
 		for j := range l.Annotations {
 			a := &l.Annotations[j]
 			if b, ok := a.Box(); ok {
@@ -330,7 +333,7 @@ func (s *Service) SampleObject(ctx context.Context, p *auth.Principal, ref, samp
 		return nil, nil, err
 	}
 	bucket, prefix := source(d)
-	res, err := s.obs.GetObject(ctx, obs.As(p), bucket, prefix+it.key, obs.GetOptions{Conditions: obs.Conditions{IfMatch: it.etag}})
+	res, err := s.obs.GetObject(ctx, obs.As(p), bucket, prefix+it.key, obs.GetOptions{Conditions: obs.Conditions{IfMatch: it.etag}, VersionID: it.version})
 	if errs.CodeOf(err) == obs.CodePreconditionFailed {
 		return nil, nil, errs.E(op, errs.Conflict, CodeChanged, fmt.Sprintf("%s changed since version %s was made", obsurl.Format(bucket, prefix+it.key), ix.version.VersionName),
 			errs.Hint("make a new version to see it as it is now"))

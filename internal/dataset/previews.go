@@ -244,7 +244,7 @@ func (s *Service) Thumbnail(ctx context.Context, token string) ([]byte, error) {
 		return nil, errs.E(op, errs.NotFound, CodeSampleNotFound, "the preview's sample is not in its version")
 	}
 	bucket, prefix := source(d)
-	res, err := s.obs.GetObject(ctx, obs.As(p), bucket, prefix+it.key, obs.GetOptions{Conditions: obs.Conditions{IfMatch: it.etag}})
+	res, err := s.obs.GetObject(ctx, obs.As(p), bucket, prefix+it.key, obs.GetOptions{Conditions: obs.Conditions{IfMatch: it.etag}, VersionID: it.version})
 	if errs.CodeOf(err) == obs.CodePreconditionFailed {
 		return nil, errs.E(op, errs.Conflict, CodeChanged, fmt.Sprintf("%s changed since version %s was made", obsurl.Format(bucket, prefix+it.key), vr.Name))
 	}

@@ -459,7 +459,7 @@ func (s *Service) listSource(ctx context.Context, op errs.Op, c *obs.Caller, buc
 		if !strings.HasSuffix(rel, "/") {
 			files++
 		}
-		out = append(out, format.Object{Key: rel, Size: o.Size, ETag: o.ETag})
+		out = append(out, format.Object{Key: rel, Size: o.Size, ETag: o.ETag, VersionID: o.VersionID})
 	}
 	if files == 0 {
 		return nil, errs.E(op, errs.Invalid, CodeSourceEmpty, fmt.Sprintf("there are no objects under %s", obsurl.Format(bucket, prefix)),

@@ -34,7 +34,7 @@ type env struct {
 	alice, bob *auth.Principal
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, opts ...func(*obs.Options)) *env {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -55,7 +55,11 @@ func newEnv(t *testing.T) *env {
 	if _, _, err := iam.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: ctx, store: store, iam: iam, obs: obs.New(store, blobs, obs.Options{Users: iam})}
+	oo := obs.Options{Users: iam}
+	for _, f := range opts {
+		f(&oo)
+	}
+	e := &env{t: t, ctx: ctx, store: store, iam: iam, obs: obs.New(store, blobs, oo)}
 	user := func(name string) *auth.Principal {
 		u := &meta.User{ID: "id-" + name, Name: name, CreateTime: time.Now()}
 		if err := store.CreateUser(ctx, u); err != nil {

@@ -129,8 +129,18 @@ func (s *Service) verify(ctx context.Context, r *meta.DatasetRecord, vr *meta.Da
 			}
 			seen[url] = true
 			o, ok := now[ref.Key]
+			ok = ok && ref.Bucket == bucket
 			switch {
-			case ref.Bucket != bucket || !ok:
+			case ref.VersionID != "":
+				// A pinned version: the key's current object may be
+				// another; the version must still be there as it was.
+				if ok && o.VersionID == ref.VersionID && o.ETag == ref.ETag {
+					continue
+				}
+				if c, bad := s.checkPinned(ctx, sys, ref, checked); bad {
+					changes = append(changes, c)
+				}
+			case !ok:
 				if ref.Bucket != bucket {
 					// Only the source bucket is listed; look the object up.
 					res, err := s.obs.HeadObject(ctx, sys, ref.Bucket, ref.Key, obs.GetOptions{})
@@ -175,6 +185,26 @@ func (s *Service) verify(ctx context.Context, r *meta.DatasetRecord, vr *meta.Da
 	return &Refs{Version: v, Lines: lines, Manifest: data, Changes: changes}, nil
 }
 
+// checkPinned looks up the version of an object a manifest pins: bad is
+// set, with the change to record, when that version is gone (deleted by
+// its id, expired by a lifecycle rule, or never there) or holds other
+// bytes.
+func (s *Service) checkPinned(ctx context.Context, sys *obs.Caller, ref manifest.Ref, checked int64) (c api.DatasetObjectChange, bad bool) {
+	url := obsurl.Format(ref.Bucket, ref.Key)
+	res, err := s.obs.HeadObject(ctx, sys, ref.Bucket, ref.Key, obs.GetOptions{VersionID: ref.VersionID})
+	switch {
+	case err == nil && res.Object.ETag == ref.ETag:
+		return c, false
+	case err == nil:
+		return api.DatasetObjectChange{Object: url, Change: "changed", ETag: ref.ETag, VersionID: ref.VersionID,
+			ETagNow: res.Object.ETag, SizeNow: res.Object.Size, CheckTime: checked}, true
+	}
+	if ctx.Err() == nil && !errs.Is(err, errs.NotFound) && !errs.Is(err, errs.Invalid) {
+		s.log.Warn("a pinned object version could not be looked up", "object", url, "version", ref.VersionID, "err", err)
+	}
+	return api.DatasetObjectChange{Object: url, Change: "deleted", ETag: ref.ETag, VersionID: ref.VersionID, CheckTime: checked}, true
+}
+
 // ChangedError is the error a job input meets when objects of the version
 // changed: it names each (up to a few) and says what to do.
 func ChangedError(op errs.Op, dataset, version string, changes []api.DatasetObjectChange) error {
@@ -184,6 +214,10 @@ func ChangedError(op errs.Op, dataset, version string, changes []api.DatasetObje
 		if i == show {
 			parts = append(parts, fmt.Sprintf("and %d more", len(changes)-show))
 			break
+		}
+		if c.VersionID != "" {
+			parts = append(parts, c.Object+" version "+c.VersionID+" ("+c.Change+")")
+			continue
 		}
 		parts = append(parts, c.Object+" ("+c.Change+")")
 	}

@@ -469,6 +469,7 @@ func (c *creation) run(ctx context.Context) error {
 	v.TotalSampleCount, v.AnnotatedSampleCount = counts.Samples, counts.Labeled
 	v.PerClass, v.PerUsage, v.Bytes = counts.PerClass, counts.PerUsage, counts.Bytes
 	v.ObjectCount = countRefs(samples)
+	v.PinnedObjects = countPinned(buf.Bytes())
 	v.SizeHistogram = apiHistogram(manifest.SizeHistogram(samples))
 	if format.Type(d.DatasetType) == format.ObjectDetection {
 		v.BoxHistogram = apiHistogram(manifest.BoxHistogram(samples))
@@ -494,6 +495,21 @@ func countRefs(samples []format.Sample) int {
 		}
 	}
 	return len(seen)
+}
+
+// countPinned is how many distinct objects the manifest pins by version
+// id.
+func countPinned(data []byte) int {
+	pinned := map[manifest.Ref]bool{}
+	_ = manifest.Decode(bytes.NewReader(data), func(_ int, l *manifest.Line) error {
+		for _, r := range l.Refs() {
+			if r.VersionID != "" {
+				pinned[manifest.Ref{Bucket: r.Bucket, Key: r.Key}] = true
+			}
+		}
+		return nil
+	})
+	return len(pinned)
 }
 
 // applySplit sets each sample's usage: the version's split or pattern, and

@@ -130,7 +130,9 @@ func (rs *Runners) runnerCredentials(ctx context.Context, r *record) (*api.Runne
 }
 
 // SessionPolicy is the policy of a job's temporary credentials: read and
-// list its inputs, read, list and write its outputs, nothing else.
+// list its inputs, read, list and write its outputs, nothing else. A
+// dataset input may also read object versions (the versions its manifest
+// pins, which the server lists for the runner).
 func SessionPolicy(j *api.Job) ([]byte, error) {
 	type stmt struct {
 		Effect    string         `json:"Effect"`
@@ -139,12 +141,15 @@ func SessionPolicy(j *api.Job) ([]byte, error) {
 		Condition map[string]any `json:"Condition,omitempty"`
 	}
 	var stmts []stmt
-	add := func(url string, write bool) error {
+	add := func(url string, write, versions bool) error {
 		b, prefix, err := ParseOBSURL(url)
 		if err != nil {
 			return err
 		}
 		actions := []string{"s3:GetObject"}
+		if versions {
+			actions = append(actions, "s3:GetObjectVersion")
+		}
 		if write {
 			actions = append(actions, "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts")
 		}
@@ -158,14 +163,14 @@ func SessionPolicy(j *api.Job) ([]byte, error) {
 	}
 	for _, in := range j.Algorithm.Inputs {
 		if in.Remote.OBS != nil {
-			if err := add(in.Remote.OBS.OBSURL, false); err != nil {
+			if err := add(in.Remote.OBS.OBSURL, false, in.Remote.Dataset != nil); err != nil {
 				return nil, err
 			}
 		}
 	}
 	for _, out := range j.Algorithm.Outputs {
 		if out.Remote.OBS != nil {
-			if err := add(out.Remote.OBS.OBSURL, true); err != nil {
+			if err := add(out.Remote.OBS.OBSURL, true, false); err != nil {
 				return nil, err
 			}
 		}

@@ -298,3 +298,40 @@ func BenchmarkRunnerInputList(b *testing.B) {
 		}
 	}
 }
+
+// TestSessionPolicyReadsVersionsOfDatasetInputsOnly: a dataset input's
+// credentials may read object versions (what its manifest pins) under its
+// dir; a plain input and an output may not.
+func TestSessionPolicyReadsVersionsOfDatasetInputsOnly(t *testing.T) {
+	j := &api.Job{Algorithm: api.JobAlgorithm{
+		Inputs: []api.JobChannel{
+			{Name: "data", Remote: api.JobRemote{OBS: &api.OBSLocation{OBSURL: "obs://data/flowers/"}, Dataset: &api.DatasetLocation{ID: "d", VersionID: "v"}}},
+			{Name: "plain", Remote: api.JobRemote{OBS: &api.OBSLocation{OBSURL: "obs://inputs/x/"}}},
+		},
+		Outputs: []api.JobChannel{{Name: "out", Remote: api.JobRemote{OBS: &api.OBSLocation{OBSURL: "obs://outputs/y/"}}}},
+	}}
+	b, err := SessionPolicy(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Statement []struct {
+			Action   []string
+			Resource []string
+		}
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	versions := map[string]bool{}
+	for _, s := range doc.Statement {
+		if slices.Contains(s.Action, "s3:GetObjectVersion") {
+			for _, r := range s.Resource {
+				versions[r] = true
+			}
+		}
+	}
+	if len(versions) != 1 || !versions["arn:aws:s3:::data/flowers/*"] {
+		t.Errorf("object versions readable under %v:\n%s", versions, b)
+	}
+}

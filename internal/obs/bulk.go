@@ -33,6 +33,9 @@ type ObjectInfo struct {
 	ETag         string // no quotes
 	Size         int64
 	LastModified time.Time
+	// VersionID is the object's version id when its bucket made one (an
+	// Enabled bucket's writes); "" for the null version.
+	VersionID string
 }
 
 // ListAll lists every object whose key starts with prefix, in key order,
@@ -65,7 +68,7 @@ func (s *Service) ListAll(ctx context.Context, c *Caller, bucket, prefix string,
 			if len(objects) == limit {
 				return objects, true, nil
 			}
-			objects = append(objects, ObjectInfo{Key: o.Key, ETag: o.ETag, Size: o.Size, LastModified: o.LastModified})
+			objects = append(objects, ObjectInfo{Key: o.Key, ETag: o.ETag, Size: o.Size, LastModified: o.LastModified, VersionID: o.VersionID})
 		}
 		if !page.Truncated {
 			return objects, false, nil

@@ -179,7 +179,13 @@ func (m *minioS3) Get(ctx context.Context, bucket, key string, offset, length in
 
 // GetMatch is Get with If-Match etag ("" for none).
 func (m *minioS3) GetMatch(ctx context.Context, bucket, key string, offset, length int64, etag string) (io.ReadCloser, Object, error) {
-	var opts minio.GetObjectOptions
+	return m.GetVersionMatch(ctx, bucket, key, "", offset, length, etag)
+}
+
+// GetVersionMatch is GetMatch of version versionID ("" for the current
+// object).
+func (m *minioS3) GetVersionMatch(ctx context.Context, bucket, key, versionID string, offset, length int64, etag string) (io.ReadCloser, Object, error) {
+	opts := minio.GetObjectOptions{VersionID: versionID}
 	if etag != "" {
 		if err := opts.SetMatchETag(strings.Trim(etag, `"`)); err != nil {
 			return nil, Object{}, errs.E("obsclient.S3", errs.Invalid, fmt.Sprintf("bad ETag for %s: %v", obsurl.Format(bucket, key), err))

@@ -70,6 +70,9 @@ type Transfer struct {
 	Size    int64
 	ModTime time.Time // of the source
 	ETag    string    // of a source object
+	// VersionID is the source object's version to read ("" for the
+	// current one).
+	VersionID string
 }
 
 // Plan is what a copy or sync will do.

@@ -52,6 +52,13 @@ type MatchGetter interface {
 	GetMatch(ctx context.Context, bucket, key string, offset, length int64, etag string) (io.ReadCloser, Object, error)
 }
 
+// VersionRangeGetter is an S3 that reads a range of one version of a key,
+// only while its ETag is etag ("" for any), like MatchGetter. Downloads of
+// a pinned version (Transfer.VersionID) need it.
+type VersionRangeGetter interface {
+	GetVersionMatch(ctx context.Context, bucket, key, versionID string, offset, length int64, etag string) (io.ReadCloser, Object, error)
+}
+
 // Bucket is a bucket of a ListBuckets answer.
 type Bucket struct {
 	Name    string
@@ -65,6 +72,9 @@ type Object struct {
 	ETag         string // without quotes
 	LastModified time.Time
 	ContentType  string
+	// VersionID, when set, names the version a download reads (a dataset
+	// version's pinned object); "" reads the current object.
+	VersionID string
 	// Prefix is set for a common prefix ("directory") of a listing
 	// with the delimiter "/"; only Key is set then.
 	Prefix bool

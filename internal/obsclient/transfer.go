@@ -373,6 +373,14 @@ func (c *Client) download(ctx context.Context, t Transfer) (err error) {
 // listed one, when the transfer knows it and the S3 can say so (If-Match),
 // so no byte of a changed object lands under the listed ETag's name.
 func (c *Client) get(ctx context.Context, t Transfer, off, n int64) (io.ReadCloser, Object, error) {
+	if t.VersionID != "" {
+		vg, ok := c.s3.(VersionRangeGetter)
+		if !ok {
+			return nil, Object{}, errs.E("obsclient.download", errs.Unsupported,
+				fmt.Sprintf("%s: this S3 connection cannot read version %s", t.Src, t.VersionID))
+		}
+		return vg.GetVersionMatch(ctx, t.Src.Bucket, t.Src.Key, t.VersionID, off, n, t.ETag)
+	}
 	if mg, ok := c.s3.(MatchGetter); ok && t.ETag != "" {
 		return mg.GetMatch(ctx, t.Src.Bucket, t.Src.Key, off, n, t.ETag)
 	}

@@ -800,3 +800,21 @@ func TestDownloadRefusesAChangedObject(t *testing.T) {
 		}
 	}
 }
+
+// TestDownloadOfAVersionNeedsAVersionedS3: a transfer that names a
+// version is read as that version or not at all — never as the key's
+// current object over an S3 that cannot read versions.
+func TestDownloadOfAVersionNeedsAVersionedS3(t *testing.T) {
+	s := newSetup(t, obsclient.Options{PartSize: 5 * mib, PartJobs: 3})
+	s.store.PutObject("bkt", "a.bin", randomBytes(100, 1), time.Now())
+	dst := filepath.Join(t.TempDir(), "a.bin")
+	plan := obsclient.Plan{Transfers: []obsclient.Transfer{{Op: obsclient.Download, Src: obsclient.Location{Bucket: "bkt", Key: "a.bin"},
+		Dst: obsclient.Location{Path: dst}, Size: 100, VersionID: "0192d3a4-5b6c-7d8e-9f00-112233445566"}}}
+	_, err := s.client().Execute(context.Background(), plan, "downloaded", false)
+	if !errs.Is(err, errs.Unsupported) || !strings.Contains(errs.UserMessage(err), "cannot read version") {
+		t.Errorf("Execute = %v", err)
+	}
+	if _, serr := os.Stat(dst); serr == nil {
+		t.Error("a file was written")
+	}
+}

@@ -18,7 +18,8 @@ import (
 )
 
 // listDataset lists a dataset input through the server: exactly the
-// version's objects with the ETags it recorded. Unlike a plain input there
+// version's objects with the ETags it recorded, and the version ids it
+// pinned (downloaded as those versions). Unlike a plain input there
 // is no S3 fallback: the server checks that nothing changed since the
 // version was made, and its refusal (naming the objects) is the staging's
 // failure, before user code starts.
@@ -51,7 +52,7 @@ func (s *stager) listDataset(ctx context.Context, c Channel) (listing, error) {
 		if !strings.HasPrefix(it.Key, dir.Key) {
 			return listing{}, errs.E(op, errs.Internal, CodeList, fmt.Sprintf("%s: the server listed %q, outside %s", what, it.Key, dir))
 		}
-		objs = append(objs, obsclient.Object{Key: it.Key, Size: it.Size, ETag: it.ETag})
+		objs = append(objs, obsclient.Object{Key: it.Key, Size: it.Size, ETag: it.ETag, VersionID: it.VersionID})
 	}
 	out := s.listed(dir, objs)
 	if len(out.Files) != len(objs) {

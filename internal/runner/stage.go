@@ -286,7 +286,7 @@ func (s *stager) download(ctx context.Context, files []remoteFile) error {
 		plan.Transfers = append(plan.Transfers, obsclient.Transfer{
 			Op:  obsclient.Download,
 			Src: obsclient.Location{Bucket: f.Bucket, Key: f.Obj.Key}, Dst: obsclient.Location{Path: s.cachePath(f)},
-			Size: f.Obj.Size, ModTime: f.Obj.LastModified, ETag: f.Obj.ETag,
+			Size: f.Obj.Size, ModTime: f.Obj.LastModified, ETag: f.Obj.ETag, VersionID: f.Obj.VersionID,
 		})
 	}
 	if _, err := s.client.Execute(ctx, plan, "downloaded", false); err != nil {

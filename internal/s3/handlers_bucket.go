@@ -3,6 +3,7 @@ package s3
 import (
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -336,6 +337,15 @@ func (s *Server) preflight(q *request) error {
 			headers = append(headers, h)
 		}
 	}
+	if method == http.MethodPost && q.t.Key == "" && q.t.Bucket != "" && len(headers) == 0 && s.consoleOrigin(origin) {
+		// The console's POST form upload (a request with upload progress
+		// is preflighted): granted to the console alone, and only that.
+		h := q.w.Header()
+		consoleCORS(h, origin)
+		h.Set("Access-Control-Max-Age", "600")
+		q.w.WriteHeader(http.StatusOK)
+		return nil
+	}
 	rule, ok, err := s.d.OBS.CORSFor(q.r.Context(), q.t.Bucket, origin, method, headers)
 	if err != nil {
 		return err
@@ -355,6 +365,22 @@ func (s *Server) preflight(q *request) error {
 	}
 	q.w.WriteHeader(http.StatusOK)
 	return nil
+}
+
+// consoleOrigin reports whether origin is one the console is served from.
+func (s *Server) consoleOrigin(origin string) bool {
+	return slices.Contains(s.d.ConsoleOrigins, origin)
+}
+
+// consoleCORS sets the CORS headers of the console's POST form uploads:
+// that origin, the method POST, and the headers a script may read of the
+// answer. No Access-Control-Allow-Credentials: the browser sends no
+// cookies, the signed policy in the form is the only credential.
+func consoleCORS(h http.Header, origin string) {
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Set("Access-Control-Allow-Methods", http.MethodPost)
+	h.Set("Access-Control-Expose-Headers", "ETag, x-amz-version-id, x-amz-request-id")
+	h.Add("Vary", "Origin")
 }
 
 // corsHeaders adds CORS response headers to an actual cross-origin request.

@@ -28,6 +28,12 @@ type Deps struct {
 	Domain   string // s3_domain: enables virtual-host-style addressing
 	Logger   *slog.Logger
 	Registry prometheus.Registerer
+	// ConsoleOrigins are the origins the console is served from
+	// (scheme://host:port). The console uploads small files with browser
+	// POST forms (PostObject) from there, so the server answers CORS for
+	// exactly those requests from those origins, whatever the bucket's
+	// CORS configuration says (see consoleCORS).
+	ConsoleOrigins []string
 }
 
 // Server is the S3 API front end: it routes, authenticates and decodes a
@@ -100,11 +106,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.t, op = t, t.Op.String()
+	origin := r.Header.Get("Origin")
+	console := origin != "" && t.Op == OpPostObject && s.consoleOrigin(origin)
+	if console {
+		// Before authentication: a refused form is an answer the console
+		// can read, not a network error.
+		consoleCORS(rec.Header(), origin)
+	}
 	if err := s.authenticate(q); err != nil {
 		s.fail(q, err)
 		return
 	}
-	if origin := r.Header.Get("Origin"); origin != "" && t.Bucket != "" && t.Op != OpOptions {
+	if origin != "" && t.Bucket != "" && t.Op != OpOptions && !console {
 		s.corsHeaders(q, origin)
 	}
 	if err := s.dispatch(q); err != nil {

@@ -26,7 +26,7 @@ type testEnv struct {
 	ak, sk string
 }
 
-func newTestEnv(t testing.TB, domain string) *testEnv {
+func newTestEnv(t testing.TB, domain string, more ...func(*Deps)) *testEnv {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
@@ -56,7 +56,11 @@ func newTestEnv(t testing.TB, domain string) *testEnv {
 	md5s := fastmd5.New(fastmd5.Options{MinSize: 1, MinStreams: 1})
 	t.Cleanup(md5s.Close)
 	svc := obs.New(st, blobs, obs.Options{Users: iam, MD5: md5s})
-	srv := httptest.NewServer(NewServer(Deps{OBS: svc, IAM: iam, Region: "us-east-1", Domain: domain}))
+	d := Deps{OBS: svc, IAM: iam, Region: "us-east-1", Domain: domain}
+	for _, f := range more {
+		f(&d)
+	}
+	srv := httptest.NewServer(NewServer(d))
 	t.Cleanup(srv.Close)
 	return &testEnv{t: t, srv: srv, iam: iam, ak: ak, sk: sk}
 }

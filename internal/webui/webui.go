@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -20,10 +21,41 @@ const Prefix = "/console/"
 
 // CSP is the console's Content-Security-Policy: its own scripts, styles
 // and API only; images also from blob: (uploads previewed before they are
-// sent) and data: (uPlot's legend markers).
+// sent) and data: (uPlot's legend markers). A console that knows the S3
+// endpoint's origin also connects there (CSPWith).
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; " +
 	"connect-src 'self'; font-src 'self'; manifest-src 'self'; frame-ancestors 'none'; base-uri 'none'; " +
 	"form-action 'self'; object-src 'none'"
+
+// CSPWith is CSP whose connect-src also names the origins (the S3
+// endpoint the console POSTs small uploads to). Origins that are not
+// exactly scheme://host[:port] are left out.
+func CSPWith(origins ...string) string {
+	extra := ""
+	for _, o := range origins {
+		if validOrigin(o) {
+			extra += " " + o
+		}
+	}
+	return strings.Replace(CSP, "connect-src 'self';", "connect-src 'self'"+extra+";", 1)
+}
+
+// validOrigin reports whether o is scheme://host[:port] and nothing that
+// could end or widen a CSP source list.
+func validOrigin(o string) bool {
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Hostname() != "" &&
+		o == u.Scheme+"://"+u.Host && !strings.ContainsAny(o, " ;,'*\"\\")
+}
+
+// Options configure the console's handler.
+type Options struct {
+	// S3Origin is the origin of the S3 endpoint as browsers reach it
+	// (from the server's configuration, never from a request): the
+	// console uploads small files there. "": not known, the console
+	// uploads through the REST API only.
+	S3Origin string
+}
 
 type file struct {
 	body  []byte
@@ -34,11 +66,12 @@ type file struct {
 // Handler serves the console's files.
 type Handler struct {
 	files map[string]file // by path under static/, "index.html", "js/main.js"
+	csp   string
 }
 
 // New reads the embedded files once.
-func New() *Handler {
-	h := &Handler{files: map[string]file{}}
+func New(o Options) *Handler {
+	h := &Handler{files: map[string]file{}, csp: CSPWith(o.S3Origin)}
 	sub, err := fs.Sub(static, "static")
 	if err != nil {
 		panic(err)
@@ -79,10 +112,10 @@ func (h *Handler) Files() []string {
 	return out
 }
 
-// SecurityHeaders are set on every console response.
-func SecurityHeaders(w http.ResponseWriter) {
+// securityHeaders are set on every console response.
+func (h *Handler) securityHeaders(w http.ResponseWriter) {
 	hd := w.Header()
-	hd.Set("Content-Security-Policy", CSP)
+	hd.Set("Content-Security-Policy", h.csp)
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("X-Frame-Options", "DENY")
 	hd.Set("Referrer-Policy", "same-origin")
@@ -92,7 +125,7 @@ func SecurityHeaders(w http.ResponseWriter) {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	SecurityHeaders(w)
+	h.securityHeaders(w)
 	rel, ok := strings.CutPrefix(r.URL.Path, Prefix)
 	if !ok {
 		http.NotFound(w, r)

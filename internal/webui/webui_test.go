@@ -18,7 +18,7 @@ var importRe = regexp.MustCompile(`(?ms)^(?:import|export)\s[^;]*?\bfrom\s*['"](
 // typo would otherwise only show in a browser). Dynamic imports with a
 // template (pages/${name}.js) are checked through main.js's sections.
 func TestImportsResolve(t *testing.T) {
-	h := New()
+	h := New(Options{})
 	for p, f := range h.files {
 		if !strings.HasSuffix(p, ".js") && !strings.HasSuffix(p, ".mjs") {
 			continue
@@ -47,7 +47,7 @@ func TestImportsResolve(t *testing.T) {
 // code (the CSP forbids eval; innerHTML would defeat text rendering).
 func TestNoMarkupFromStrings(t *testing.T) {
 	bad := regexp.MustCompile(`innerHTML|outerHTML\s*=|dangerouslySetInnerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function\(`)
-	for p, f := range New().files {
+	for p, f := range New(Options{}).files {
 		if strings.HasPrefix(p, "vendor/") || !strings.HasSuffix(p, ".js") {
 			continue
 		}
@@ -55,7 +55,7 @@ func TestNoMarkupFromStrings(t *testing.T) {
 			t.Errorf("%s: %q", p, f.body[loc[0]:loc[1]])
 		}
 	}
-	index := string(New().files["index.html"].body)
+	index := string(New(Options{}).files["index.html"].body)
 	for _, tag := range regexp.MustCompile(`<script[^>]*>`).FindAllString(index, -1) {
 		if !strings.Contains(tag, "src=") {
 			t.Errorf("index.html has an inline script: %s", tag)
@@ -67,7 +67,7 @@ func TestNoMarkupFromStrings(t *testing.T) {
 }
 
 func TestHeaders(t *testing.T) {
-	h := New()
+	h := New(Options{})
 	for _, p := range []string{"/console/", "/console/app.css", "/console/missing.png"} {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest("GET", p, nil))
@@ -79,5 +79,26 @@ func TestHeaders(t *testing.T) {
 	h.ServeHTTP(w, httptest.NewRequest("HEAD", "/console/js/main.js", nil))
 	if w.Code != http.StatusOK || w.Body.Len() != 0 || w.Header().Get("Content-Length") == "" {
 		t.Errorf("HEAD: %d %d %v", w.Code, w.Body.Len(), w.Header())
+	}
+}
+
+// TestCSPConnectsToTheS3Origin: the console's connect-src names the S3
+// origin it was configured with — that one, whatever a request's Host
+// says — and nothing that is not a plain origin.
+func TestCSPConnectsToTheS3Origin(t *testing.T) {
+	h := New(Options{S3Origin: "http://s3.example.com:9000"})
+	r := httptest.NewRequest("GET", "/console/", nil)
+	r.Host = "evil.example.com:9000"
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	csp := w.Header().Get("Content-Security-Policy")
+	if !strings.Contains(csp, "connect-src 'self' http://s3.example.com:9000;") || strings.Contains(csp, "evil") {
+		t.Errorf("CSP %q", csp)
+	}
+	for _, bad := range []string{"http://a.example.com; script-src *", "http://a.example.com/path", "*", "javascript:x",
+		"http://a.example.com 'unsafe-inline'", "http://*.example.com", "ftp://a.example.com"} {
+		if got := CSPWith(bad); got != CSP {
+			t.Errorf("CSPWith(%q) = %q", bad, got)
+		}
 	}
 }

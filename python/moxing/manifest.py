@@ -99,6 +99,11 @@ class Sample(object):
         """The ETag the version recorded for the source (Atelier)."""
         return _text(self._d, "source-etag")
 
+    def get_source_version_id(self):
+        """The version id the version pinned for the source, in a
+        versioned bucket (Atelier); None when it pinned none."""
+        return _text(self._d, "source-version-id")
+
     def get_annotations(self):
         return list(self._annotations)
 

@@ -26,6 +26,7 @@ class ManifestTests(unittest.TestCase):
     def test_samples_and_annotations(self):
         p = self.write([
             json.dumps({"source": "/data/cat/1.png", "usage": "TRAIN", "id": "a1", "source-etag": "e1",
+                        "source-version-id": "0192d3a4-5b6c-7d8e-9f00-112233445566",
                         "annotation": [{"type": "modelarts/image_classification", "name": "cat", "annotated-by": "human"}]}),
             json.dumps({"source": "/data/2.png", "annotation": [{"type": "modelarts/object_detection", "name": "dog",
                         "annotation-loc": "/data/2.xml", "hard": "false",
@@ -38,6 +39,8 @@ class ManifestTests(unittest.TestCase):
         self.assertEqual(s[0].get_source(), "/data/cat/1.png")
         self.assertEqual(s[0].get_usage(), "TRAIN")
         self.assertEqual(s[0].get_source_etag(), "e1")
+        self.assertEqual(s[0].get_source_version_id(), "0192d3a4-5b6c-7d8e-9f00-112233445566")
+        self.assertIsNone(s[1].get_source_version_id())
         self.assertEqual(s[0].get_annotations()[0].get_name(), "cat")
         self.assertEqual(s[0].get_annotations()[0].get_annotated_by(), "human")
         a = s[1].get_annotations()[0]

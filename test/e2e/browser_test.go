@@ -82,6 +82,15 @@ type tab struct {
 
 	mu       sync.Mutex
 	problems []string
+	allowed  *regexp.Regexp // more console errors the test causes on purpose (allow)
+}
+
+// allow lets the tab log console errors matching re (a request the test
+// makes fail on purpose) without failing the test.
+func (tb *tab) allow(re *regexp.Regexp) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	tb.allowed = re
 }
 
 // newTab opens a tab with its own cookies; the test fails on the page's
@@ -144,6 +153,9 @@ func (tb *tab) problem(s string) {
 	}
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
+	if tb.allowed != nil && tb.allowed.MatchString(s) {
+		return
+	}
 	tb.problems = append(tb.problems, s)
 }
 

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +82,9 @@ func (tb *tab) evalString(what, js string) string {
 // TestConsoleOBS drives the OBS pages as a user: create a bucket, upload a
 // folder, browse prefixes, page through a long prefix, download, presign,
 // delete with the confirmation, edit the lifecycle and policy, resume a
-// multipart upload; a hostile key stays text; another user sees nothing.
+// multipart upload; small files go to the S3 endpoint as browser POST
+// uploads, large ones in parts; a hostile key stays text; another user
+// sees nothing.
 func TestConsoleOBS(t *testing.T) {
 	s := startServer(t, t.TempDir())
 	if _, e, code := s.cli(nil, "user", "create", "alice"); code != 0 {
@@ -112,6 +117,15 @@ func TestConsoleOBS(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`a.obs-folder[data-prefix="album/"]`)))
 	if n := tb.evalString("uploaded", `String(document.querySelectorAll('[data-upload-key^="album/"][data-state="done"]').length)`); n != "4" {
 		t.Errorf("%s files of the folder uploaded", n)
+	}
+	// Small files go straight to the S3 endpoint as browser POST uploads.
+	if n := tb.evalString("posted", `String(document.querySelectorAll('[data-upload-key^="album/"][data-via="post"]').length)`); n != "4" {
+		t.Errorf("%s files of the folder went through a POST upload:\n%s", n,
+			tb.evalString("vias", `[...document.querySelectorAll('[data-upload-key]')].map(e => e.dataset.uploadKey + '=' + e.dataset.via).join(' ')`))
+	}
+	var hostileMeta api.OBSObject
+	if obsAPI(t, s, alice, "GET", "/api/v1/obs/buckets/photos/objects/meta?key="+url.QueryEscape("album/"+hostile), nil, &hostileMeta); hostileMeta.Size != int64(len(files[hostile])) || hostileMeta.ContentType != "text/plain" {
+		t.Errorf("the POSTed hostile key: %+v", hostileMeta)
 	}
 	tb.screenshot("obs-upload")
 	tb.run("browse the prefixes",
@@ -261,7 +275,7 @@ func TestConsoleOBS(t *testing.T) {
 	tb.evalString("remember the upload", fmt.Sprintf(`(localStorage.setItem(%q, %q), 'ok')`, "atelier.obs.upload:"+string(rk), stored))
 	tb.run("resume the upload", chromedp.SetUploadFiles(chromedp.CSS(`#obs-files`), []string{bigPath}),
 		chromedp.WaitVisible(chromedp.CSS(`section.obs-upload[data-upload-state="done"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-upload-key="big.bin"][data-state="done"][data-resumed="1"]`)))
+		chromedp.WaitVisible(chromedp.CSS(`[data-upload-key="big.bin"][data-state="done"][data-resumed="1"][data-via="multipart"]`)))
 	var ob api.OBSObject
 	if obsAPI(t, s, alice, "GET", "/api/v1/obs/buckets/photos/objects/meta?key=big.bin", nil, &ob); ob.Size != int64(len(big)) || ob.Parts != 2 {
 		t.Errorf("resumed object %+v", ob)
@@ -293,5 +307,41 @@ func TestConsoleOBS(t *testing.T) {
 	msg, _ = chromedp.Run(tb2.ctx, chromedp.Text(chromedp.CSS(`.error-box`)))
 	if !strings.Contains(msg, "ATL.OBS.0004") {
 		t.Errorf("bob on alice's bucket: %q", msg)
+	}
+}
+
+// TestConsoleOBSPostFallback: when the S3 endpoint the server advertises
+// cannot be reached from the browser, a small file goes through the REST
+// API instead, and the upload list says so without alarm.
+func TestConsoleOBSPostFallback(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "server.yaml")
+	if err := os.WriteFile(cfg, []byte("s3_advertise_url: "+closed+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, dir, "--config", cfg)
+	if _, e, code := s.cli(nil, "obs", "mb", "obs://docs"); code != 0 {
+		t.Fatal(e)
+	}
+	tb := newTab(t)
+	// The browser logs the refused connection to the S3 endpoint.
+	tb.allow(regexp.MustCompile(`^error: Failed to load resource: net::ERR_CONNECTION_REFUSED$`))
+	tb.signInLink(s, nil)
+	src := t.TempDir()
+	writeFiles(t, src, map[string]string{"small.txt": "small\n"})
+	tb.run("upload a small file", chromedp.Navigate(s.cfg.Endpoint+"/console/obs/docs"), pageReady("obs-bucket"),
+		chromedp.SetUploadFiles(chromedp.CSS(`#obs-files`), []string{filepath.Join(src, "small.txt")}),
+		chromedp.WaitVisible(chromedp.CSS(`section.obs-upload[data-upload-state="done"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-upload-key="small.txt"][data-state="done"][data-via="api"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-key="small.txt"]`)))
+	note, _ := chromedp.Run(tb.ctx, chromedp.Text(chromedp.CSS(`[data-upload-key="small.txt"]`)))
+	if !strings.Contains(note, "sent through the API") || strings.Contains(note, "rror") {
+		t.Errorf("the upload list says %q", note)
 	}
 }

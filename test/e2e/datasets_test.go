@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/md5"
 	"fmt"
 	"image"
 	"image/color"
@@ -300,5 +301,63 @@ func TestDatasetVersionSurvivesKill9(t *testing.T) {
 		if try == 3 {
 			t.Fatalf("the version was always made before the kill landed (attempts %d)", got.Attempts)
 		}
+	}
+}
+
+// pinnedScript prints the MD5 of each staged sample of its dataset input,
+// by its source in the version's manifest as published.
+const pinnedScript = `import argparse, hashlib, json, os
+p = argparse.ArgumentParser()
+p.add_argument('--data_url', required=True)
+args, _ = p.parse_known_args()
+local = [json.loads(l) for l in open(os.path.join(args.data_url, 'flowers-v1.manifest'))]
+remote = [json.loads(l) for l in open(os.path.join(args.data_url, 'flowers-v1.obs.manifest'))]
+for l, r in zip(local, remote):
+    print('md5', r['source'], hashlib.md5(open(l['source'], 'rb').read()).hexdigest(), flush=True)
+`
+
+// TestDatasetVersionPinsVersionedObjects: over a versioned bucket a
+// dataset version pins each object's version id. Overwriting an image
+// afterwards leaves the version published (dataset get shows it pinned),
+// and a job from it reads the old bytes, not the current object.
+func TestDatasetVersionPinsVersionedObjects(t *testing.T) {
+	py := systemPython(t)
+	cfgFile := writeJobConfig(t, t.TempDir(), py, "")
+	s := &jobServer{server: startServer(t, t.TempDir(), "--config", cfgFile), py: py}
+	s.must(nil, "obs", "mb", "obs://data")
+	s.must(nil, "obs", "versioning", "enable", "obs://data")
+	s.must(nil, "obs", "cp", "-r", imageFolder(t, 2, "daisy", "rose"), "obs://data/flowers/")
+	s.must(nil, "dataset", "create", "--name", "flowers", "--type", "image_classification", "--source", "obs://data/flowers/")
+	var v api.DatasetVersion
+	out, errOut, code := s.run(2*time.Minute, nil, "dataset", "version", "flowers", "--follow", "-o", "json")
+	if code != 0 {
+		t.Fatalf("dataset version: %d\n%s%s", code, out, errOut)
+	}
+	mustJSON(t, out, &v)
+	if v.Status != api.DatasetVersionPublished || v.PinnedObjects != 4 {
+		t.Fatalf("version %+v", v)
+	}
+	if got := s.must(nil, "dataset", "manifest", "flowers", "v1"); strings.Count(got, `"source-version-id":`) != 4 {
+		t.Errorf("dataset manifest pins no versions:\n%s", got)
+	}
+	orig := fmt.Sprintf("%x", md5.Sum(pngFile(t, 16, 12, 100_000)))
+	changed := filepath.Join(t.TempDir(), "0.png")
+	if err := os.WriteFile(changed, pngFile(t, 16, 12, 999), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.must(nil, "obs", "cp", changed, "obs://data/flowers/rose/0.png")
+	s.must(nil, "obs", "rm", "obs://data/flowers/daisy/1.png")
+
+	got := s.must(nil, "dataset", "get", "flowers", "--version", "v1")
+	if !strings.Contains(got, "published") || strings.Contains(got, "degraded") || !strings.Contains(got, "4 objects by version id") {
+		t.Errorf("dataset get after overwriting an image:\n%s", got)
+	}
+	src := codeDir(t, map[string]string{"train.py": pinnedScript})
+	id := s.create(nil, "--name", "pinned", "--code-dir", src, "--boot-file", "train.py", "--input", "data_url=dataset:flowers@v1")
+	j := s.wait(id, 2*time.Minute)
+	s.expectPhase(j, api.PhaseCompleted, api.FailureCompleted)
+	logs := s.logs(id)
+	if !strings.Contains(logs, "md5 obs://data/flowers/rose/0.png "+orig) || strings.Count(logs, "md5 ") != 4 {
+		t.Errorf("the job did not read the pinned version of rose/0.png (md5 %s):\n%s", orig, logs)
 	}
 }

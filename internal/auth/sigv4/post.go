@@ -135,6 +135,9 @@ type PostOptions struct {
 	// ContentTypePrefix, when set, adds ["starts-with", "$Content-Type", it]
 	// and a Content-Type field of that value.
 	ContentTypePrefix string
+	// ContentType, when set (and ContentTypePrefix is not), adds
+	// {"Content-Type": it}, an exact condition, and that field.
+	ContentType string
 	// SuccessActionStatus ("200", "201" or "204"), when set, is a field
 	// and an exact condition.
 	SuccessActionStatus string
@@ -183,9 +186,13 @@ func PresignPost(c Credentials, region string, t time.Time, expires time.Duratio
 	if o.MaxSize > 0 {
 		conds = append(conds, []any{"content-length-range", o.MinSize, o.MaxSize})
 	}
-	if o.ContentTypePrefix != "" {
+	switch {
+	case o.ContentTypePrefix != "":
 		fields["Content-Type"] = o.ContentTypePrefix
 		conds = append(conds, []any{"starts-with", "$Content-Type", o.ContentTypePrefix})
+	case o.ContentType != "":
+		fields["Content-Type"] = o.ContentType
+		conds = append(conds, map[string]string{"Content-Type": o.ContentType})
 	}
 	if o.SuccessActionStatus != "" {
 		fields["success_action_status"] = o.SuccessActionStatus

@@ -54,6 +54,9 @@ type Object struct {
 	Key  string
 	Size int64
 	ETag string
+	// VersionID is the object's version id in a versioned bucket ("" for
+	// none, and for the null version): a version's manifest pins it.
+	VersionID string
 }
 
 // Source is the dataset's files as Parse sees them: the listing, and a

@@ -29,10 +29,13 @@ const ContentScheme = "content://"
 
 // Ref is an object a version depends on: its bucket and full key, and the
 // ETag and size it had when the version was made ("" and 0: not
-// recorded).
+// recorded). VersionID pins the object's version in a versioned bucket
+// (the id S3 shows; "" when the manifest records none: the key's current
+// object is meant).
 type Ref struct {
 	Bucket, Key, ETag string
 	Size              int64
+	VersionID         string
 }
 
 // Header says where the keys of a version's samples live — the object
@@ -43,9 +46,11 @@ type Ref struct {
 type Header struct {
 	Bucket, Prefix string
 	Type           format.Type
-	// Lookup, when set, returns the listing's entry for an annotation
-	// file (a sample's AnnotationKey), so that Encode records its ETag
-	// and size beside its annotation-loc.
+	// Lookup, when set, returns the listing's entry for a key (a
+	// sample's AnnotationKey, and its Key), so that Encode records an
+	// annotation file's ETag and size beside its annotation-loc, and the
+	// version id of each object the listing gives one (a versioned
+	// bucket's).
 	Lookup func(key string) (format.Object, bool)
 }
 
@@ -70,6 +75,10 @@ type Line struct {
 	Usage      format.Usage `json:"usage,omitempty"`
 	SourceETag string       `json:"source-etag,omitempty"`
 	SourceSize int64        `json:"source-size,omitempty"`
+	// SourceVersion is the version id of the source object when the
+	// version was made over a versioned bucket ("" otherwise, and in
+	// manifests written before versions were pinned).
+	SourceVersion string `json:"source-version-id,omitempty"`
 	// Hard is "true" or "false" (ModelArts writes the flag as a string).
 	Hard        string       `json:"hard,omitempty"`
 	Annotations []Annotation `json:"annotation,omitempty"`
@@ -87,10 +96,13 @@ type Annotation struct {
 	Name string `json:"name,omitempty"`
 	// Loc is the file the annotation came from (a VOC XML, a YOLO txt,
 	// a COCO JSON), with its ETag, size and format ("PASCAL VOC"…).
-	Loc       string `json:"annotation-loc,omitempty"`
-	LocETag   string `json:"annotation-etag,omitempty"`
-	LocSize   int64  `json:"annotation-size,omitempty"`
-	LocFormat string `json:"annotation-format,omitempty"`
+	Loc     string `json:"annotation-loc,omitempty"`
+	LocETag string `json:"annotation-etag,omitempty"`
+	LocSize int64  `json:"annotation-size,omitempty"`
+	// LocVersion is the annotation file's version id, like a line's
+	// SourceVersion.
+	LocVersion string `json:"annotation-version-id,omitempty"`
+	LocFormat  string `json:"annotation-format,omitempty"`
 	// AnnotatedBy is "human" for imported labels.
 	AnnotatedBy string `json:"annotated-by,omitempty"`
 	Hard        string `json:"hard,omitempty"`
@@ -163,6 +175,14 @@ func newLine(h Header, s *format.Sample) (Line, error) {
 	switch {
 	case s.Key != "":
 		l.Source, l.SourceETag, l.SourceSize = h.Source(s.Key), s.ETag, s.Size
+		if h.Lookup != nil {
+			// The version read is the one listed: its ETag must be the
+			// sample's, else the listing and the sample disagree and no
+			// version is pinned.
+			if o, ok := h.Lookup(s.Key); ok && o.ETag == s.ETag {
+				l.SourceVersion = o.VersionID
+			}
+		}
 	case s.Text != "":
 		l.Source = ContentScheme + s.Text
 	default:
@@ -195,7 +215,7 @@ func newLine(h Header, s *format.Sample) (Line, error) {
 		base.Loc = h.Source(s.AnnotationKey)
 		if h.Lookup != nil {
 			if o, ok := h.Lookup(s.AnnotationKey); ok {
-				base.LocETag, base.LocSize = o.ETag, o.Size
+				base.LocETag, base.LocSize, base.LocVersion = o.ETag, o.Size, o.VersionID
 			}
 		}
 		base.LocFormat = annotationFormat(s.AnnotationKey, typ)
@@ -383,6 +403,7 @@ func (l *Line) UnmarshalJSON(data []byte) error {
 	for _, err := range []error{
 		f.str("id", &n.ID), f.str("source", &n.Source), f.str("usage", &usage),
 		f.str("source-etag", &n.SourceETag), f.int("source-size", &n.SourceSize),
+		f.str("source-version-id", &n.SourceVersion),
 	} {
 		if err != nil {
 			return err
@@ -423,6 +444,7 @@ func (a *Annotation) UnmarshalJSON(data []byte) error {
 	for _, err := range []error{
 		f.str("type", &n.Type), f.str("name", &n.Name), f.str("annotation-loc", &n.Loc),
 		f.str("annotation-etag", &n.LocETag), f.int("annotation-size", &n.LocSize),
+		f.str("annotation-version-id", &n.LocVersion),
 		f.str("annotation-format", &n.LocFormat), f.str("annotated-by", &n.AnnotatedBy),
 	} {
 		if err != nil {
@@ -512,8 +534,9 @@ func appendString(b []byte, s string) []byte {
 }
 
 var (
-	lineKeys       = []string{"id", "source", "usage", "source-etag", "source-size", "hard", "annotation"}
-	annotationKeys = []string{"type", "name", "annotation-loc", "annotation-etag", "annotation-size", "annotation-format", "annotated-by", "hard", "property"}
+	lineKeys       = []string{"id", "source", "usage", "source-etag", "source-size", "source-version-id", "hard", "annotation"}
+	annotationKeys = []string{"type", "name", "annotation-loc", "annotation-etag", "annotation-size", "annotation-version-id",
+		"annotation-format", "annotated-by", "hard", "property"}
 )
 
 // MarshalJSON writes the line: the known members in a fixed order, then
@@ -526,6 +549,7 @@ func (l Line) MarshalJSON() ([]byte, error) {
 	o.str("usage", string(l.Usage))
 	o.str("source-etag", l.SourceETag)
 	o.int("source-size", l.SourceSize)
+	o.str("source-version-id", l.SourceVersion)
 	o.str("hard", l.Hard)
 	if len(l.Annotations) > 0 {
 		o.key("annotation")
@@ -558,6 +582,7 @@ func (a Annotation) MarshalJSON() ([]byte, error) {
 	o.str("annotation-loc", a.Loc)
 	o.str("annotation-etag", a.LocETag)
 	o.int("annotation-size", a.LocSize)
+	o.str("annotation-version-id", a.LocVersion)
 	o.str("annotation-format", a.LocFormat)
 	o.str("annotated-by", a.AnnotatedBy)
 	o.str("hard", a.Hard)
@@ -573,7 +598,7 @@ func (a Annotation) MarshalJSON() ([]byte, error) {
 // ref is the object a location names, when it is an OBS URL of a key:
 // obs://bucket/key or s3://bucket/key, schemes in any case. The bucket
 // name is not checked: a manifest may name any.
-func ref(loc, etag string, size int64) (Ref, bool) {
+func ref(loc, etag string, size int64, version string) (Ref, bool) {
 	scheme, rest, ok := strings.Cut(loc, "://")
 	if !ok || !strings.EqualFold(scheme, "obs") && !strings.EqualFold(scheme, "s3") {
 		return Ref{}, false
@@ -582,34 +607,35 @@ func ref(loc, etag string, size int64) (Ref, bool) {
 	if bucket == "" || key == "" {
 		return Ref{}, false
 	}
-	return Ref{Bucket: bucket, Key: key, ETag: etag, Size: size}, true
+	return Ref{Bucket: bucket, Key: key, ETag: etag, Size: size, VersionID: version}, true
 }
 
 // Refs are the objects the line depends on: its source, then each
-// annotation file, once each, with the ETags and sizes the line records.
+// annotation file, once each, with the ETags, sizes and version ids the
+// line records (the first that records an ETag wins).
 // Sources that are not OBS URLs (inline content, local paths) are left
 // out.
 func (l *Line) Refs() []Ref {
 	var refs []Ref
-	add := func(loc, etag string, size int64) {
-		r, ok := ref(loc, etag, size)
+	add := func(loc, etag string, size int64, version string) {
+		r, ok := ref(loc, etag, size, version)
 		if !ok {
 			return
 		}
 		for i := range refs {
 			if refs[i].Bucket == r.Bucket && refs[i].Key == r.Key {
 				if refs[i].ETag == "" {
-					refs[i].ETag, refs[i].Size = r.ETag, r.Size
+					refs[i].ETag, refs[i].Size, refs[i].VersionID = r.ETag, r.Size, r.VersionID
 				}
 				return
 			}
 		}
 		refs = append(refs, r)
 	}
-	add(l.Source, l.SourceETag, l.SourceSize)
+	add(l.Source, l.SourceETag, l.SourceSize, l.SourceVersion)
 	for _, a := range l.Annotations {
 		if a.Loc != "" {
-			add(a.Loc, a.LocETag, a.LocSize)
+			add(a.Loc, a.LocETag, a.LocSize, a.LocVersion)
 		}
 	}
 	return refs
@@ -632,14 +658,14 @@ func (l *Line) Labels() []string {
 // location as it is where local returns false, and everything else of
 // the line untouched.
 func Relocate(l *Line, local func(Ref) (string, bool)) {
-	if r, ok := ref(l.Source, l.SourceETag, l.SourceSize); ok {
+	if r, ok := ref(l.Source, l.SourceETag, l.SourceSize, l.SourceVersion); ok {
 		if p, ok := local(r); ok {
 			l.Source = p
 		}
 	}
 	for i := range l.Annotations {
 		a := &l.Annotations[i]
-		if r, ok := ref(a.Loc, a.LocETag, a.LocSize); ok {
+		if r, ok := ref(a.Loc, a.LocETag, a.LocSize, a.LocVersion); ok {
 			if p, ok := local(r); ok {
 				a.Loc = p
 			}

@@ -55,6 +55,23 @@ func versions() map[string]struct {
 				{Key: "img/5.jpg", ETag: `"5"`, Size: 102},
 			},
 		},
+		// A versioned bucket's listing gives version ids: each object is
+		// pinned, but for one whose listed ETag is not the sample's.
+		"versioned": {
+			h: Header{Bucket: "b", Prefix: "p/", Type: format.ObjectDetection, Lookup: func(k string) (format.Object, bool) {
+				o, ok := map[string]format.Object{
+					"img/2.jpg": {Key: "img/2.jpg", ETag: `"2"`, Size: 99, VersionID: "0192d3a4-5b6c-7d8e-9f00-112233445566"},
+					"img/2.xml": {Key: "img/2.xml", ETag: `"x2"`, Size: 321, VersionID: "0192d3a4-5b6c-7d8e-9f00-112233445567"},
+					"img/3.jpg": {Key: "img/3.jpg", ETag: `"other"`, Size: 100, VersionID: "0192d3a4-5b6c-7d8e-9f00-112233445568"},
+				}[k]
+				return o, ok
+			}},
+			samples: []format.Sample{
+				{Key: "img/2.jpg", ETag: `"2"`, Size: 99, AnnotationKey: "img/2.xml",
+					Boxes: []format.Box{{Label: "dog", XMin: 10, YMin: 20, XMax: 110, YMax: 220}}},
+				{Key: "img/3.jpg", ETag: `"3"`, Size: 100, Labels: []string{"cat"}},
+			},
+		},
 		"text": {
 			h: Header{Type: format.TextClassification},
 			samples: []format.Sample{
@@ -335,6 +352,13 @@ func TestRefsLabelsRelocate(t *testing.T) {
 	if got := l.Refs(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Refs = %+v, want %+v", got, want)
 	}
+	// Version ids go with the ETag they were recorded with.
+	lv := Line{Source: "obs://b/1.jpg", SourceETag: "s", SourceVersion: "v1",
+		Annotations: []Annotation{{Loc: "obs://b/1.xml"}, {Loc: "obs://b/1.xml", LocETag: "x", LocVersion: "v2"}, {Loc: "obs://b/1.jpg", LocVersion: "v9"}}}
+	wantV := []Ref{{Bucket: "b", Key: "1.jpg", ETag: "s", VersionID: "v1"}, {Bucket: "b", Key: "1.xml", ETag: "x", VersionID: "v2"}}
+	if got := lv.Refs(); !reflect.DeepEqual(got, wantV) {
+		t.Errorf("Refs with versions = %+v, want %+v", got, wantV)
+	}
 	if got := l.Labels(); !slices.Equal(got, []string{"bird", "cat", "dog"}) {
 		t.Errorf("Labels = %q", got)
 	}
@@ -416,6 +440,9 @@ func FuzzDecode(f *testing.F) {
 		"{\"source\":\"content://hi\"}\n\n{\"source\":1}",
 		`{"source":"a","x":null,"hard":false,"annotation":[]}`,
 		"\uFEFF{}",
+		`{"source":"obs://b/1.jpg","source-etag":"e","source-version-id":"0192d3a4-5b6c-7d8e-9f00-112233445566","annotation":[{"type":"t","annotation-loc":"obs://b/1.xml","annotation-version-id":"v"}]}`,
+		`{"source":"obs://b/1.jpg","source-version-id":1}`,
+		`{"source":"obs://b/1.jpg","annotation":[{"type":"t","annotation-version-id":null}]}`,
 		"[",
 	} {
 		f.Add(s)

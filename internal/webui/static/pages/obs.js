@@ -1,7 +1,10 @@
 // OBS: buckets, the objects of a bucket by prefix (upload of files and
 // folders, resumable multipart; download; presigned links; delete), and a
 // bucket's policy and lifecycle editors. Everything goes through the REST
-// routes under /api/v1/obs/, which authorize as S3 does.
+// routes under /api/v1/obs/, which authorize as S3 does, but for the bytes
+// of small files: those are a browser POST upload to the S3 endpoint, with
+// a form the REST API signs for exactly that key, size and type (through
+// the REST API again when the S3 endpoint cannot be reached).
 import { html, useState, useEffect, useRef } from '../js/lib.js';
 import { get, post, put, del, request, ApiError } from '../js/api.js';
 import { Page, useLoad, pageState, ErrorBox, Badge, Field, Table, Pager, Confirm, Live } from '../js/ui.js';
@@ -232,11 +235,55 @@ async function uploadParts(bucket, key, file, job, progress) {
 	return obj;
 }
 
+// postForm sends file to the S3 endpoint as a browser POST upload: the
+// form's fields, then the file, with XMLHttpRequest (progress), without
+// cookies — the signed policy is the only credential. It rejects with an
+// ApiError (status 0 when the endpoint could not be reached).
+function postForm(form, file, onProgress, job) {
+	return new Promise((resolve, reject) => {
+		const fd = new FormData();
+		for (const [k, v] of Object.entries(form.fields)) fd.append(k, v);
+		fd.append('file', file);
+		const x = new XMLHttpRequest();
+		job.xhr = x;
+		x.open('POST', form.url);
+		x.upload.onprogress = (e) => onProgress(e.loaded);
+		x.onload = () => {
+			job.xhr = null;
+			if (x.status >= 200 && x.status < 300) { resolve(null); return; }
+			const m = /<Message>([^<]*)<\/Message>/.exec(x.responseText || '');
+			const c = /<Code>([^<]*)<\/Code>/.exec(x.responseText || '');
+			reject(new ApiError(x.status, { error_code: c ? c[1] : 'S3', error_msg: m ? m[1] : 'the S3 endpoint refused the upload' }));
+		};
+		x.onerror = () => { job.xhr = null; reject(new ApiError(0, { error_code: 'network', error_msg: 'the S3 endpoint could not be reached' })); };
+		x.onabort = () => { job.xhr = null; reject(new ApiError(0, { error_code: 'cancelled', error_msg: 'cancelled' })); };
+		x.send(fd);
+	});
+}
+
+// uploadOne uploads a file: in parts when it is large (resumable); else as
+// a browser POST upload to the S3 endpoint (job.via "post"; "multipart" for parts), or, when that
+// fails for any reason but a cancel (the endpoint unreachable from this
+// browser, a form the server cannot sign), with one PUT through the REST
+// API (job.via "api").
 async function uploadOne(bucket, key, file, job, progress) {
-	if (file.size <= SINGLE_MAX) {
-		return send(bucketPath(bucket) + '/objects/content?key=' + enc(key), file, progress, job);
+	if (file.size > SINGLE_MAX) {
+		job.via = 'multipart';
+		return uploadParts(bucket, key, file, job, progress);
 	}
-	return uploadParts(bucket, key, file, job, progress);
+	if (file.size > 0) {
+		try {
+			const form = await post(bucketPath(bucket) + '/objects/post-policy', { key, size: file.size, content_type: file.type || '' });
+			await postForm(form, file, progress, job);
+			job.via = 'post';
+			return null;
+		} catch (e) {
+			if (job.cancelled) throw e;
+			progress(0);
+		}
+	}
+	job.via = 'api';
+	return send(bucketPath(bucket) + '/objects/content?key=' + enc(key), file, progress, job);
 }
 
 function Uploader({ bucket, prefix, onDone }) {
@@ -249,7 +296,7 @@ function Uploader({ bucket, prefix, onDone }) {
 	const start = async (fileList) => {
 		const files = Array.from(fileList || []);
 		if (!files.length) return;
-		const fresh = files.map((f) => ({ file: f, key: prefix + (f.webkitRelativePath || f.name), size: f.size, sent: 0, state: 'waiting', error: null, resumed: 0, cancelled: false, xhr: null }));
+		const fresh = files.map((f) => ({ file: f, key: prefix + (f.webkitRelativePath || f.name), size: f.size, sent: 0, state: 'waiting', error: null, resumed: 0, cancelled: false, xhr: null, via: '' }));
 		jobsRef.current = fresh;
 		update();
 		setRunning(true);
@@ -296,9 +343,10 @@ function Uploader({ bucket, prefix, onDone }) {
 		${jobs.length > 0 && html`<div class="obs-progress">
 			<label for="obs-total">Total: ${bytes(sent)} of ${bytes(total)} · ${jobs.filter((j) => j.state === 'done').length} of ${jobs.length} files${failed ? ', ' + failed + ' failed' : ''}</label>
 			<progress id="obs-total" max=${total || 1} value=${sent}></progress>
-			<ul class="obs-files">${jobs.map((j, i) => html`<li key=${j.key} data-upload-key=${j.key} data-state=${j.state} data-resumed=${j.resumed}>
+			<ul class="obs-files">${jobs.map((j, i) => html`<li key=${j.key} data-upload-key=${j.key} data-state=${j.state} data-resumed=${j.resumed} data-via=${j.via}>
 				<span class="obs-key">${j.key}</span> <${Badge} status=${j.state === 'done' ? 'ok' : j.state === 'failed' ? 'error' : j.state === 'uploading' ? 'running' : 'pending'} text=${j.state} />
 				${j.resumed > 0 && html` <span class="muted">resumed: ${j.resumed} part${j.resumed === 1 ? '' : 's'} already uploaded</span>`}
+				${j.via === 'api' && j.state === 'done' && html` <span class="muted">sent through the API</span>`}
 				<progress max=${j.size || 1} value=${j.sent} aria-label=${'progress of ' + j.key} id=${'obs-p' + i}></progress>
 				${j.error && html`<${ErrorBox} error=${j.error} />`}
 			</li>`)}</ul>
