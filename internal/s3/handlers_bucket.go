@@ -209,11 +209,14 @@ func (s *Server) getLifecycle(q *request) error {
 	}
 	var out LifecycleConfiguration
 	for _, r := range rules {
-		prefix := r.Prefix
-		lr := LifecycleRule{ID: r.ID, Status: r.Status, Filter: &LifecycleFilter{Prefix: &prefix}}
+		lr := LifecycleRule{ID: r.ID, Status: r.Status}
+		lr.Filter, lr.Prefix = lifecycleFilterXML(&r)
 		if r.ExpirationDays > 0 {
 			d := r.ExpirationDays
 			lr.Expiration = &LifecycleExpiration{Days: &d}
+		}
+		if !r.ExpirationDate.IsZero() {
+			lr.Expiration = &LifecycleExpiration{Date: &Time{r.ExpirationDate}}
 		}
 		if r.ExpiredObjectDeleteMarker {
 			t := true
@@ -235,6 +238,65 @@ func (s *Server) getLifecycle(q *request) error {
 	return WriteXML(q.w, http.StatusOK, out)
 }
 
+// lifecycleFilterXML writes a stored rule's filter in the form the rule
+// was given in (obs.LifecycleRule.FilterForm): a <Filter> or the
+// deprecated top-level <Prefix>.
+func lifecycleFilterXML(r *obs.LifecycleRule) (*LifecycleFilter, *string) {
+	prefix := r.Prefix
+	var gt, lt *int64
+	if r.SizeGreaterThan > 0 {
+		gt = &r.SizeGreaterThan
+	}
+	if r.SizeLessThan > 0 {
+		lt = &r.SizeLessThan
+	}
+	tags := make([]Tag, len(r.Tags))
+	for i, t := range r.Tags {
+		tags[i] = Tag{Key: t.Key, Value: t.Value}
+	}
+	n := len(tags)
+	for _, set := range []bool{prefix != "", gt != nil, lt != nil} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case r.FilterForm == obs.LifecycleFormPrefix:
+		return nil, &prefix
+	case r.FilterForm == obs.LifecycleFormNone:
+		return nil, nil
+	case r.FilterForm == obs.LifecycleFormEmpty:
+		return &LifecycleFilter{}, nil
+	case r.FilterForm == obs.LifecycleFormAnd || n > 1:
+		and := &LifecycleAnd{Tags: tags, ObjectSizeGreaterThan: gt, ObjectSizeLessThan: lt}
+		if prefix != "" || n == 0 {
+			and.Prefix = &prefix
+		}
+		return &LifecycleFilter{And: and}, nil
+	case len(tags) == 1:
+		return &LifecycleFilter{Tag: &tags[0]}, nil
+	case gt != nil || lt != nil:
+		return &LifecycleFilter{ObjectSizeGreaterThan: gt, ObjectSizeLessThan: lt}, nil
+	}
+	return &LifecycleFilter{Prefix: &prefix}, nil
+}
+
+// lifecycleFilterForm is the obs.LifecycleRule.FilterForm of r's filter.
+func lifecycleFilterForm(r *LifecycleRule) string {
+	f := r.Filter
+	switch {
+	case r.Prefix != nil:
+		return obs.LifecycleFormPrefix
+	case f == nil:
+		return obs.LifecycleFormNone
+	case f.And != nil:
+		return obs.LifecycleFormAnd
+	case f.Prefix == nil && f.Tag == nil && f.ObjectSizeGreaterThan == nil && f.ObjectSizeLessThan == nil:
+		return obs.LifecycleFormEmpty
+	}
+	return obs.LifecycleFormFilter
+}
+
 func (s *Server) putLifecycle(q *request) error {
 	var c LifecycleConfiguration
 	if err := ParseXML(q.r.Body, MaxConfigXML, &c); err != nil {
@@ -243,42 +305,57 @@ func (s *Server) putLifecycle(q *request) error {
 	if err := ValidateLifecycle(&c); err != nil {
 		return err
 	}
-	var rules []obs.LifecycleRule
-	for i, r := range c.Rules {
-		rule := obs.LifecycleRule{ID: r.ID, Status: r.Status, Prefix: r.KeyPrefix()}
-		if rule.ID == "" {
-			rule.ID = "rule-" + strconv.Itoa(i+1)
-		}
-		if r.Expiration != nil {
-			if r.Expiration.Date != nil {
-				return NewError(NotImplemented, "lifecycle Expiration by Date is not supported; use Days").
-					WithHint("write <Expiration><Days>N</Days></Expiration>")
-			}
-			if r.Expiration.Days != nil {
-				rule.ExpirationDays = *r.Expiration.Days
-			}
-			if m := r.Expiration.ExpiredObjectDeleteMarker; m != nil {
-				rule.ExpiredObjectDeleteMarker = *m
-			}
-		}
-		if x := r.NoncurrentVersionExpiration; x != nil {
-			if x.NoncurrentDays != nil {
-				rule.NoncurrentDays = *x.NoncurrentDays
-			}
-			if x.NewerNoncurrentVersions != nil {
-				rule.NewerNoncurrentVersions = *x.NewerNoncurrentVersions
-			}
-		}
-		if a := r.AbortIncompleteMultipartUpload; a != nil && a.DaysAfterInitiation != nil {
-			rule.AbortIncompleteDays = *a.DaysAfterInitiation
-		}
-		rules = append(rules, rule)
+	rules := make([]obs.LifecycleRule, 0, len(c.Rules))
+	for i := range c.Rules {
+		rules = append(rules, LifecycleRuleOf(&c.Rules[i], i))
 	}
 	if err := s.d.OBS.PutLifecycle(q.r.Context(), q.caller, q.t.Bucket, rules); err != nil {
 		return err
 	}
 	q.w.WriteHeader(http.StatusOK)
 	return nil
+}
+
+// LifecycleRuleOf is the obs rule of the i-th rule of a configuration
+// that ValidateLifecycle accepted.
+func LifecycleRuleOf(r *LifecycleRule, i int) obs.LifecycleRule {
+	rule := obs.LifecycleRule{ID: r.ID, Status: r.Status, Prefix: r.KeyPrefix(), FilterForm: lifecycleFilterForm(r)}
+	if rule.ID == "" {
+		rule.ID = "rule-" + strconv.Itoa(i+1)
+	}
+	tags, gt, lt := r.Filter.conditions()
+	for _, t := range tags {
+		rule.Tags = append(rule.Tags, obs.Tag{Key: t.Key, Value: t.Value})
+	}
+	if gt != nil {
+		rule.SizeGreaterThan = *gt
+	}
+	if lt != nil {
+		rule.SizeLessThan = *lt
+	}
+	if x := r.Expiration; x != nil {
+		if x.Date != nil {
+			rule.ExpirationDate = x.Date.UTC()
+		}
+		if x.Days != nil {
+			rule.ExpirationDays = *x.Days
+		}
+		if m := x.ExpiredObjectDeleteMarker; m != nil {
+			rule.ExpiredObjectDeleteMarker = *m
+		}
+	}
+	if x := r.NoncurrentVersionExpiration; x != nil {
+		if x.NoncurrentDays != nil {
+			rule.NoncurrentDays = *x.NoncurrentDays
+		}
+		if x.NewerNoncurrentVersions != nil {
+			rule.NewerNoncurrentVersions = *x.NewerNoncurrentVersions
+		}
+	}
+	if a := r.AbortIncompleteMultipartUpload; a != nil && a.DaysAfterInitiation != nil {
+		rule.AbortIncompleteDays = *a.DaysAfterInitiation
+	}
+	return rule
 }
 
 func (s *Server) getCORS(q *request) error {
