@@ -3,10 +3,12 @@ package s3
 import (
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/atelier-dev/atelier/internal/auth/policy"
+	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/obs"
 )
 
@@ -400,12 +402,18 @@ func (s *Server) putCORS(q *request) error {
 	return nil
 }
 
-// preflight answers a CORS preflight (OPTIONS) request.
+// preflight answers a CORS preflight (OPTIONS) request from the bucket's
+// CORS configuration alone. It is never authenticated (see authenticate):
+// browsers do not sign preflights, and the query of a presigned URL they
+// carry grants nothing here.
 func (s *Server) preflight(q *request) error {
 	origin := q.r.Header.Get("Origin")
 	method := q.r.Header.Get("Access-Control-Request-Method")
-	if origin == "" || method == "" {
-		return NewError(InvalidRequest, "a CORS preflight needs the Origin and Access-Control-Request-Method headers")
+	if origin == "" {
+		return NewError(BadRequest, "Insufficient information. Origin request header needed.")
+	}
+	if method == "" {
+		return NewError(BadRequest, "Insufficient information. Access-Control-Request-Method request header needed.")
 	}
 	var headers []string
 	for _, h := range strings.Split(q.r.Header.Get("Access-Control-Request-Headers"), ",") {
@@ -414,47 +422,59 @@ func (s *Server) preflight(q *request) error {
 		}
 	}
 	rule, ok, err := s.d.OBS.CORSFor(q.r.Context(), q.t.Bucket, origin, method, headers)
+	switch errs.CodeOf(err) {
+	case obs.CodeNoSuchCORS:
+		return NewError(AccessForbidden, "CORSResponse: CORS is not enabled for this bucket.").
+			WithHint("put a CORS configuration on the bucket (PutBucketCors)")
+	case obs.CodeNoSuchBucket:
+		return NewError(AccessForbidden, "CORSResponse: Bucket not found")
+	}
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return NewError(AccessDenied, "CORSResponse: this CORS request is not allowed by the bucket's CORS configuration").
+		return NewError(AccessForbidden, AccessForbidden.DefaultMessage()).
 			WithHint("add a CORSRule for origin " + origin + " and method " + method)
 	}
-	h := q.w.Header()
-	setAllowOrigin(h, rule, origin)
-	h.Set("Access-Control-Allow-Methods", strings.Join(rule.AllowedMethods, ", "))
-	if len(headers) > 0 {
-		h.Set("Access-Control-Allow-Headers", strings.Join(headers, ", "))
-	}
-	if rule.MaxAgeSeconds > 0 {
-		h.Set("Access-Control-Max-Age", strconv.Itoa(rule.MaxAgeSeconds))
-	}
+	setCORSHeaders(q.w.Header(), rule, origin, headers)
 	q.w.WriteHeader(http.StatusOK)
 	return nil
 }
 
-// corsHeaders adds CORS response headers to an actual cross-origin request.
+// corsHeaders adds the CORS response headers of an actual cross-origin
+// request: before it is authenticated, so that its errors (an expired
+// presigned URL, NoSuchKey) carry them too and a browser script can read
+// them. They grant nothing: the request is still authenticated and
+// authorized as any other.
 func (s *Server) corsHeaders(q *request, origin string) {
 	rule, ok, err := s.d.OBS.CORSFor(q.r.Context(), q.t.Bucket, origin, q.r.Method, nil)
 	if err != nil || !ok {
 		return
 	}
-	h := q.w.Header()
-	setAllowOrigin(h, rule, origin)
+	setCORSHeaders(q.w.Header(), rule, origin, nil)
+}
+
+// setCORSHeaders writes the headers S3 answers a request from origin that
+// rule allows: Access-Control-Allow-Origin (* when the rule allows every
+// origin, else the origin with Access-Control-Allow-Credentials), the
+// rule's methods, exposed headers and max age, the preflight's requested
+// headers, and Vary, since the answer depends on them.
+func setCORSHeaders(h http.Header, rule obs.CORSRule, origin string, requested []string) {
+	if slices.Contains(rule.AllowedOrigins, "*") {
+		h.Set("Access-Control-Allow-Origin", "*")
+	} else {
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Allow-Credentials", "true")
+	}
 	h.Set("Access-Control-Allow-Methods", strings.Join(rule.AllowedMethods, ", "))
+	if len(requested) > 0 {
+		h.Set("Access-Control-Allow-Headers", strings.Join(requested, ", "))
+	}
 	if len(rule.ExposeHeaders) > 0 {
 		h.Set("Access-Control-Expose-Headers", strings.Join(rule.ExposeHeaders, ", "))
 	}
-}
-
-func setAllowOrigin(h http.Header, rule obs.CORSRule, origin string) {
-	for _, o := range rule.AllowedOrigins {
-		if o == "*" {
-			h.Set("Access-Control-Allow-Origin", "*")
-			return
-		}
+	if rule.MaxAgeSeconds > 0 {
+		h.Set("Access-Control-Max-Age", strconv.Itoa(rule.MaxAgeSeconds))
 	}
-	h.Set("Access-Control-Allow-Origin", origin)
-	h.Add("Vary", "Origin")
+	h.Add("Vary", "Origin, Access-Control-Request-Headers, Access-Control-Request-Method")
 }

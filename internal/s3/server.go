@@ -100,12 +100,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.t, op = t, t.Op.String()
+	if origin := r.Header.Get("Origin"); origin != "" && t.Bucket != "" && t.Op != OpOptions {
+		s.corsHeaders(q, origin) // before authentication: its errors carry them too
+	}
 	if err := s.authenticate(q); err != nil {
 		s.fail(q, err)
 		return
-	}
-	if origin := r.Header.Get("Origin"); origin != "" && t.Bucket != "" && t.Op != OpOptions {
-		s.corsHeaders(q, origin)
 	}
 	if err := s.dispatch(q); err != nil {
 		s.fail(q, err)
@@ -169,6 +169,13 @@ func (s *Server) authenticate(q *request) error {
 	var res *sigv4.Result
 	var err error
 	switch {
+	case q.t.Op == OpOptions:
+		// A CORS preflight is answered from the bucket's CORS
+		// configuration alone; browsers do not sign it, and a presigned
+		// URL's query it carries (X-Amz-Signature, …) authenticates
+		// nothing: the caller stays anonymous.
+		q.caller = obs.Anonymous(auth.ClientIP(r.RemoteAddr))
+		return nil
 	case q.t.Op == OpPostObject:
 		// A browser-form upload is signed in its form (see postObject).
 		q.caller = obs.Anonymous(auth.ClientIP(r.RemoteAddr))
