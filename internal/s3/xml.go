@@ -828,8 +828,8 @@ func ruleName(what string, i int, id string) string {
 // lifecycleUnsupported are lifecycle elements of the S3 schema that Atelier
 // does not implement, with the reason given to the user.
 var lifecycleUnsupported = map[string]string{
-	"Transition":                  "Atelier has one storage class, so objects cannot transition; expire them with <Expiration>",
-	"NoncurrentVersionTransition": "Atelier has one storage class, so versions cannot transition; expire them with <NoncurrentVersionExpiration>",
+	"Transition":                  "Atelier has one storage class, so objects cannot transition",
+	"NoncurrentVersionTransition": "Atelier has one storage class, so versions cannot transition",
 }
 
 // otherElements reports the first element of others: NotImplemented when it
@@ -840,7 +840,9 @@ func otherElements(others []element, where string, unsupported map[string]string
 	}
 	name := others[0].XMLName.Local
 	if why, ok := unsupported[name]; ok {
-		return ErrNotImplemented(fmt.Sprintf("<%s> in %s", name, where), why)
+		e := ErrNotImplemented(fmt.Sprintf("<%s> in %s", name, where), "expire objects with <Expiration> and versions with <NoncurrentVersionExpiration> instead")
+		e.Message += ": " + why
+		return e
 	}
 	return Errorf(MalformedXML, "%s has an unknown element <%s>", where, name)
 }
