@@ -373,9 +373,10 @@ func (s *Service) ApplyLifecycle(ctx context.Context) (LifecycleResult, error) {
 
 func days(n int) time.Duration { return time.Duration(n) * 24 * time.Hour }
 
-// expire deletes the objects r expires at now (see ExpiresCurrent); in a
-// versioned bucket it adds a delete marker instead, which keeps the
-// version.
+// expire deletes the objects r expires at now (see ExpiresCurrent),
+// decided on the listing and again, atomically, on the object deleted; in
+// a versioned bucket it adds a delete marker instead, which keeps the
+// version (a version written since the listing is then hidden, not lost).
 func (s *Service) expire(ctx context.Context, b *meta.Bucket, r *LifecycleRule, now time.Time) (int, error) {
 	const op errs.Op = "obs.expire"
 	bucket := b.Name
@@ -406,8 +407,10 @@ func (s *Service) expire(ctx context.Context, b *meta.Bucket, r *LifecycleRule, 
 				n++
 				continue
 			}
-			gone, err := s.store.DeleteObject(ctx, bucket, o.Key)
-			if errs.Is(err, errs.NotFound) {
+			// Decided again on the object as it is when deleted: one
+			// overwritten or re-tagged since the listing may be kept.
+			gone, err := s.store.DeleteObjectIf(ctx, bucket, o.Key, func(cur *meta.Object) bool { return ExpiresCurrent(r, cur, now) })
+			if errs.Is(err, errs.NotFound) || errors.Is(err, meta.ErrPreconditionFailed) {
 				continue
 			}
 			if err != nil {

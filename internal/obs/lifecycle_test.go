@@ -1,6 +1,7 @@
 package obs
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -260,4 +261,64 @@ func TestApplyLifecycleNoncurrentFilters(t *testing.T) {
 	if got, want := strings.Join(e.versions("ver"), ","), "k/new*,k/old-prod,s/c*,s/b"; got != want {
 		t.Errorf("left %s\nwant %s", got, want)
 	}
+}
+
+// afterList runs hook after each ListObjects page has been read: a write
+// that lands between a lifecycle pass's listing and its deletes.
+type afterList struct {
+	Store
+	hook func()
+}
+
+func (a *afterList) ListObjects(ctx context.Context, q meta.ListObjectsQuery) (*meta.ListObjectsResult, error) {
+	res, err := a.Store.ListObjects(ctx, q)
+	if a.hook != nil {
+		a.hook()
+	}
+	return res, err
+}
+
+// TestApplyLifecycleDecidesAgain: objects overwritten or re-tagged between
+// the pass's listing and its delete are decided again on what they are
+// then: the new, untagged object is kept; one that still matches goes.
+func TestApplyLifecycleDecidesAgain(t *testing.T) {
+	var al *afterList
+	e := newEnv(t, withStore(func(s Store) Store { al = &afterList{Store: s}; return al }))
+	e.mkBucket(e.alice, "data")
+	tagged := func(key, body string, tags ...Tag) {
+		t.Helper()
+		if _, err := e.svc.PutObject(e.ctx, e.alice, "data", key, strings.NewReader(body), PutOptions{Size: int64(len(body)), Tags: tags}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tagged("overwritten", "old", Tag{"temp", "yes"})
+	tagged("untagged", "old", Tag{"temp", "yes"})
+	tagged("still", "old", Tag{"temp", "yes"})
+	if err := e.svc.PutLifecycle(e.ctx, e.alice, "data", []LifecycleRule{{ID: "temp", Status: LifecycleEnabled, Tags: []Tag{{"temp", "yes"}}, ExpirationDays: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(2 * day)
+	al.hook = func() {
+		al.hook = nil
+		tagged("overwritten", "new important bytes")                                            // no tag, and new
+		tagged("still", "new but temporary", Tag{"temp", "yes"})                                // new: not a day old
+		if err := e.svc.PutObjectTagging(e.ctx, e.alice, "data", "untagged", nil); err != nil { // the tag removed
+			t.Error(err)
+		}
+	}
+	res, err := e.svc.ApplyLifecycle(e.ctx)
+	if err != nil || res.Expired != 0 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if got := e.get(e.alice, "data", "overwritten", GetOptions{}); got != "new important bytes" {
+		t.Errorf("overwritten: %q", got)
+	}
+	e.get(e.alice, "data", "untagged", GetOptions{})
+	e.get(e.alice, "data", "still", GetOptions{})
+	e.clock.Advance(2 * day)
+	res, err = e.svc.ApplyLifecycle(e.ctx)
+	if err != nil || res.Expired != 1 {
+		t.Fatalf("two days later: %+v, %v", res, err)
+	}
+	e.noLeaks()
 }
