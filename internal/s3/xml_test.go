@@ -197,6 +197,16 @@ func responses() map[string]any {
 			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
 		"error_method_not_allowed": ErrorResponse{Code: MethodNotAllowed, Message: "The specified method is not allowed against this resource.",
 			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_cors_not_allowed": ErrorResponse{Code: AccessForbidden, Message: AccessForbidden.DefaultMessage(),
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_cors_not_enabled": ErrorResponse{Code: AccessForbidden, Message: "CORSResponse: CORS is not enabled for this bucket.",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_lifecycle_tags_abort": ErrorResponse{Code: InvalidRequest,
+			Message:  "AbortIncompleteMultipartUpload cannot be specified with Tags. (lifecycle rule \"r\": an upload in progress has no tags)",
+			Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_lifecycle_date": ErrorResponse{Code: InvalidArgument,
+			Message:  "'Date' must be at midnight GMT: the <Expiration> of lifecycle rule \"r\" has the date 2030-01-01T10:00:00.000Z; write a date at midnight UTC, e.g. 2030-01-01T00:00:00.000Z",
+			Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
 		"error_illegal_versioning": ErrorResponse{Code: IllegalVersioningConfiguration,
 			Message: "The versioning configuration specified in the request is invalid.", Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
 	}
@@ -789,6 +799,23 @@ func TestResponsesDecode(t *testing.T) {
 		}
 		if !bytes.Equal(w.Body.Bytes(), golden) {
 			t.Errorf("%s: round trip gives\n%s\nwant\n%s", name, w.Body.Bytes(), golden)
+		}
+	}
+}
+
+// TestLifecycleErrorGoldens: the golden lifecycle errors are what the
+// validation answers.
+func TestLifecycleErrorGoldens(t *testing.T) {
+	rs := responses()
+	for name, doc := range map[string]string{
+		"error_lifecycle_tags_abort": `<LifecycleConfiguration><Rule><ID>r</ID><Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><Status>Enabled</Status><AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule></LifecycleConfiguration>`,
+		"error_lifecycle_date":       `<LifecycleConfiguration><Rule><ID>r</ID><Status>Enabled</Status><Expiration><Date>2030-01-01T10:00:00Z</Date></Expiration></Rule></LifecycleConfiguration>`,
+	} {
+		_, err := parseLifecycle(t, doc)
+		var e *Error
+		want := rs[name].(ErrorResponse)
+		if !errors.As(err, &e) || e.Code != want.Code || e.message() != want.Message {
+			t.Errorf("%s: %v, want %s %q", name, err, want.Code, want.Message)
 		}
 	}
 }
