@@ -152,20 +152,41 @@ type OBSLifecycle struct {
 	Rules []OBSLifecycleRule `json:"rules"`
 }
 
-// OBSLifecycleRule expires objects under Prefix ExpirationDays after their
-// last change and aborts uploads under it AbortIncompleteDays after they
-// began; Status is Enabled or Disabled.
+// OBSLifecycleRule expires the objects its filter selects ExpirationDays
+// after their last change or once ExpirationDate has passed, and aborts
+// uploads under its prefix AbortIncompleteDays after they began; Status is
+// Enabled or Disabled. Prefix is the filter's prefix, written here too for
+// the clients that know no Filter (on PUT, a Prefix and a Filter's prefix
+// that differ are refused).
 type OBSLifecycleRule struct {
-	ID                  string `json:"id,omitempty"`
-	Status              string `json:"status"`
-	Prefix              string `json:"prefix,omitempty"`
-	ExpirationDays      int    `json:"expiration_days,omitempty"`
-	AbortIncompleteDays int    `json:"abort_incomplete_days,omitempty"`
+	ID                  string              `json:"id,omitempty"`
+	Status              string              `json:"status"`
+	Prefix              string              `json:"prefix,omitempty"`
+	Filter              *OBSLifecycleFilter `json:"filter,omitempty"`
+	ExpirationDays      int                 `json:"expiration_days,omitempty"`
+	ExpirationDate      string              `json:"expiration_date,omitempty"` // midnight UTC: 2030-01-01 or 2030-01-01T00:00:00Z
+	AbortIncompleteDays int                 `json:"abort_incomplete_days,omitempty"`
 	// Of versioned buckets: NoncurrentVersionExpiration and
 	// Expiration's ExpiredObjectDeleteMarker (see docs/obs.md).
 	NoncurrentDays            int  `json:"noncurrent_days,omitempty"`
 	NewerNoncurrentVersions   int  `json:"newer_noncurrent_versions,omitempty"`
 	ExpiredObjectDeleteMarker bool `json:"expired_object_delete_marker,omitempty"`
+}
+
+// OBSLifecycleFilter selects the objects (and versions) a lifecycle rule
+// applies to: keys under Prefix, carrying every tag of Tags, larger than
+// SizeGreaterThan and smaller than SizeLessThan bytes (each when not 0).
+type OBSLifecycleFilter struct {
+	Prefix          string   `json:"prefix,omitempty"`
+	Tags            []OBSTag `json:"tags,omitempty"`
+	SizeGreaterThan int64    `json:"size_greater_than,omitempty"`
+	SizeLessThan    int64    `json:"size_less_than,omitempty"`
+}
+
+// OBSTag is an object tag.
+type OBSTag struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 // OBSValidation is the answer of a validate route: whether the document

@@ -684,20 +684,63 @@ func writeValidation(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-func lifecycleRules(in []api.OBSLifecycleRule) []obs.LifecycleRule {
+// lifecycleRules are the obs rules of the request's; a Prefix and a
+// Filter prefix that differ, or an expiration date that is not a date,
+// is an Invalid error (ATL.OBS.0036, as obs.ValidateLifecycle answers).
+func lifecycleRules(in []api.OBSLifecycleRule) ([]obs.LifecycleRule, error) {
+	const op errs.Op = "apiserver.lifecycleRules"
 	out := make([]obs.LifecycleRule, len(in))
 	for i, r := range in {
-		out[i] = obs.LifecycleRule{ID: r.ID, Status: r.Status, Prefix: r.Prefix, ExpirationDays: r.ExpirationDays, AbortIncompleteDays: r.AbortIncompleteDays,
+		rule := obs.LifecycleRule{ID: r.ID, Status: r.Status, Prefix: r.Prefix, ExpirationDays: r.ExpirationDays, AbortIncompleteDays: r.AbortIncompleteDays,
 			NoncurrentDays: r.NoncurrentDays, NewerNoncurrentVersions: r.NewerNoncurrentVersions, ExpiredObjectDeleteMarker: r.ExpiredObjectDeleteMarker}
+		if f := r.Filter; f != nil {
+			if r.Prefix != "" && f.Prefix != r.Prefix {
+				return nil, errs.E(op, errs.Invalid, obs.CodeBadLifecycle,
+					fmt.Sprintf("invalid lifecycle configuration: rule %d has prefix %q and filter prefix %q; give one", i+1, r.Prefix, f.Prefix),
+					errs.Hint("put the prefix in filter.prefix alone"))
+			}
+			rule.Prefix, rule.SizeGreaterThan, rule.SizeLessThan = f.Prefix, f.SizeGreaterThan, f.SizeLessThan
+			for _, t := range f.Tags {
+				rule.Tags = append(rule.Tags, obs.Tag{Key: t.Key, Value: t.Value})
+			}
+		}
+		if r.ExpirationDate != "" {
+			d, err := parseLifecycleDate(r.ExpirationDate)
+			if err != nil {
+				return nil, errs.E(op, errs.Invalid, obs.CodeBadLifecycle,
+					fmt.Sprintf("invalid lifecycle configuration: rule %d: expiration_date %q is not a date", i+1, r.ExpirationDate),
+					errs.Hint("write a date at midnight UTC, such as 2030-01-01 or 2030-01-01T00:00:00Z"))
+			}
+			rule.ExpirationDate = d
+		}
+		out[i] = rule
 	}
-	return out
+	return out, nil
+}
+
+func parseLifecycleDate(s string) (time.Time, error) {
+	if d, err := time.Parse(time.DateOnly, s); err == nil {
+		return d, nil
+	}
+	return time.Parse(time.RFC3339Nano, s)
 }
 
 func apiLifecycle(in []obs.LifecycleRule) api.OBSLifecycle {
 	out := api.OBSLifecycle{Rules: make([]api.OBSLifecycleRule, len(in))}
 	for i, r := range in {
-		out.Rules[i] = api.OBSLifecycleRule{ID: r.ID, Status: r.Status, Prefix: r.Prefix, ExpirationDays: r.ExpirationDays, AbortIncompleteDays: r.AbortIncompleteDays,
+		rule := api.OBSLifecycleRule{ID: r.ID, Status: r.Status, Prefix: r.Prefix, ExpirationDays: r.ExpirationDays, AbortIncompleteDays: r.AbortIncompleteDays,
 			NoncurrentDays: r.NoncurrentDays, NewerNoncurrentVersions: r.NewerNoncurrentVersions, ExpiredObjectDeleteMarker: r.ExpiredObjectDeleteMarker}
+		if r.Prefix != "" || len(r.Tags) > 0 || r.SizeGreaterThan > 0 || r.SizeLessThan > 0 {
+			f := &api.OBSLifecycleFilter{Prefix: r.Prefix, SizeGreaterThan: r.SizeGreaterThan, SizeLessThan: r.SizeLessThan}
+			for _, t := range r.Tags {
+				f.Tags = append(f.Tags, api.OBSTag{Key: t.Key, Value: t.Value})
+			}
+			rule.Filter = f
+		}
+		if !r.ExpirationDate.IsZero() {
+			rule.ExpirationDate = r.ExpirationDate.UTC().Format(time.RFC3339)
+		}
+		out.Rules[i] = rule
 	}
 	return out
 }
@@ -730,10 +773,14 @@ func (s *Server) obsPutLifecycle(w http.ResponseWriter, r *http.Request, p *auth
 		return err
 	}
 	ctx, c, bucket := r.Context(), caller(r, p), r.PathValue("bucket")
-	if err := o.PutLifecycle(ctx, c, bucket, lifecycleRules(req.Rules)); err != nil {
+	rules, err := lifecycleRules(req.Rules)
+	if err != nil {
 		return err
 	}
-	rules, err := o.GetLifecycle(ctx, c, bucket)
+	if err := o.PutLifecycle(ctx, c, bucket, rules); err != nil {
+		return err
+	}
+	rules, err = o.GetLifecycle(ctx, c, bucket)
 	if err != nil {
 		return err
 	}
@@ -770,7 +817,10 @@ func (s *Server) obsValidateLifecycle(w http.ResponseWriter, r *http.Request, p 
 		return err
 	}
 	if err == nil {
-		_, err = obs.ValidateLifecycle(lifecycleRules(req.Rules))
+		var rules []obs.LifecycleRule
+		if rules, err = lifecycleRules(req.Rules); err == nil {
+			_, err = obs.ValidateLifecycle(rules)
+		}
 	}
 	writeValidation(w, r, err)
 	return nil

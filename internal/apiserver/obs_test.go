@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -410,6 +411,11 @@ func TestOBSPolicyAndLifecycle(t *testing.T) {
 		{"unknown field", `{"rules":[{"status":"Enabled","days":3}]}`, string(CodeUnknownField)},
 		{"wrong type", `{"rules":[{"status":"Enabled","expiration_days":"3"}]}`, string(CodeWrongType)},
 		{"malformed", `{"rules":[`, string(CodeMalformedJSON)},
+		{"two prefixes", `{"rules":[{"status":"Enabled","prefix":"a/","filter":{"prefix":"b/"},"expiration_days":3}]}`, string(obs.CodeBadLifecycle)},
+		{"not a date", `{"rules":[{"status":"Enabled","expiration_date":"soon"}]}`, string(obs.CodeBadLifecycle)},
+		{"not midnight", `{"rules":[{"status":"Enabled","expiration_date":"2030-01-01T10:00:00Z"}]}`, string(obs.CodeBadLifecycle)},
+		{"tags and uploads", `{"rules":[{"status":"Enabled","filter":{"tags":[{"key":"a","value":"b"}]},"abort_incomplete_days":3}]}`, string(obs.CodeBadLifecycle)},
+		{"sizes crossed", `{"rules":[{"status":"Enabled","filter":{"size_greater_than":9,"size_less_than":9},"expiration_days":3}]}`, string(obs.CodeBadLifecycle)},
 	} {
 		r := o.alice("PUT", bkt+"/lifecycle", c.body)
 		if r.status != 400 || r.err().ErrorCode != c.code || (c.code == string(obs.CodeBadLifecycle) && r.err().Hint == "") {
@@ -432,8 +438,18 @@ func TestOBSPolicyAndLifecycle(t *testing.T) {
 	}
 	o.mustJSON(o.alice("PUT", bkt+"/lifecycle", `{"rules":[{"status":"Enabled","prefix":"tmp/","expiration_days":7,"abort_incomplete_days":2}]}`), 200, &lc)
 	o.mustJSON(o.alice("GET", bkt+"/lifecycle", ""), 200, &lc)
-	if len(lc.Rules) != 1 || lc.Rules[0] != (api.OBSLifecycleRule{ID: "rule-1", Status: "Enabled", Prefix: "tmp/", ExpirationDays: 7, AbortIncompleteDays: 2}) {
+	if len(lc.Rules) != 1 || !reflect.DeepEqual(lc.Rules[0], api.OBSLifecycleRule{ID: "rule-1", Status: "Enabled", Prefix: "tmp/",
+		Filter: &api.OBSLifecycleFilter{Prefix: "tmp/"}, ExpirationDays: 7, AbortIncompleteDays: 2}) {
 		t.Errorf("stored %+v", lc)
+	}
+	// Filters by tags and sizes, and an expiration date.
+	o.mustJSON(o.alice("PUT", bkt+"/lifecycle", `{"rules":[{"id":"f","status":"Enabled","filter":{"prefix":"logs/","tags":[{"key":"env","value":"dev"}],`+
+		`"size_greater_than":10,"size_less_than":2000},"expiration_date":"2030-01-01"}]}`), 200, nil)
+	lc = api.OBSLifecycle{}
+	o.mustJSON(o.alice("GET", bkt+"/lifecycle", ""), 200, &lc)
+	if want := (api.OBSLifecycleRule{ID: "f", Status: "Enabled", Prefix: "logs/", Filter: &api.OBSLifecycleFilter{Prefix: "logs/",
+		Tags: []api.OBSTag{{Key: "env", Value: "dev"}}, SizeGreaterThan: 10, SizeLessThan: 2000}, ExpirationDate: "2030-01-01T00:00:00Z"}); len(lc.Rules) != 1 || !reflect.DeepEqual(lc.Rules[0], want) {
+		t.Errorf("stored filters %+v", lc.Rules)
 	}
 	// The rules of versions go through too, so that the console's editor
 	// keeps what an S3 client set.

@@ -238,6 +238,13 @@ type Objects interface {
 	// is not a delete marker) and returns it; NotFound if none. The key's
 	// next newest version, if any, becomes its latest.
 	DeleteObject(ctx context.Context, bucket, key string) (*Object, error)
+	// DeleteObjectIf is DeleteObject when cond, called with the object
+	// (its row locked, in the same transaction), returns true; else a
+	// Conflict error whose cause is ErrPreconditionFailed, and nothing is
+	// changed. cond must be a pure decision: it must not call the store.
+	// Lifecycle expiry uses it, so that an object overwritten (or
+	// re-tagged) since it was listed is decided again, not deleted blind.
+	DeleteObjectIf(ctx context.Context, bucket, key string, cond func(current *Object) bool) (*Object, error)
 	// GetObjectVersion returns a version of the key ("" is the null
 	// version), a delete marker too; NotFound if none.
 	GetObjectVersion(ctx context.Context, bucket, key, versionID string) (*Object, error)

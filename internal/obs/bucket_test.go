@@ -230,7 +230,7 @@ func TestLifecycleAndCORSConfig(t *testing.T) {
 
 	_, err = e.svc.GetCORS(e.ctx, e.alice, "data")
 	wantCode(t, err, CodeNoSuchCORS)
-	if _, ok, err := e.svc.CORSFor(e.ctx, "data", "https://x", "GET", nil); ok || err != nil {
+	if _, ok, err := e.svc.CORSFor(e.ctx, "data", "https://x", "GET", nil); ok || errs.CodeOf(err) != CodeNoSuchCORS {
 		t.Errorf("CORSFor without rules: %v %v", ok, err)
 	}
 	for name, rs := range map[string][]CORSRule{

@@ -177,16 +177,15 @@ func (s *Service) DeleteCORS(ctx context.Context, c *Caller, bucket string) erro
 // CORSFor returns the rule that allows a cross-origin request to the
 // bucket, for the S3 front end's preflight (OPTIONS) answers and response
 // headers. Like S3 it needs no authorization: browsers send preflights
-// without credentials. ok is false when no rule matches (or the bucket has
-// no CORS configuration).
+// without credentials, and the headers of an actual request are decided
+// before (and whatever) its authentication. ok is false when no rule
+// matches; a bucket without a CORS configuration is CodeNoSuchCORS (S3
+// says "CORS is not enabled for this bucket").
 func (s *Service) CORSFor(ctx context.Context, bucket, origin, method string, headers []string) (rule CORSRule, ok bool, err error) {
 	const op errs.Op = "obs.CORSFor"
 	b, err := s.bucket(ctx, op, bucket)
 	if err != nil {
 		return CORSRule{}, false, err
-	}
-	if b.CORS == "" {
-		return CORSRule{}, false, nil
 	}
 	rules, err := decodeCORS(op, b)
 	if err != nil {

@@ -51,5 +51,9 @@
 // (ParseRange), bucket names (ValidateBucketName), keys (ValidateKey),
 // lifecycle and CORS rules are pure functions the S3 front end may use
 // directly. ApplyLifecycle and CollectGarbage are the store's upkeep,
-// which Background runs (the server starts it).
+// which Background runs (the server starts it). Whether a lifecycle rule
+// expires a version now is decided in one place, the pure functions
+// ExpiresCurrent, ExpiresNoncurrent and ExpiresDeleteMarker (filters by
+// prefix, tags and size; days or a date); an object's expiry is decided
+// again, atomically, on the row it deletes (meta's DeleteObjectIf).
 package obs

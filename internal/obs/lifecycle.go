@@ -5,33 +5,70 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
 )
 
-// LifecycleRule is one rule of a bucket's lifecycle configuration: objects
-// under Prefix expire ExpirationDays after they were last modified (in a
-// versioned bucket, a delete marker is added), and multipart uploads under
-// Prefix are aborted AbortIncompleteDays after they were initiated. A zero
-// number of days means no such action.
+// LifecycleRule is one rule of a bucket's lifecycle configuration. It
+// applies to the objects (and versions) its filter selects: keys under
+// Prefix, carrying every one of Tags, larger than SizeGreaterThan bytes
+// (when not 0) and smaller than SizeLessThan bytes (when not 0); see
+// LifecycleRule.Selects.
+//
+// Objects it selects expire ExpirationDays after they were last modified,
+// or once ExpirationDate (midnight UTC) has passed (in a versioned bucket,
+// a delete marker is added); multipart uploads under Prefix are aborted
+// AbortIncompleteDays after they were initiated. A zero number of days
+// means no such action.
 //
 // In a versioned bucket, a noncurrent version is deleted NoncurrentDays
 // after it became noncurrent (when the next newer version was written),
 // except the NewerNoncurrentVersions newest noncurrent versions of each
 // key, which are kept; with ExpiredObjectDeleteMarker, a delete marker
 // that is the only version of its key is deleted.
+//
+// FilterForm records how an S3 document wrote the filter, so that
+// GetBucketLifecycleConfiguration returns it as given (see the
+// LifecycleForm constants); it does not change what the rule selects.
 type LifecycleRule struct {
-	ID                        string `json:"id"`
-	Status                    string `json:"status"` // LifecycleEnabled or LifecycleDisabled
-	Prefix                    string `json:"prefix,omitempty"`
-	ExpirationDays            int    `json:"expiration_days,omitempty"`
-	AbortIncompleteDays       int    `json:"abort_incomplete_days,omitempty"`
-	NoncurrentDays            int    `json:"noncurrent_days,omitempty"`
-	NewerNoncurrentVersions   int    `json:"newer_noncurrent_versions,omitempty"`
-	ExpiredObjectDeleteMarker bool   `json:"expired_object_delete_marker,omitempty"`
+	ID                        string    `json:"id"`
+	Status                    string    `json:"status"` // LifecycleEnabled or LifecycleDisabled
+	Prefix                    string    `json:"prefix,omitempty"`
+	Tags                      []Tag     `json:"tags,omitempty"`
+	SizeGreaterThan           int64     `json:"size_greater_than,omitempty"`
+	SizeLessThan              int64     `json:"size_less_than,omitempty"`
+	FilterForm                string    `json:"filter_form,omitempty"`
+	ExpirationDays            int       `json:"expiration_days,omitempty"`
+	ExpirationDate            time.Time `json:"expiration_date,omitzero"`
+	AbortIncompleteDays       int       `json:"abort_incomplete_days,omitempty"`
+	NoncurrentDays            int       `json:"noncurrent_days,omitempty"`
+	NewerNoncurrentVersions   int       `json:"newer_noncurrent_versions,omitempty"`
+	ExpiredObjectDeleteMarker bool      `json:"expired_object_delete_marker,omitempty"`
 }
+
+// How an S3 document wrote a rule's filter (LifecycleRule.FilterForm).
+const (
+	// LifecycleFormFilter: a <Filter> holding the one condition the rule
+	// has (<Prefix> when it has none); with several, an <And>.
+	LifecycleFormFilter = ""
+	// LifecycleFormAnd: a <Filter> holding an <And>, however many
+	// conditions.
+	LifecycleFormAnd = "and"
+	// LifecycleFormEmpty: an empty <Filter/>.
+	LifecycleFormEmpty = "empty"
+	// LifecycleFormPrefix: the deprecated top-level <Prefix>.
+	LifecycleFormPrefix = "prefix"
+	// LifecycleFormNone: neither a <Filter> nor a <Prefix>.
+	LifecycleFormNone = "none"
+)
+
+// MaxLifecycleObjectSize bounds the size conditions of a filter (S3's
+// limit, 1000 TiB).
+const MaxLifecycleObjectSize = 1000 << 40
 
 // MaxNewerNoncurrentVersions is the most NewerNoncurrentVersions S3 takes.
 const MaxNewerNoncurrentVersions = 100
@@ -48,8 +85,8 @@ const (
 // returns the rules to store.
 func ValidateLifecycle(rules []LifecycleRule) ([]LifecycleRule, error) {
 	const op errs.Op = "obs.ValidateLifecycle"
-	const hint = "each rule has a unique ID, Status Enabled or Disabled, and a positive Expiration Days, AbortIncompleteMultipartUpload DaysAfterInitiation " +
-		"or NoncurrentVersionExpiration NoncurrentDays, or Expiration ExpiredObjectDeleteMarker true"
+	const hint = "each rule has a unique ID, Status Enabled or Disabled, and a positive Expiration Days, an Expiration Date at midnight UTC, " +
+		"AbortIncompleteMultipartUpload DaysAfterInitiation or NoncurrentVersionExpiration NoncurrentDays, or Expiration ExpiredObjectDeleteMarker true"
 	bad := func(format string, args ...any) error {
 		return fail(op, CodeBadLifecycle, "invalid lifecycle configuration: "+fmt.Sprintf(format, args...), hint)
 	}
@@ -76,20 +113,135 @@ func ValidateLifecycle(rules []LifecycleRule) ([]LifecycleRule, error) {
 			return nil, bad("rule %q: the prefix is longer than %d bytes", r.ID, MaxKeyLen)
 		case r.ExpirationDays < 0 || r.AbortIncompleteDays < 0 || r.NoncurrentDays < 0:
 			return nil, bad("rule %q: a number of days is negative", r.ID)
-		case r.ExpirationDays == 0 && r.AbortIncompleteDays == 0 && r.NoncurrentDays == 0 && !r.ExpiredObjectDeleteMarker:
-			return nil, bad("rule %q has no action: set Expiration Days, AbortIncompleteMultipartUpload DaysAfterInitiation, "+
+		case r.ExpirationDays == 0 && r.ExpirationDate.IsZero() && r.AbortIncompleteDays == 0 && r.NoncurrentDays == 0 && !r.ExpiredObjectDeleteMarker:
+			return nil, bad("rule %q has no action: set Expiration Days or Date, AbortIncompleteMultipartUpload DaysAfterInitiation, "+
 				"NoncurrentVersionExpiration NoncurrentDays or Expiration ExpiredObjectDeleteMarker", r.ID)
-		case r.ExpirationDays > 0 && r.ExpiredObjectDeleteMarker:
-			return nil, bad("rule %q: Expiration takes Days or ExpiredObjectDeleteMarker, not both", r.ID)
+		case r.ExpirationDays > 0 && !r.ExpirationDate.IsZero():
+			return nil, bad("rule %q: Expiration takes Days or Date, not both", r.ID)
+		case (r.ExpirationDays > 0 || !r.ExpirationDate.IsZero()) && r.ExpiredObjectDeleteMarker:
+			return nil, bad("rule %q: Expiration takes Days, Date or ExpiredObjectDeleteMarker, one of them", r.ID)
+		case !r.ExpirationDate.IsZero() && !r.ExpirationDate.Equal(r.ExpirationDate.UTC().Truncate(24*time.Hour)):
+			return nil, bad("rule %q: 'Date' must be at midnight GMT (the expiration date %s is not)", r.ID, r.ExpirationDate.UTC().Format(time.RFC3339))
 		case r.NewerNoncurrentVersions < 0 || r.NewerNoncurrentVersions > MaxNewerNoncurrentVersions:
 			return nil, bad("rule %q: NewerNoncurrentVersions %d is not between 1 and %d", r.ID, r.NewerNoncurrentVersions, MaxNewerNoncurrentVersions)
 		case r.NewerNoncurrentVersions > 0 && r.NoncurrentDays == 0:
 			return nil, bad("rule %q: NewerNoncurrentVersions needs NoncurrentDays", r.ID)
+		case r.SizeGreaterThan < 0 || r.SizeGreaterThan > MaxLifecycleObjectSize:
+			return nil, bad("rule %q: 'ObjectSizeGreaterThan' should be between 0 and %d", r.ID, int64(MaxLifecycleObjectSize))
+		case r.SizeLessThan < 0 || r.SizeLessThan > MaxLifecycleObjectSize:
+			return nil, bad("rule %q: 'ObjectSizeLessThan' should be between 1 and %d", r.ID, int64(MaxLifecycleObjectSize))
+		case r.SizeLessThan > 0 && r.SizeGreaterThan >= r.SizeLessThan:
+			return nil, bad("rule %q: ObjectSizeGreaterThan (%d) must be less than ObjectSizeLessThan (%d)", r.ID, r.SizeGreaterThan, r.SizeLessThan)
+		case len(r.Tags) > 0 && r.AbortIncompleteDays > 0:
+			return nil, bad("rule %q: AbortIncompleteMultipartUpload cannot be specified with Tags (an upload has no tags yet)", r.ID)
+		case len(r.Tags) > 0 && r.ExpiredObjectDeleteMarker:
+			return nil, bad("rule %q: ExpiredObjectDeleteMarker cannot be specified with Tags (a delete marker has no tags)", r.ID)
+		case (r.SizeGreaterThan > 0 || r.SizeLessThan > 0) && r.AbortIncompleteDays > 0:
+			return nil, bad("rule %q: AbortIncompleteMultipartUpload cannot be specified with Object Size", r.ID)
+		}
+		switch r.FilterForm {
+		case LifecycleFormFilter, LifecycleFormAnd:
+		case LifecycleFormEmpty, LifecycleFormNone, LifecycleFormPrefix:
+			if len(r.Tags) > 0 || r.SizeGreaterThan > 0 || r.SizeLessThan > 0 || (r.Prefix != "" && r.FilterForm != LifecycleFormPrefix) {
+				return nil, bad("rule %q: the filter form %q holds no such conditions", r.ID, r.FilterForm)
+			}
+		default:
+			return nil, bad("rule %q: unknown filter form %q", r.ID, r.FilterForm)
+		}
+		if len(r.Tags) > 0 {
+			if err := ValidateTags(r.Tags, MaxLifecycleTags); err != nil {
+				return nil, bad("rule %q: %s", r.ID, errs.UserMessage(err))
+			}
+			r.Tags = slices.Clone(r.Tags)
+		}
+		if !r.ExpirationDate.IsZero() {
+			r.ExpirationDate = r.ExpirationDate.UTC()
 		}
 		seen[r.ID] = true
 		out[i] = r
 	}
 	return out, nil
+}
+
+// MaxLifecycleTags is the most tags one rule's filter holds.
+const MaxLifecycleTags = MaxObjectTags
+
+// Selects reports whether the rule's filter selects an object or version
+// with key, size and tags: the key is under Prefix, the object carries
+// every tag of Tags with its value, and its size is above SizeGreaterThan
+// and below SizeLessThan (each when not 0). A pure function.
+func (r *LifecycleRule) Selects(key string, size int64, tags map[string]string) bool {
+	if !strings.HasPrefix(key, r.Prefix) {
+		return false
+	}
+	if r.SizeGreaterThan > 0 && size <= r.SizeGreaterThan {
+		return false
+	}
+	if r.SizeLessThan > 0 && size >= r.SizeLessThan {
+		return false
+	}
+	for _, t := range r.Tags {
+		if v, ok := tags[t.Key]; !ok || v != t.Value {
+			return false
+		}
+	}
+	return true
+}
+
+// ExpiresCurrent decides whether the enabled rule r expires o, an
+// object (a key's latest version, not a delete marker), at now: r selects
+// it, and it was last modified ExpirationDays ago or more, or
+// ExpirationDate has passed. A pure function; the one place that decides
+// the expiry of current objects (so that a check such as "not while it
+// is locked" is added here).
+func ExpiresCurrent(r *LifecycleRule, o *meta.Object, now time.Time) bool {
+	if r.Status != LifecycleEnabled || o.DeleteMarker {
+		return false
+	}
+	switch {
+	case r.ExpirationDays > 0:
+		if !o.LastModified.Before(now.Add(-days(r.ExpirationDays))) {
+			return false
+		}
+	case !r.ExpirationDate.IsZero():
+		if now.Before(r.ExpirationDate) {
+			return false
+		}
+	default:
+		return false
+	}
+	return r.Selects(o.Key, o.Size, o.Tags)
+}
+
+// ExpiresNoncurrent decides whether the enabled rule r deletes v, a
+// noncurrent version (not a delete marker), at now: r has
+// NoncurrentDays, selects v, v became noncurrent (noncurrentSince, when
+// the next newer version was written) NoncurrentDays ago or more, and
+// v is not among the NewerNoncurrentVersions newest noncurrent versions
+// of its key (newer counts the noncurrent versions newer than v). A pure
+// function, like ExpiresCurrent.
+func ExpiresNoncurrent(r *LifecycleRule, v *meta.Object, newer int, noncurrentSince, now time.Time) bool {
+	if r.Status != LifecycleEnabled || r.NoncurrentDays == 0 {
+		return false
+	}
+	if newer < r.NewerNoncurrentVersions || !noncurrentSince.Before(now.Add(-days(r.NoncurrentDays))) {
+		return false
+	}
+	if v.DeleteMarker {
+		// A noncurrent delete marker has no size and no tags: the prefix
+		// alone selects it (a rule with tags or sizes keeps it).
+		return len(r.Tags) == 0 && r.SizeGreaterThan == 0 && r.SizeLessThan == 0 && strings.HasPrefix(v.Key, r.Prefix)
+	}
+	return r.Selects(v.Key, v.Size, v.Tags)
+}
+
+// ExpiresDeleteMarker decides whether the enabled rule r deletes m, the
+// latest version of its key: with ExpiredObjectDeleteMarker, a delete
+// marker under Prefix that is the key's only version (only). A pure
+// function, like ExpiresCurrent.
+func ExpiresDeleteMarker(r *LifecycleRule, m *meta.Object, only bool) bool {
+	return r.Status == LifecycleEnabled && r.ExpiredObjectDeleteMarker && only && m.DeleteMarker && m.IsLatest &&
+		strings.HasPrefix(m.Key, r.Prefix)
 }
 
 // PutLifecycle replaces the bucket's lifecycle rules.
@@ -156,9 +308,11 @@ type LifecycleResult struct {
 }
 
 // ApplyLifecycle runs every enabled lifecycle rule of every bucket once:
-// it deletes the objects under a rule's prefix last modified more than
-// ExpirationDays ago and aborts the uploads under it initiated more than
-// AbortIncompleteDays ago. A failure in one bucket does not stop the others;
+// it expires the objects a rule selects (ExpiresCurrent), deletes the
+// noncurrent versions and delete markers it selects (ExpiresNoncurrent,
+// ExpiresDeleteMarker) and aborts the uploads under its prefix initiated
+// more than AbortIncompleteDays ago. Listings are by prefix; tags and
+// sizes come with the listed rows, so no rule costs a read per object. A failure in one bucket does not stop the others;
 // the failures are returned together.
 func (s *Service) ApplyLifecycle(ctx context.Context) (LifecycleResult, error) {
 	const op errs.Op = "obs.ApplyLifecycle"
@@ -189,8 +343,8 @@ func (s *Service) ApplyLifecycle(ctx context.Context) (LifecycleResult, error) {
 					failures = append(failures, fmt.Errorf("bucket %q rule %q: %w", b.Name, r.ID, err))
 				}
 			}
-			if r.ExpirationDays > 0 {
-				n, err := s.expire(ctx, b, r.Prefix, now.Add(-days(r.ExpirationDays)))
+			if r.ExpirationDays > 0 || !r.ExpirationDate.IsZero() {
+				n, err := s.expire(ctx, b, &r, now)
 				res.Expired += n
 				if err != nil {
 					failures = append(failures, fmt.Errorf("bucket %q rule %q: %w", b.Name, r.ID, err))
@@ -219,14 +373,15 @@ func (s *Service) ApplyLifecycle(ctx context.Context) (LifecycleResult, error) {
 
 func days(n int) time.Duration { return time.Duration(n) * 24 * time.Hour }
 
-// expire deletes the objects under prefix last modified before cutoff; in
+// expire deletes the objects r expires at now (see ExpiresCurrent),
+// decided on the listing and again, atomically, on the object deleted; in
 // a versioned bucket it adds a delete marker instead, which keeps the
-// version.
-func (s *Service) expire(ctx context.Context, b *meta.Bucket, prefix string, cutoff time.Time) (int, error) {
+// version (a version written since the listing is then hidden, not lost).
+func (s *Service) expire(ctx context.Context, b *meta.Bucket, r *LifecycleRule, now time.Time) (int, error) {
 	const op errs.Op = "obs.expire"
 	bucket := b.Name
 	n := 0
-	q := meta.ListObjectsQuery{Bucket: bucket, Prefix: prefix, MaxKeys: 1000}
+	q := meta.ListObjectsQuery{Bucket: bucket, Prefix: r.Prefix, MaxKeys: 1000}
 	for {
 		if err := ctx.Err(); err != nil {
 			return n, err
@@ -236,7 +391,7 @@ func (s *Service) expire(ctx context.Context, b *meta.Bucket, prefix string, cut
 			return n, storeErr(op, "listing objects", err)
 		}
 		for _, o := range page.Objects {
-			if !o.LastModified.Before(cutoff) {
+			if !ExpiresCurrent(r, o, now) {
 				continue
 			}
 			if b.Versioning != "" {
@@ -252,8 +407,10 @@ func (s *Service) expire(ctx context.Context, b *meta.Bucket, prefix string, cut
 				n++
 				continue
 			}
-			gone, err := s.store.DeleteObject(ctx, bucket, o.Key)
-			if errs.Is(err, errs.NotFound) {
+			// Decided again on the object as it is when deleted: one
+			// overwritten or re-tagged since the listing may be kept.
+			gone, err := s.store.DeleteObjectIf(ctx, bucket, o.Key, func(cur *meta.Object) bool { return ExpiresCurrent(r, cur, now) })
+			if errs.Is(err, errs.NotFound) || errors.Is(err, meta.ErrPreconditionFailed) {
 				continue
 			}
 			if err != nil {
@@ -276,7 +433,6 @@ func (s *Service) expire(ctx context.Context, b *meta.Bucket, prefix string, cut
 // page starts after the last version read, which must still exist).
 func (s *Service) expireVersions(ctx context.Context, bucket string, r LifecycleRule, now time.Time) (int, error) {
 	const op errs.Op = "obs.expireVersions"
-	cutoff := now.Add(-days(r.NoncurrentDays))
 	n := 0
 	var group, doomed []*meta.Object // the versions of the key at hand; those to delete
 	decide := func() {
@@ -284,12 +440,13 @@ func (s *Service) expireVersions(ctx context.Context, bucket string, r Lifecycle
 			if i == 0 {
 				continue // the latest version
 			}
-			// A version became noncurrent when the next newer one was written.
-			if r.NoncurrentDays > 0 && i > r.NewerNoncurrentVersions && group[i-1].LastModified.Before(cutoff) {
+			// A version became noncurrent when the next newer one was
+			// written; i-1 noncurrent versions are newer than it.
+			if ExpiresNoncurrent(&r, v, i-1, group[i-1].LastModified, now) {
 				doomed = append(doomed, v)
 			}
 		}
-		if r.ExpiredObjectDeleteMarker && len(group) == 1 && group[0].DeleteMarker && group[0].IsLatest {
+		if len(group) > 0 && ExpiresDeleteMarker(&r, group[0], len(group) == 1) {
 			doomed = append(doomed, group[0])
 		}
 		group = group[:0]

@@ -112,7 +112,8 @@ func TestReadKeepsItsVersion(t *testing.T) {
 			}
 		},
 		"lifecycle expiry": func(e *env) {
-			if _, err := e.svc.expire(e.ctx, &meta.Bucket{Name: "data"}, "", e.clock.Now().Add(time.Hour)); err != nil {
+			if _, err := e.svc.expire(e.ctx, &meta.Bucket{Name: "data"},
+				&LifecycleRule{Status: LifecycleEnabled, ExpirationDays: 1}, e.clock.Now().Add(25*time.Hour)); err != nil {
 				e.t.Fatal(err)
 			}
 		},

@@ -43,6 +43,11 @@
 //     and x-amz-grant-* headers read by requestACL for every write that
 //     takes an ACL), ?ownershipControls, ?publicAccessBlock and
 //     ?policyStatus; the rules are obs's.
+//   - CORS (handlers_bucket.go, server.go): a preflight (OPTIONS) is
+//     answered from the bucket's CORS rules and never authenticated, so a
+//     presigned URL's query it carries grants nothing; an actual request
+//     with an Origin gets the matching rule's headers before it is
+//     authenticated, so that its errors carry them too.
 //   - bucketname.go: ValidateBucketName (the rules of internal/bucketname as
 //     an InvalidBucketName error that names the rule broken, with a hint
 //     that suggests a corrected name).

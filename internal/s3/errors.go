@@ -21,6 +21,7 @@ type ErrorCode string
 // messages are in Status and DefaultMessage.
 const (
 	AccessDenied                       ErrorCode = "AccessDenied"
+	AccessForbidden                    ErrorCode = "AccessForbidden"
 	AccountProblem                     ErrorCode = "AccountProblem"
 	AuthorizationHeaderMalformed       ErrorCode = "AuthorizationHeaderMalformed"
 	AuthorizationQueryParametersError  ErrorCode = "AuthorizationQueryParametersError"
@@ -110,6 +111,7 @@ var errorTable = map[ErrorCode]errorInfo{
 	AuthorizationHeaderMalformed:       {http.StatusBadRequest, "The authorization header is malformed."},
 	AuthorizationQueryParametersError:  {http.StatusBadRequest, "The X-Amz-* query parameters of the presigned URL are malformed."},
 	BadDigest:                          {http.StatusBadRequest, "The Content-MD5 or checksum you specified did not match what we received."},
+	AccessForbidden:                    {http.StatusForbidden, "CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec."},
 	BadRequest:                         {http.StatusBadRequest, "Bad Request."},
 	ConditionalRequestConflict:         {http.StatusConflict, "The conditional request cannot succeed due to a conflicting operation against this resource."},
 	BucketAlreadyExists:                {http.StatusConflict, "The requested bucket name is not available. Bucket names are shared by all users of this server; choose another name."},

@@ -40,7 +40,7 @@ func TestErrorTable(t *testing.T) {
 		AccessControlListNotSupported:  400, IncorrectNumberOfFilesInPostRequest: 400, InvalidPolicyDocument: 400,
 		MalformedPOSTRequest: 400, MaxPostPreDataLengthExceeded: 400,
 		InvalidBucketACLWithObjectOwnership: 400, MalformedACLError: 400, NoSuchPublicAccessBlockConfiguration: 404,
-		OwnershipControlsNotFoundError: 404, UnexpectedContent: 400,
+		OwnershipControlsNotFoundError: 404, UnexpectedContent: 400, AccessForbidden: 403,
 	}
 	if len(want) != len(errorTable) {
 		t.Errorf("the table has %d codes, the test %d", len(errorTable), len(want))

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/obs"
 )
 
 // checkError fails unless err is an *Error with a known code and a message.
@@ -33,6 +36,8 @@ func FuzzParseXMLDocuments(f *testing.F) {
 		`<CreateBucketConfiguration><LocationConstraint>us-east-1</LocationConstraint></CreateBucketConfiguration>`,
 		`<LifecycleConfiguration><Rule><ID>r</ID><Filter><And><Prefix>p/</Prefix></And></Filter><Status>Enabled</Status><Expiration><Date>2030-01-01T00:00:00Z</Date></Expiration><AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule></LifecycleConfiguration>`,
 		`<LifecycleConfiguration><Rule><Prefix></Prefix><Status>Disabled</Status><Expiration><Days>5</Days></Expiration></Rule></LifecycleConfiguration>`,
+		`<LifecycleConfiguration><Rule><Filter><And><Prefix>p/</Prefix><Tag><Key>a</Key><Value>b</Value></Tag><Tag><Key>c</Key><Value></Value></Tag><ObjectSizeGreaterThan>1</ObjectSizeGreaterThan><ObjectSizeLessThan>99</ObjectSizeLessThan></And></Filter><Status>Enabled</Status><Expiration><Date>2030-01-01</Date></Expiration><NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays></NoncurrentVersionExpiration></Rule></LifecycleConfiguration>`,
+		`<LifecycleConfiguration><Rule><Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule><Rule><Filter><ObjectSizeLessThan>10</ObjectSizeLessThan></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule></LifecycleConfiguration>`,
 		`<CORSConfiguration><CORSRule><ID>x</ID><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod><AllowedHeader>x-*</AllowedHeader><ExposeHeader>ETag</ExposeHeader><MaxAgeSeconds>10</MaxAgeSeconds></CORSRule></CORSConfiguration>`,
 		`<!DOCTYPE x [<!ENTITY a "b">]><Delete/>`,
 		`<?xml version="1.0" encoding="UTF-8"?><Delete><Object><Key>&#x10FFFF;&#xD;</Key></Object></Delete>`,
@@ -72,6 +77,17 @@ func FuzzParseXMLDocuments(f *testing.F) {
 		if err := d.validate(); err != nil {
 			checkError(t, "validate", err)
 			return
+		}
+		if d.v == &lc {
+			// What S3 accepts, obs stores (or refuses with its own code),
+			// and stores as given.
+			rules := make([]obs.LifecycleRule, len(lc.Rules))
+			for i := range lc.Rules {
+				rules[i] = LifecycleRuleOf(&lc.Rules[i], i)
+			}
+			if _, err := obs.ValidateLifecycle(rules); err != nil && errs.CodeOf(err) != obs.CodeBadLifecycle {
+				t.Fatalf("obs.ValidateLifecycle: %v", err)
+			}
 		}
 		var out bytes.Buffer
 		w := &recorder{header: http.Header{}, body: &out}

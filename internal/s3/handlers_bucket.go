@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/atelier-dev/atelier/internal/auth/policy"
+	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/obs"
 )
 
@@ -210,11 +211,14 @@ func (s *Server) getLifecycle(q *request) error {
 	}
 	var out LifecycleConfiguration
 	for _, r := range rules {
-		prefix := r.Prefix
-		lr := LifecycleRule{ID: r.ID, Status: r.Status, Filter: &LifecycleFilter{Prefix: &prefix}}
+		lr := LifecycleRule{ID: r.ID, Status: r.Status}
+		lr.Filter, lr.Prefix = lifecycleFilterXML(&r)
 		if r.ExpirationDays > 0 {
 			d := r.ExpirationDays
 			lr.Expiration = &LifecycleExpiration{Days: &d}
+		}
+		if !r.ExpirationDate.IsZero() {
+			lr.Expiration = &LifecycleExpiration{Date: &Time{r.ExpirationDate}}
 		}
 		if r.ExpiredObjectDeleteMarker {
 			t := true
@@ -236,6 +240,65 @@ func (s *Server) getLifecycle(q *request) error {
 	return WriteXML(q.w, http.StatusOK, out)
 }
 
+// lifecycleFilterXML writes a stored rule's filter in the form the rule
+// was given in (obs.LifecycleRule.FilterForm): a <Filter> or the
+// deprecated top-level <Prefix>.
+func lifecycleFilterXML(r *obs.LifecycleRule) (*LifecycleFilter, *string) {
+	prefix := r.Prefix
+	var gt, lt *int64
+	if r.SizeGreaterThan > 0 {
+		gt = &r.SizeGreaterThan
+	}
+	if r.SizeLessThan > 0 {
+		lt = &r.SizeLessThan
+	}
+	tags := make([]Tag, len(r.Tags))
+	for i, t := range r.Tags {
+		tags[i] = Tag{Key: t.Key, Value: t.Value}
+	}
+	n := len(tags)
+	for _, set := range []bool{prefix != "", gt != nil, lt != nil} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case r.FilterForm == obs.LifecycleFormPrefix:
+		return nil, &prefix
+	case r.FilterForm == obs.LifecycleFormNone:
+		return nil, nil
+	case r.FilterForm == obs.LifecycleFormEmpty:
+		return &LifecycleFilter{}, nil
+	case r.FilterForm == obs.LifecycleFormAnd || n > 1:
+		and := &LifecycleAnd{Tags: tags, ObjectSizeGreaterThan: gt, ObjectSizeLessThan: lt}
+		if prefix != "" || n == 0 {
+			and.Prefix = &prefix
+		}
+		return &LifecycleFilter{And: and}, nil
+	case len(tags) == 1:
+		return &LifecycleFilter{Tag: &tags[0]}, nil
+	case gt != nil || lt != nil:
+		return &LifecycleFilter{ObjectSizeGreaterThan: gt, ObjectSizeLessThan: lt}, nil
+	}
+	return &LifecycleFilter{Prefix: &prefix}, nil
+}
+
+// lifecycleFilterForm is the obs.LifecycleRule.FilterForm of r's filter.
+func lifecycleFilterForm(r *LifecycleRule) string {
+	f := r.Filter
+	switch {
+	case r.Prefix != nil:
+		return obs.LifecycleFormPrefix
+	case f == nil:
+		return obs.LifecycleFormNone
+	case f.And != nil:
+		return obs.LifecycleFormAnd
+	case f.Prefix == nil && f.Tag == nil && f.ObjectSizeGreaterThan == nil && f.ObjectSizeLessThan == nil:
+		return obs.LifecycleFormEmpty
+	}
+	return obs.LifecycleFormFilter
+}
+
 func (s *Server) putLifecycle(q *request) error {
 	var c LifecycleConfiguration
 	if err := ParseXML(q.r.Body, MaxConfigXML, &c); err != nil {
@@ -244,42 +307,57 @@ func (s *Server) putLifecycle(q *request) error {
 	if err := ValidateLifecycle(&c); err != nil {
 		return err
 	}
-	var rules []obs.LifecycleRule
-	for i, r := range c.Rules {
-		rule := obs.LifecycleRule{ID: r.ID, Status: r.Status, Prefix: r.KeyPrefix()}
-		if rule.ID == "" {
-			rule.ID = "rule-" + strconv.Itoa(i+1)
-		}
-		if r.Expiration != nil {
-			if r.Expiration.Date != nil {
-				return NewError(NotImplemented, "lifecycle Expiration by Date is not supported; use Days").
-					WithHint("write <Expiration><Days>N</Days></Expiration>")
-			}
-			if r.Expiration.Days != nil {
-				rule.ExpirationDays = *r.Expiration.Days
-			}
-			if m := r.Expiration.ExpiredObjectDeleteMarker; m != nil {
-				rule.ExpiredObjectDeleteMarker = *m
-			}
-		}
-		if x := r.NoncurrentVersionExpiration; x != nil {
-			if x.NoncurrentDays != nil {
-				rule.NoncurrentDays = *x.NoncurrentDays
-			}
-			if x.NewerNoncurrentVersions != nil {
-				rule.NewerNoncurrentVersions = *x.NewerNoncurrentVersions
-			}
-		}
-		if a := r.AbortIncompleteMultipartUpload; a != nil && a.DaysAfterInitiation != nil {
-			rule.AbortIncompleteDays = *a.DaysAfterInitiation
-		}
-		rules = append(rules, rule)
+	rules := make([]obs.LifecycleRule, 0, len(c.Rules))
+	for i := range c.Rules {
+		rules = append(rules, LifecycleRuleOf(&c.Rules[i], i))
 	}
 	if err := s.d.OBS.PutLifecycle(q.r.Context(), q.caller, q.t.Bucket, rules); err != nil {
 		return err
 	}
 	q.w.WriteHeader(http.StatusOK)
 	return nil
+}
+
+// LifecycleRuleOf is the obs rule of the i-th rule of a configuration
+// that ValidateLifecycle accepted.
+func LifecycleRuleOf(r *LifecycleRule, i int) obs.LifecycleRule {
+	rule := obs.LifecycleRule{ID: r.ID, Status: r.Status, Prefix: r.KeyPrefix(), FilterForm: lifecycleFilterForm(r)}
+	if rule.ID == "" {
+		rule.ID = "rule-" + strconv.Itoa(i+1)
+	}
+	tags, gt, lt := r.Filter.conditions()
+	for _, t := range tags {
+		rule.Tags = append(rule.Tags, obs.Tag{Key: t.Key, Value: t.Value})
+	}
+	if gt != nil {
+		rule.SizeGreaterThan = *gt
+	}
+	if lt != nil {
+		rule.SizeLessThan = *lt
+	}
+	if x := r.Expiration; x != nil {
+		if x.Date != nil {
+			rule.ExpirationDate = x.Date.UTC()
+		}
+		if x.Days != nil {
+			rule.ExpirationDays = *x.Days
+		}
+		if m := x.ExpiredObjectDeleteMarker; m != nil {
+			rule.ExpiredObjectDeleteMarker = *m
+		}
+	}
+	if x := r.NoncurrentVersionExpiration; x != nil {
+		if x.NoncurrentDays != nil {
+			rule.NoncurrentDays = *x.NoncurrentDays
+		}
+		if x.NewerNoncurrentVersions != nil {
+			rule.NewerNoncurrentVersions = *x.NewerNoncurrentVersions
+		}
+	}
+	if a := r.AbortIncompleteMultipartUpload; a != nil && a.DaysAfterInitiation != nil {
+		rule.AbortIncompleteDays = *a.DaysAfterInitiation
+	}
+	return rule
 }
 
 func (s *Server) getCORS(q *request) error {
@@ -324,12 +402,18 @@ func (s *Server) putCORS(q *request) error {
 	return nil
 }
 
-// preflight answers a CORS preflight (OPTIONS) request.
+// preflight answers a CORS preflight (OPTIONS) request from the bucket's
+// CORS configuration alone. It is never authenticated (see authenticate):
+// browsers do not sign preflights, and the query of a presigned URL they
+// carry grants nothing here.
 func (s *Server) preflight(q *request) error {
 	origin := q.r.Header.Get("Origin")
 	method := q.r.Header.Get("Access-Control-Request-Method")
-	if origin == "" || method == "" {
-		return NewError(InvalidRequest, "a CORS preflight needs the Origin and Access-Control-Request-Method headers")
+	if origin == "" {
+		return NewError(BadRequest, "Insufficient information. Origin request header needed.")
+	}
+	if method == "" {
+		return NewError(BadRequest, "Insufficient information. Access-Control-Request-Method request header needed.")
 	}
 	var headers []string
 	for _, h := range strings.Split(q.r.Header.Get("Access-Control-Request-Headers"), ",") {
@@ -347,22 +431,21 @@ func (s *Server) preflight(q *request) error {
 		return nil
 	}
 	rule, ok, err := s.d.OBS.CORSFor(q.r.Context(), q.t.Bucket, origin, method, headers)
+	switch errs.CodeOf(err) {
+	case obs.CodeNoSuchCORS:
+		return NewError(AccessForbidden, "CORSResponse: CORS is not enabled for this bucket.").
+			WithHint("put a CORS configuration on the bucket (PutBucketCors)")
+	case obs.CodeNoSuchBucket:
+		return NewError(AccessForbidden, "CORSResponse: Bucket not found")
+	}
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return NewError(AccessDenied, "CORSResponse: this CORS request is not allowed by the bucket's CORS configuration").
+		return NewError(AccessForbidden, AccessForbidden.DefaultMessage()).
 			WithHint("add a CORSRule for origin " + origin + " and method " + method)
 	}
-	h := q.w.Header()
-	setAllowOrigin(h, rule, origin)
-	h.Set("Access-Control-Allow-Methods", strings.Join(rule.AllowedMethods, ", "))
-	if len(headers) > 0 {
-		h.Set("Access-Control-Allow-Headers", strings.Join(headers, ", "))
-	}
-	if rule.MaxAgeSeconds > 0 {
-		h.Set("Access-Control-Max-Age", strconv.Itoa(rule.MaxAgeSeconds))
-	}
+	setCORSHeaders(q.w.Header(), rule, origin, headers)
 	q.w.WriteHeader(http.StatusOK)
 	return nil
 }
@@ -383,27 +466,40 @@ func consoleCORS(h http.Header, origin string) {
 	h.Add("Vary", "Origin")
 }
 
-// corsHeaders adds CORS response headers to an actual cross-origin request.
+// corsHeaders adds the CORS response headers of an actual cross-origin
+// request: before it is authenticated, so that its errors (an expired
+// presigned URL, NoSuchKey) carry them too and a browser script can read
+// them. They grant nothing: the request is still authenticated and
+// authorized as any other.
 func (s *Server) corsHeaders(q *request, origin string) {
 	rule, ok, err := s.d.OBS.CORSFor(q.r.Context(), q.t.Bucket, origin, q.r.Method, nil)
 	if err != nil || !ok {
 		return
 	}
-	h := q.w.Header()
-	setAllowOrigin(h, rule, origin)
+	setCORSHeaders(q.w.Header(), rule, origin, nil)
+}
+
+// setCORSHeaders writes the headers S3 answers a request from origin that
+// rule allows: Access-Control-Allow-Origin (* when the rule allows every
+// origin, else the origin with Access-Control-Allow-Credentials), the
+// rule's methods, exposed headers and max age, the preflight's requested
+// headers, and Vary, since the answer depends on them.
+func setCORSHeaders(h http.Header, rule obs.CORSRule, origin string, requested []string) {
+	if slices.Contains(rule.AllowedOrigins, "*") {
+		h.Set("Access-Control-Allow-Origin", "*")
+	} else {
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Allow-Credentials", "true")
+	}
 	h.Set("Access-Control-Allow-Methods", strings.Join(rule.AllowedMethods, ", "))
+	if len(requested) > 0 {
+		h.Set("Access-Control-Allow-Headers", strings.Join(requested, ", "))
+	}
 	if len(rule.ExposeHeaders) > 0 {
 		h.Set("Access-Control-Expose-Headers", strings.Join(rule.ExposeHeaders, ", "))
 	}
-}
-
-func setAllowOrigin(h http.Header, rule obs.CORSRule, origin string) {
-	for _, o := range rule.AllowedOrigins {
-		if o == "*" {
-			h.Set("Access-Control-Allow-Origin", "*")
-			return
-		}
+	if rule.MaxAgeSeconds > 0 {
+		h.Set("Access-Control-Max-Age", strconv.Itoa(rule.MaxAgeSeconds))
 	}
-	h.Set("Access-Control-Allow-Origin", origin)
-	h.Add("Vary", "Origin")
+	h.Add("Vary", "Origin, Access-Control-Request-Headers, Access-Control-Request-Method")
 }

@@ -108,17 +108,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q.t, op = t, t.Op.String()
 	origin := r.Header.Get("Origin")
 	console := origin != "" && t.Op == OpPostObject && s.consoleOrigin(origin)
-	if console {
+	switch {
+	case console:
 		// Before authentication: a refused form is an answer the console
 		// can read, not a network error.
 		consoleCORS(rec.Header(), origin)
+	case origin != "" && t.Bucket != "" && t.Op != OpOptions:
+		s.corsHeaders(q, origin) // before authentication: its errors carry them too
 	}
 	if err := s.authenticate(q); err != nil {
 		s.fail(q, err)
 		return
-	}
-	if origin != "" && t.Bucket != "" && t.Op != OpOptions && !console {
-		s.corsHeaders(q, origin)
 	}
 	if err := s.dispatch(q); err != nil {
 		s.fail(q, err)
@@ -182,6 +182,13 @@ func (s *Server) authenticate(q *request) error {
 	var res *sigv4.Result
 	var err error
 	switch {
+	case q.t.Op == OpOptions:
+		// A CORS preflight is answered from the bucket's CORS
+		// configuration alone; browsers do not sign it, and a presigned
+		// URL's query it carries (X-Amz-Signature, …) authenticates
+		// nothing: the caller stays anonymous.
+		q.caller = obs.Anonymous(auth.ClientIP(r.RemoteAddr))
+		return nil
 	case q.t.Op == OpPostObject:
 		// A browser-form upload is signed in its form (see postObject).
 		q.caller = obs.Anonymous(auth.ClientIP(r.RemoteAddr))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/obs"
 	"github.com/atelier-dev/atelier/internal/s3code"
 )
 
@@ -424,17 +425,41 @@ func (r *LifecycleRule) KeyPrefix() string {
 	return ""
 }
 
-// LifecycleFilter is the <Filter> of a rule: empty, a Prefix, or an And.
+// LifecycleFilter is the <Filter> of a rule: empty, or exactly one of a
+// Prefix, a Tag, an ObjectSizeGreaterThan, an ObjectSizeLessThan or an
+// And of several of them.
 type LifecycleFilter struct {
-	Prefix *string       `xml:"Prefix,omitempty"`
-	And    *LifecycleAnd `xml:"And,omitempty"`
-	Other  []element     `xml:",any" json:"-"`
+	Prefix                *string       `xml:"Prefix,omitempty"`
+	Tag                   *Tag          `xml:"Tag,omitempty"`
+	ObjectSizeGreaterThan *int64        `xml:"ObjectSizeGreaterThan,omitempty"`
+	ObjectSizeLessThan    *int64        `xml:"ObjectSizeLessThan,omitempty"`
+	And                   *LifecycleAnd `xml:"And,omitempty"`
+	Other                 []element     `xml:",any" json:"-"`
 }
 
-// LifecycleAnd is the <And> of a filter. Only Prefix is supported.
+// LifecycleAnd is the <And> of a filter: a Prefix, Tags and object sizes,
+// all of which an object must meet.
 type LifecycleAnd struct {
-	Prefix *string   `xml:"Prefix,omitempty"`
-	Other  []element `xml:",any" json:"-"`
+	Prefix                *string   `xml:"Prefix,omitempty"`
+	Tags                  []Tag     `xml:"Tag"`
+	ObjectSizeGreaterThan *int64    `xml:"ObjectSizeGreaterThan,omitempty"`
+	ObjectSizeLessThan    *int64    `xml:"ObjectSizeLessThan,omitempty"`
+	Other                 []element `xml:",any" json:"-"`
+}
+
+// conditions returns the filter's conditions, wherever they are written:
+// the tags and the size bounds (nil when absent).
+func (f *LifecycleFilter) conditions() (tags []Tag, gt, lt *int64) {
+	if f == nil {
+		return nil, nil, nil
+	}
+	if f.And != nil {
+		return f.And.Tags, f.And.ObjectSizeGreaterThan, f.And.ObjectSizeLessThan
+	}
+	if f.Tag != nil {
+		tags = []Tag{*f.Tag}
+	}
+	return tags, f.ObjectSizeGreaterThan, f.ObjectSizeLessThan
 }
 
 // LifecycleExpiration is the <Expiration> action: Days after creation, or a
@@ -805,9 +830,6 @@ func ruleName(what string, i int, id string) string {
 var lifecycleUnsupported = map[string]string{
 	"Transition":                  "Atelier has one storage class, so objects cannot transition",
 	"NoncurrentVersionTransition": "Atelier has one storage class, so versions cannot transition",
-	"Tag":                         "object tags are not supported; filter by prefix",
-	"ObjectSizeGreaterThan":       "filter by prefix",
-	"ObjectSizeLessThan":          "filter by prefix",
 }
 
 // otherElements reports the first element of others: NotImplemented when it
@@ -818,18 +840,23 @@ func otherElements(others []element, where string, unsupported map[string]string
 	}
 	name := others[0].XMLName.Local
 	if why, ok := unsupported[name]; ok {
-		return ErrNotImplemented(fmt.Sprintf("<%s> in %s", name, where), why)
+		e := ErrNotImplemented(fmt.Sprintf("<%s> in %s", name, where), "expire objects with <Expiration> and versions with <NoncurrentVersionExpiration> instead")
+		e.Message += ": " + why
+		return e
 	}
 	return Errorf(MalformedXML, "%s has an unknown element <%s>", where, name)
 }
 
 // ValidateLifecycle checks a lifecycle configuration: 1…1000 rules, unique
 // IDs of at most 255 characters, Status Enabled or Disabled, a filter that is
-// empty, a Prefix or an And of a Prefix (or the deprecated top-level Prefix,
-// not both), and at least one action: Expiration with Days > 0 or a Date at
-// midnight UTC, or AbortIncompleteMultipartUpload with DaysAfterInitiation >
-// 0. Elements Atelier does not implement (Transition, Tag, …) are refused as
-// NotImplemented, unknown elements as MalformedXML.
+// empty, one condition (Prefix, Tag, ObjectSizeGreaterThan,
+// ObjectSizeLessThan) or an And of several (or the deprecated top-level
+// Prefix, not both), and at least one action: Expiration with Days > 0 or
+// a Date at midnight UTC, or AbortIncompleteMultipartUpload with
+// DaysAfterInitiation > 0 (not with tags or sizes), or
+// NoncurrentVersionExpiration. Elements Atelier does not implement
+// (Transition, NoncurrentVersionTransition) are refused as NotImplemented,
+// unknown elements as MalformedXML.
 func ValidateLifecycle(c *LifecycleConfiguration) error {
 	const hint = "e.g. <LifecycleConfiguration><Rule><ID>expire-logs</ID><Filter><Prefix>logs/</Prefix></Filter><Status>Enabled</Status><Expiration><Days>30</Days></Expiration></Rule></LifecycleConfiguration>"
 	if err := otherElements(c.Other, "<LifecycleConfiguration>", lifecycleUnsupported); err != nil {
@@ -871,21 +898,8 @@ func validateLifecycleRule(r *LifecycleRule, name string) error {
 	if r.Filter != nil && r.Prefix != nil {
 		return Errorf(MalformedXML, "%s has both <Filter> and the deprecated top-level <Prefix>; put the prefix in the filter", name)
 	}
-	if f := r.Filter; f != nil {
-		if err := otherElements(f.Other, "the <Filter> of "+name, lifecycleUnsupported); err != nil {
-			return err
-		}
-		if f.Prefix != nil && f.And != nil {
-			return Errorf(MalformedXML, "the <Filter> of %s has both <Prefix> and <And>; use one", name)
-		}
-		if f.And != nil {
-			if err := otherElements(f.And.Other, "the <And> of "+name, lifecycleUnsupported); err != nil {
-				return err
-			}
-			if f.And.Prefix == nil {
-				return Errorf(MalformedXML, "the <And> of %s has no <Prefix>", name)
-			}
-		}
+	if err := validateLifecycleFilter(r.Filter, name); err != nil {
+		return err
 	}
 	if r.Expiration == nil && r.AbortIncompleteMultipartUpload == nil && r.NoncurrentVersionExpiration == nil {
 		return Errorf(InvalidRequest, "%s has no action; add <Expiration>, <NoncurrentVersionExpiration> or <AbortIncompleteMultipartUpload>", name)
@@ -920,9 +934,21 @@ func validateLifecycleRule(r *LifecycleRule, name string) error {
 		if x.Date != nil {
 			d := x.Date.UTC()
 			if d.Hour() != 0 || d.Minute() != 0 || d.Second() != 0 || d.Nanosecond() != 0 {
-				return Errorf(InvalidArgument, "the <Expiration> of %s has the date %s; the date must be at midnight UTC, e.g. %s",
+				return Errorf(InvalidArgument, "'Date' must be at midnight GMT: the <Expiration> of %s has the date %s; write a date at midnight UTC, e.g. %s",
 					name, d.Format(TimeFormat), d.Truncate(24*time.Hour).Format(TimeFormat))
 			}
+		}
+	}
+	tags, gt, lt := r.Filter.conditions()
+	if x := r.Expiration; x != nil && x.ExpiredObjectDeleteMarker != nil && len(tags) > 0 {
+		return Errorf(InvalidRequest, "ExpiredObjectDeleteMarker cannot be specified with Tags. (%s: a delete marker has no tags)", name)
+	}
+	if r.AbortIncompleteMultipartUpload != nil {
+		if len(tags) > 0 {
+			return Errorf(InvalidRequest, "AbortIncompleteMultipartUpload cannot be specified with Tags. (%s: an upload in progress has no tags)", name)
+		}
+		if gt != nil || lt != nil {
+			return Errorf(InvalidRequest, "AbortIncompleteMultipartUpload cannot be specified with Object Size. (%s: an upload in progress has no size yet)", name)
 		}
 	}
 	if a := r.AbortIncompleteMultipartUpload; a != nil {
@@ -932,6 +958,75 @@ func validateLifecycleRule(r *LifecycleRule, name string) error {
 		if a.DaysAfterInitiation == nil || *a.DaysAfterInitiation <= 0 {
 			return Errorf(InvalidArgument, "the <AbortIncompleteMultipartUpload> of %s needs <DaysAfterInitiation> with a positive number of days", name)
 		}
+	}
+	return nil
+}
+
+// validateLifecycleFilter checks the structure of a rule's <Filter>: at
+// most one condition, or an <And> of at least one; tags with distinct
+// keys; sizes within S3's bounds, the lower below the upper.
+func validateLifecycleFilter(f *LifecycleFilter, name string) error {
+	if f == nil {
+		return nil
+	}
+	where := "the <Filter> of " + name
+	if err := otherElements(f.Other, where, lifecycleUnsupported); err != nil {
+		return err
+	}
+	n := 0
+	for _, set := range []bool{f.Prefix != nil, f.Tag != nil, f.ObjectSizeGreaterThan != nil, f.ObjectSizeLessThan != nil, f.And != nil} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		return Errorf(MalformedXML, "%s has more than one of <Prefix>, <Tag>, <ObjectSizeGreaterThan>, <ObjectSizeLessThan> and <And>; "+
+			"to combine conditions, put them in an <And>", where).
+			WithHint("e.g. <Filter><And><Prefix>logs/</Prefix><Tag><Key>env</Key><Value>dev</Value></Tag><ObjectSizeGreaterThan>1024</ObjectSizeGreaterThan></And></Filter>")
+	}
+	if f.Tag != nil {
+		if err := otherElements(f.Tag.Other, "the <Tag> of "+where, nil); err != nil {
+			return err
+		}
+	}
+	if a := f.And; a != nil {
+		where = "the <And> of " + name
+		if err := otherElements(a.Other, where, lifecycleUnsupported); err != nil {
+			return err
+		}
+		if a.Prefix == nil && len(a.Tags) == 0 && a.ObjectSizeGreaterThan == nil && a.ObjectSizeLessThan == nil {
+			return Errorf(MalformedXML, "%s has no condition; give it a <Prefix>, <Tag>s, <ObjectSizeGreaterThan> or <ObjectSizeLessThan>", where)
+		}
+		seen := make(map[string]bool, len(a.Tags))
+		for _, t := range a.Tags {
+			if err := otherElements(t.Other, "a <Tag> of "+where, nil); err != nil {
+				return err
+			}
+			if seen[t.Key] {
+				return Errorf(InvalidRequest, "Duplicate Tag Keys are not allowed. (%s has the tag key %q twice)", where, t.Key)
+			}
+			seen[t.Key] = true
+		}
+	}
+	tags, gt, lt := f.conditions()
+	if len(tags) > 0 {
+		list := make([]obs.Tag, len(tags))
+		for i, t := range tags {
+			list[i] = obs.Tag{Key: t.Key, Value: t.Value}
+		}
+		if err := obs.ValidateTags(list, obs.MaxLifecycleTags); err != nil {
+			code, _, _ := obs.S3Error(err)
+			return &Error{Code: ErrorCode(code), Message: where + ": " + userMessage(err), Hint: string(errs.HintOf(err))}
+		}
+	}
+	if gt != nil && (*gt < 0 || *gt > obs.MaxLifecycleObjectSize) {
+		return Errorf(InvalidRequest, "'ObjectSizeGreaterThan' should be between 0 and %d. (%s has %d)", int64(obs.MaxLifecycleObjectSize), where, *gt)
+	}
+	if lt != nil && (*lt < 1 || *lt > obs.MaxLifecycleObjectSize) {
+		return Errorf(InvalidRequest, "'ObjectSizeLessThan' should be between 1 and %d. (%s has %d)", int64(obs.MaxLifecycleObjectSize), where, *lt)
+	}
+	if gt != nil && lt != nil && *gt >= *lt {
+		return Errorf(InvalidRequest, "ObjectSizeGreaterThan must be less than ObjectSizeLessThan. (%s has %d and %d)", where, *gt, *lt)
 	}
 	return nil
 }

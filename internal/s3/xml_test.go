@@ -103,6 +103,17 @@ func responses() map[string]any {
 			{ID: "abort-uploads", Filter: &LifecycleFilter{Prefix: ptr("")}, Status: "Enabled",
 				AbortIncompleteMultipartUpload: &AbortIncompleteMultipartUpload{DaysAfterInitiation: ptr(7)}},
 		}},
+		"lifecycle_filters": LifecycleConfiguration{Rules: []LifecycleRule{
+			{ID: "dev-logs", Filter: &LifecycleFilter{And: &LifecycleAnd{Prefix: ptr("logs/"),
+				Tags:                  []Tag{{Key: "env", Value: "dev"}, {Key: "team", Value: "ml"}},
+				ObjectSizeGreaterThan: ptr(int64(1024)), ObjectSizeLessThan: ptr(int64(1048576))}},
+				Status: "Enabled", Expiration: &LifecycleExpiration{Date: ptr(mustTime("2030-01-01T00:00:00Z"))}},
+			{ID: "scratch", Filter: &LifecycleFilter{Tag: &Tag{Key: "scratch", Value: "true"}}, Status: "Enabled",
+				NoncurrentVersionExpiration: &NoncurrentVersionExpiration{NoncurrentDays: ptr(1)}},
+			{ID: "small", Filter: &LifecycleFilter{ObjectSizeLessThan: ptr(int64(128))}, Status: "Disabled",
+				Expiration: &LifecycleExpiration{Days: ptr(30)}},
+			{ID: "legacy", Prefix: ptr("old/"), Status: "Enabled", Expiration: &LifecycleExpiration{Days: ptr(365)}},
+		}},
 		"cors": CORSConfiguration{Rules: []CORSRule{{
 			AllowedOrigins: []string{"http://www.example.com"}, AllowedMethods: []string{"PUT", "POST", "DELETE"},
 			AllowedHeaders: []string{"*"}, ExposeHeaders: []string{"x-amz-server-side-encryption"}, MaxAgeSeconds: ptr(3000),
@@ -186,6 +197,16 @@ func responses() map[string]any {
 			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
 		"error_method_not_allowed": ErrorResponse{Code: MethodNotAllowed, Message: "The specified method is not allowed against this resource.",
 			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_cors_not_allowed": ErrorResponse{Code: AccessForbidden, Message: AccessForbidden.DefaultMessage(),
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_cors_not_enabled": ErrorResponse{Code: AccessForbidden, Message: "CORSResponse: CORS is not enabled for this bucket.",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_lifecycle_tags_abort": ErrorResponse{Code: InvalidRequest,
+			Message:  "AbortIncompleteMultipartUpload cannot be specified with Tags. (lifecycle rule \"r\": an upload in progress has no tags)",
+			Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_lifecycle_date": ErrorResponse{Code: InvalidArgument,
+			Message:  "'Date' must be at midnight GMT: the <Expiration> of lifecycle rule \"r\" has the date 2030-01-01T10:00:00.000Z; write a date at midnight UTC, e.g. 2030-01-01T00:00:00.000Z",
+			Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
 		"error_illegal_versioning": ErrorResponse{Code: IllegalVersioningConfiguration,
 			Message: "The versioning configuration specified in the request is invalid.", Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
 	}
@@ -469,6 +490,10 @@ func TestValidateLifecycle(t *testing.T) {
 		{rule(`<Rule><Prefix>old/</Prefix><Status>Enabled</Status><Expiration><Days>10</Days></Expiration></Rule>`), "old/"},
 		{rule(`<Rule><Status>Enabled</Status><Expiration><Days>10</Days></Expiration></Rule>`), ""},
 		{rule(`<Rule><Status>Enabled</Status><Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration></Rule>`), ""},
+		{rule(`<Rule><Filter><Tag><Key>env</Key><Value>dev</Value></Tag></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>`), ""},
+		{rule(`<Rule><Filter><ObjectSizeGreaterThan>0</ObjectSizeGreaterThan></Filter><Status>Enabled</Status><NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays></NoncurrentVersionExpiration></Rule>`), ""},
+		{rule(`<Rule><Filter><And><Prefix>p/</Prefix><Tag><Key>a</Key><Value></Value></Tag><Tag><Key>b</Key><Value>c</Value></Tag><ObjectSizeGreaterThan>1</ObjectSizeGreaterThan><ObjectSizeLessThan>2</ObjectSizeLessThan></And></Filter><Status>Enabled</Status><Expiration><Date>2030-01-01</Date></Expiration></Rule>`), "p/"},
+		{rule(`<Rule><Filter><ObjectSizeLessThan>1099511627776000</ObjectSizeLessThan></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>`), ""},
 		{`<LifecycleConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Rule><ID>a</ID><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule><Rule><ID>b</ID><Status>Enabled</Status><Expiration><Days>2</Days></Expiration></Rule></LifecycleConfiguration>`, ""},
 	}
 	for _, tc := range ok {
@@ -482,6 +507,11 @@ func TestValidateLifecycle(t *testing.T) {
 		}
 	}
 	exp := `<Expiration><Days>1</Days></Expiration>`
+	tag := `<Tag><Key>k</Key><Value>v</Value></Tag>`
+	var manyTags string
+	for i := range 11 {
+		manyTags += fmt.Sprintf("<Tag><Key>k%d</Key><Value>v</Value></Tag>", i)
+	}
 	bad := []struct {
 		doc  string
 		code ErrorCode
@@ -498,23 +528,38 @@ func TestValidateLifecycle(t *testing.T) {
 		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><Expiration><Days>x</Days></Expiration></Rule>`), MalformedXML, "not a valid number"},
 		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><Expiration/></Rule>`), MalformedXML, "exactly one"},
 		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><Expiration><Days>1</Days><Date>2030-01-01T00:00:00Z</Date></Expiration></Rule>`), MalformedXML, "exactly one"},
-		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><Expiration><Date>2030-01-01T10:00:00Z</Date></Expiration></Rule>`), InvalidArgument, "midnight UTC, e.g. 2030-01-01T00:00:00.000Z"},
+		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><Expiration><Date>2030-01-01T10:00:00Z</Date></Expiration></Rule>`), InvalidArgument, "'Date' must be at midnight GMT"},
+		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><Expiration><Date>2030-01-01T00:00:00+01:00</Date></Expiration></Rule>`), InvalidArgument, "e.g. 2029-12-31T00:00:00.000Z"},
 		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><Expiration><Date>soon</Date></Expiration></Rule>`), MalformedXML, "ISO 8601"},
 		{rule(`<Rule><ID>r</ID><Filter><Prefix>a</Prefix></Filter><Prefix>b</Prefix><Status>Enabled</Status>` + exp + `</Rule>`), MalformedXML, "both <Filter> and"},
-		{rule(`<Rule><ID>r</ID><Filter><Prefix>a</Prefix><And><Prefix>b</Prefix></And></Filter><Status>Enabled</Status>` + exp + `</Rule>`), MalformedXML, "both <Prefix> and <And>"},
+		{rule(`<Rule><ID>r</ID><Filter><Prefix>a</Prefix><And><Prefix>b</Prefix></And></Filter><Status>Enabled</Status>` + exp + `</Rule>`), MalformedXML, "more than one of <Prefix>, <Tag>, <ObjectSizeGreaterThan>, <ObjectSizeLessThan> and <And>"},
 		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><AbortIncompleteMultipartUpload/></Rule>`), InvalidArgument, "DaysAfterInitiation"},
 		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><AbortIncompleteMultipartUpload><DaysAfterInitiation>0</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`), InvalidArgument, "positive"},
 		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><Transition><Days>30</Days><StorageClass>GLACIER</StorageClass></Transition></Rule>`), NotImplemented, "<Transition> in lifecycle rule \"r\""},
 		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><NoncurrentVersionExpiration><NewerNoncurrentVersions>3</NewerNoncurrentVersions></NoncurrentVersionExpiration></Rule>`), InvalidArgument, "NoncurrentDays"},
 		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays><NewerNoncurrentVersions>101</NewerNoncurrentVersions></NoncurrentVersionExpiration></Rule>`), InvalidArgument, "NewerNoncurrentVersions"},
 		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><NoncurrentVersionTransition><NoncurrentDays>1</NoncurrentDays></NoncurrentVersionTransition></Rule>`), NotImplemented, "NoncurrentVersionTransition"},
-		{rule(`<Rule><ID>r</ID><Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><Status>Enabled</Status>` + exp + `</Rule>`), NotImplemented, "<Tag> in the <Filter>"},
-		{rule(`<Rule><ID>r</ID><Filter><And><Prefix>p</Prefix><Tag><Key>k</Key><Value>v</Value></Tag></And></Filter><Status>Enabled</Status>` + exp + `</Rule>`), NotImplemented, "<Tag> in the <And>"},
-		{rule(`<Rule><ID>r</ID><Filter><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan></Filter><Status>Enabled</Status>` + exp + `</Rule>`), NotImplemented, "ObjectSizeGreaterThan"},
+		{rule(`<Rule><ID>r</ID><Filter><Prefix>a</Prefix>` + tag + `</Filter><Status>Enabled</Status>` + exp + `</Rule>`), MalformedXML, "more than one of <Prefix>, <Tag>"},
+		{rule(`<Rule><ID>r</ID><Filter><ObjectSizeGreaterThan>1</ObjectSizeGreaterThan><ObjectSizeLessThan>9</ObjectSizeLessThan></Filter><Status>Enabled</Status>` + exp + `</Rule>`), MalformedXML, "put them in an <And>"},
+		{rule(`<Rule><ID>r</ID><Filter><And><Prefix>p</Prefix>` + tag + tag + `</And></Filter><Status>Enabled</Status>` + exp + `</Rule>`), InvalidRequest, "Duplicate Tag Keys are not allowed."},
+		{rule(`<Rule><ID>r</ID><Filter><Tag><Key>aws:x</Key><Value>v</Value></Tag></Filter><Status>Enabled</Status>` + exp + `</Rule>`), InvalidTag, "aws:"},
+		{rule(`<Rule><ID>r</ID><Filter><Tag><Value>v</Value></Tag></Filter><Status>Enabled</Status>` + exp + `</Rule>`), InvalidTag, "tag key"},
+		{rule(`<Rule><ID>r</ID><Filter><Tag><Key>k</Key><Colour>v</Colour></Tag></Filter><Status>Enabled</Status>` + exp + `</Rule>`), MalformedXML, "unknown element <Colour>"},
+		{rule(`<Rule><ID>r</ID><Filter><And>` + manyTags + `</And></Filter><Status>Enabled</Status>` + exp + `</Rule>`), BadRequest, "11 tags"},
+		{rule(`<Rule><ID>r</ID><Filter><ObjectSizeGreaterThan>-1</ObjectSizeGreaterThan></Filter><Status>Enabled</Status>` + exp + `</Rule>`), InvalidRequest, "'ObjectSizeGreaterThan' should be between 0 and 1099511627776000."},
+		{rule(`<Rule><ID>r</ID><Filter><ObjectSizeLessThan>0</ObjectSizeLessThan></Filter><Status>Enabled</Status>` + exp + `</Rule>`), InvalidRequest, "'ObjectSizeLessThan' should be between 1 and 1099511627776000."},
+		{rule(`<Rule><ID>r</ID><Filter><ObjectSizeLessThan>1099511627776001</ObjectSizeLessThan></Filter><Status>Enabled</Status>` + exp + `</Rule>`), InvalidRequest, "'ObjectSizeLessThan' should be between"},
+		{rule(`<Rule><ID>r</ID><Filter><ObjectSizeLessThan>big</ObjectSizeLessThan></Filter><Status>Enabled</Status>` + exp + `</Rule>`), MalformedXML, ""},
+		{rule(`<Rule><ID>r</ID><Filter><And><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan><ObjectSizeLessThan>10</ObjectSizeLessThan></And></Filter><Status>Enabled</Status>` + exp + `</Rule>`), InvalidRequest, "ObjectSizeGreaterThan must be less than ObjectSizeLessThan."},
+		{rule(`<Rule><ID>r</ID><Filter>` + tag + `</Filter><Status>Enabled</Status><AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`), InvalidRequest, "AbortIncompleteMultipartUpload cannot be specified with Tags."},
+		{rule(`<Rule><ID>r</ID><Filter><And><Prefix>p</Prefix>` + tag + `</And></Filter><Status>Enabled</Status><AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`), InvalidRequest, "AbortIncompleteMultipartUpload cannot be specified with Tags."},
+		{rule(`<Rule><ID>r</ID><Filter><ObjectSizeLessThan>5</ObjectSizeLessThan></Filter><Status>Enabled</Status><AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`), InvalidRequest, "AbortIncompleteMultipartUpload cannot be specified with Object Size."},
+		{rule(`<Rule><ID>r</ID><Filter>` + tag + `</Filter><Status>Enabled</Status><Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration></Rule>`), InvalidRequest, "ExpiredObjectDeleteMarker cannot be specified with Tags."},
+		{rule(`<Rule><ID>r</ID><Filter><And><Prefix>p</Prefix><Size>1</Size></And></Filter><Status>Enabled</Status>` + exp + `</Rule>`), MalformedXML, "unknown element <Size>"},
 		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><Expiraton><Days>1</Days></Expiraton></Rule>`), MalformedXML, "unknown element <Expiraton>"},
 		{rule(`<Rule><ID>r</ID><Status>Enabled</Status><Expiration><Dayz>1</Dayz></Expiration></Rule>`), MalformedXML, "unknown element <Dayz>"},
 		{rule(`<Rules/>`), MalformedXML, "unknown element <Rules>"},
-		{rule(`<Rule><ID>r</ID><Filter><And></And></Filter><Status>Enabled</Status>` + exp + `</Rule>`), MalformedXML, "<And> of lifecycle rule \"r\" has no <Prefix>"},
+		{rule(`<Rule><ID>r</ID><Filter><And></And></Filter><Status>Enabled</Status>` + exp + `</Rule>`), MalformedXML, "<And> of lifecycle rule \"r\" has no condition"},
 		{`<Lifecycle><Rule/></Lifecycle>`, MalformedXML, "expected element type <LifecycleConfiguration>"},
 	}
 	for _, tc := range bad {
@@ -711,14 +756,14 @@ func TestNewDeleteError(t *testing.T) {
 // and validates again.
 func TestRequestDocumentsRoundTrip(t *testing.T) {
 	rs := responses()
-	for _, name := range []string{"lifecycle", "cors"} {
+	for _, name := range []string{"lifecycle", "lifecycle_filters", "cors"} {
 		w := httptest.NewRecorder()
 		if err := WriteXML(w, 200, rs[name]); err != nil {
 			t.Fatal(err)
 		}
 		var err error
 		switch name {
-		case "lifecycle":
+		case "lifecycle", "lifecycle_filters":
 			var c LifecycleConfiguration
 			if err = ParseXML(w.Body, MaxConfigXML, &c); err == nil {
 				err = ValidateLifecycle(&c)
@@ -754,6 +799,23 @@ func TestResponsesDecode(t *testing.T) {
 		}
 		if !bytes.Equal(w.Body.Bytes(), golden) {
 			t.Errorf("%s: round trip gives\n%s\nwant\n%s", name, w.Body.Bytes(), golden)
+		}
+	}
+}
+
+// TestLifecycleErrorGoldens: the golden lifecycle errors are what the
+// validation answers.
+func TestLifecycleErrorGoldens(t *testing.T) {
+	rs := responses()
+	for name, doc := range map[string]string{
+		"error_lifecycle_tags_abort": `<LifecycleConfiguration><Rule><ID>r</ID><Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><Status>Enabled</Status><AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule></LifecycleConfiguration>`,
+		"error_lifecycle_date":       `<LifecycleConfiguration><Rule><ID>r</ID><Status>Enabled</Status><Expiration><Date>2030-01-01T10:00:00Z</Date></Expiration></Rule></LifecycleConfiguration>`,
+	} {
+		_, err := parseLifecycle(t, doc)
+		var e *Error
+		want := rs[name].(ErrorResponse)
+		if !errors.As(err, &e) || e.Code != want.Code || e.message() != want.Message {
+			t.Errorf("%s: %v, want %s %q", name, err, want.Code, want.Message)
 		}
 	}
 }

@@ -219,15 +219,34 @@ func TestConsoleOBS(t *testing.T) {
 	if !strings.Contains(msg, "ATL.OBS.0036") || !strings.Contains(msg, "no action") {
 		t.Errorf("invalid lifecycle: %q", msg)
 	}
+	tb.run("a tag filter with an upload rule",
+		chromedp.SetValue(chromedp.CSS(`#obs-lifecycle`), `{"rules":[{"status":"Enabled","filter":{"tags":[{"key":"env","value":"dev"}]},"abort_incomplete_days":2}]}`),
+		chromedp.Click(chromedp.CSS(`[data-editor="lifecycle"] [data-action="validate"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-editor="lifecycle"][data-result="error"] .error-box`)))
+	msg, _ = chromedp.Run(tb.ctx, chromedp.Text(chromedp.CSS(`[data-editor="lifecycle"] .error-box`)))
+	if !strings.Contains(msg, "AbortIncompleteMultipartUpload cannot be specified with Tags") {
+		t.Errorf("tags with abort: %q", msg)
+	}
 	tb.run("save a lifecycle",
-		chromedp.SetValue(chromedp.CSS(`#obs-lifecycle`), `{"rules":[{"id":"tmp","status":"Enabled","prefix":"tmp/","expiration_days":3}]}`),
+		chromedp.SetValue(chromedp.CSS(`#obs-lifecycle`), `{"rules":[{"id":"tmp","status":"Enabled","prefix":"tmp/","expiration_days":3},`+
+			`{"id":"raw","status":"Enabled","filter":{"prefix":"raw/","tags":[{"key":"env","value":"dev"}],"size_greater_than":1024},"expiration_date":"2030-01-01"}]}`),
 		chromedp.Click(chromedp.CSS(`[data-editor="lifecycle"] [data-action="validate"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-editor="lifecycle"][data-result="ok"]`)),
 		chromedp.Click(chromedp.CSS(`[data-editor="lifecycle"] [data-action="save"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-editor="lifecycle"] [data-action="remove"]`)))
 	var lc api.OBSLifecycle
-	if obsAPI(t, s, alice, "GET", "/api/v1/obs/buckets/photos/lifecycle", nil, &lc); len(lc.Rules) != 1 || lc.Rules[0].ExpirationDays != 3 {
+	if obsAPI(t, s, alice, "GET", "/api/v1/obs/buckets/photos/lifecycle", nil, &lc); len(lc.Rules) != 2 || lc.Rules[0].ExpirationDays != 3 ||
+		lc.Rules[1].Filter == nil || len(lc.Rules[1].Filter.Tags) != 1 || lc.Rules[1].Filter.SizeGreaterThan != 1024 || lc.Rules[1].ExpirationDate != "2030-01-01T00:00:00Z" {
 		t.Errorf("lifecycle %+v", lc)
+	}
+	// The editor shows what was stored, filter and date included.
+	tb.run("the stored lifecycle", chromedp.Navigate(base+"/photos/settings"), pageReady("obs-settings"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-editor="lifecycle"] [data-action="remove"]`)))
+	shown, _ := chromedp.Run(tb.ctx, chromedp.Value(chromedp.CSS(`#obs-lifecycle`)))
+	for _, want := range []string{`"size_greater_than": 1024`, `"expiration_date": "2030-01-01T00:00:00Z"`, `"key": "env"`} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("the editor lacks %s:\n%s", want, shown)
+		}
 	}
 	policy := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":["obs:GetObject"],"Resource":["obs:::photos/album/*"]}]}`
 	tb.run("save a policy",

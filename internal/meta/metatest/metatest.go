@@ -75,6 +75,8 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"ObjectACL", testObjectACL},
 		{"BucketACLs", testBucketACLs},
 		{"PutObjectIf", testPutObjectIf},
+		{"DeleteObjectIf", testDeleteObjectIf},
+		{"ConcurrentDeleteObjectIf", testConcurrentDeleteObjectIf},
 		{"ConcurrentCreateOnly", testConcurrentCreateOnly},
 		{"CompleteUploadIf", testCompleteUploadIf},
 		{"PartChecksums", testPartChecksums},

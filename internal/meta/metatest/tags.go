@@ -130,6 +130,73 @@ func testPutObjectIf(t *testing.T, s meta.Store) {
 	wantKind(t, "missing bucket", err, errs.NotFound)
 }
 
+func testDeleteObjectIf(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	seedBucket(t, s, "b1")
+	o := object("b1", "k", 5)
+	o.ETag, o.Tags = "etag-1", map[string]string{"env": "dev"}
+	put(t, s, o)
+	var seen *meta.Object
+	_, err := s.DeleteObjectIf(ctx, "b1", "k", func(cur *meta.Object) bool { seen = cur; return cur.Tags["env"] == "prod" })
+	wantPrecondition(t, "a condition that does not hold", err)
+	sameObject(t, "the object the condition saw", seen, o)
+	got, err := s.GetObject(ctx, "b1", "k")
+	must(t, err)
+	sameObject(t, "kept", got, o)
+	gone, err := s.DeleteObjectIf(ctx, "b1", "k", func(cur *meta.Object) bool { return cur.ETag == "etag-1" })
+	must(t, err)
+	sameObject(t, "deleted", gone, o)
+	_, err = s.GetObject(ctx, "b1", "k")
+	wantKind(t, "after the delete", err, errs.NotFound)
+	called := false
+	_, err = s.DeleteObjectIf(ctx, "b1", "k", func(*meta.Object) bool { called = true; return true })
+	wantKind(t, "a missing object", err, errs.NotFound)
+	if called {
+		t.Error("the condition was called without an object")
+	}
+	_, err = s.DeleteObjectIf(ctx, "nobody", "k", func(*meta.Object) bool { return true })
+	wantKind(t, "a missing bucket", err, errs.NotFound)
+}
+
+// testConcurrentDeleteObjectIf races a conditional delete (of the object
+// with ETag old) against a writer replacing the object: either the delete
+// removes the old object and the new one is written after it, or the
+// delete finds the new one and keeps it. The new object is never lost.
+func testConcurrentDeleteObjectIf(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	seedBucket(t, s, "b1")
+	for round := range 8 {
+		key := fmt.Sprint("race-", round)
+		old := object("b1", key, 1)
+		old.ETag = "old"
+		old.Blobs[0].ID = "blob-old-" + key
+		put(t, s, old)
+		newer := object("b1", key, 2)
+		newer.ETag = "new"
+		newer.Blobs[0].ID = "blob-new-" + key
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		var delErr, putErr error
+		wg.Go(func() {
+			<-start
+			_, delErr = s.DeleteObjectIf(ctx, "b1", key, func(cur *meta.Object) bool { return cur.ETag == "old" })
+		})
+		wg.Go(func() {
+			<-start
+			_, putErr = s.PutObject(ctx, newer)
+		})
+		close(start)
+		wg.Wait()
+		must(t, putErr)
+		if delErr != nil {
+			wantPrecondition(t, key+" delete after the overwrite", delErr)
+		}
+		got, err := s.GetObject(ctx, "b1", key)
+		must(t, err)
+		same(t, key+" survivor", got.ETag, "new")
+	}
+}
+
 // testConcurrentCreateOnly races create-only writers of one key: exactly
 // one succeeds, and the object is that one's.
 func testConcurrentCreateOnly(t *testing.T, s meta.Store) {

@@ -376,6 +376,39 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string) (*meta.Obj
 	return o, nil
 }
 
+// DeleteObjectIf removes the object when cond holds for it, checked on
+// its locked row in the same transaction; else Conflict
+// (meta.ErrPreconditionFailed) and nothing changes. NotFound if none.
+func (s *Store) DeleteObjectIf(ctx context.Context, bucket, key string, cond func(*meta.Object) bool) (*meta.Object, error) {
+	const op errs.Op = "meta.DeleteObjectIf"
+	if err := validText(op, "bucket name", bucket, "object key", key); err != nil {
+		return nil, err
+	}
+	var o *meta.Object
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		cur, err := s.lockLatest(ctx, tx, bucket, key)
+		if err != nil {
+			return err
+		}
+		if !cond(cur) {
+			return errs.E(op, errs.Conflict, fmt.Sprintf("object %q of bucket %q no longer meets the condition of the delete", key, bucket),
+				meta.ErrPreconditionFailed)
+		}
+		if o, err = scanObject(s.queryRow(ctx, tx,
+			`DELETE FROM objects WHERE bucket = ? AND key = ? RETURNING `+objectColumns, bucket, key)); err != nil {
+			return err
+		}
+		return s.promote(ctx, tx, bucket, key)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, objectNotFound(op, bucket, key)
+	}
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	return o, nil
+}
+
 // BlobsInUse reports which of the blob ids an object, a version or an
 // upload part references: the map holds the ids in use, each true, and no others. It
 // asks in batches, so ids may be many.

@@ -361,7 +361,10 @@ const policyTemplate = (bucket) => JSON.stringify({
 	Statement: [{ Sid: 'PublicRead', Effect: 'Allow', Principal: '*', Action: ['obs:GetObject'], Resource: ['obs:::' + bucket + '/public/*'] }],
 }, null, 2);
 
-const lifecycleTemplate = JSON.stringify({ rules: [{ id: 'expire-tmp', status: 'Enabled', prefix: 'tmp/', expiration_days: 7, abort_incomplete_days: 2 }] }, null, 2);
+const lifecycleTemplate = JSON.stringify({ rules: [
+	{ id: 'expire-tmp', status: 'Enabled', filter: { prefix: 'tmp/' }, expiration_days: 7, abort_incomplete_days: 2 },
+	{ id: 'large-scratch', status: 'Disabled', filter: { prefix: 'scratch/', tags: [{ key: 'temporary', value: 'yes' }], size_greater_than: 1048576 }, expiration_date: '2030-01-01' },
+] }, null, 2);
 
 // checked turns a validate route's answer into an error to show (the
 // shape of ApiError: code, message, hint), or null when the document is
@@ -417,7 +420,9 @@ function Settings({ bucket }) {
 		<h2>Lifecycle</h2>
 		${lc.data && !lc.data.rules.length && html`<p class="notice">This bucket has no lifecycle rules. The text below is an example.</p>`}
 		${lc.data && html`<${Editor} id="obs-lifecycle" name="lifecycle" label="Lifecycle rules (JSON)" value=${lcText}
-			help="Each rule: status Enabled or Disabled, an optional prefix, and expiration_days and/or abort_incomplete_days."
+			help=${'Each rule: status Enabled or Disabled; an optional filter (prefix, tags [{key, value}] the object must all carry, size_greater_than and size_less_than in bytes); '
+				+ 'expiration_days or expiration_date (midnight UTC, e.g. 2030-01-01), abort_incomplete_days (not with tags or sizes), noncurrent_days. '
+				+ 'Atelier has one storage class: there are no transitions.'}
 			onValidate=${(t) => request('POST', b + '/lifecycle/validate', t, json)}
 			onSave=${async (t) => { await request('PUT', b + '/lifecycle', t, json); lc.reload(); }}
 			onDelete=${lc.data.rules.length ? async () => { await del(b + '/lifecycle'); lc.reload(); } : null} />`}
