@@ -581,7 +581,7 @@ SYNC_RATIO=$(ratio "$SYNC_MIBS" "$CP_MIBS")
 	echo
 	echo "From the times of the runner's own log lines (\`atelier job logs -o json\`) against the job's create_time:"
 	echo
-	echo "| case | CLI: start, code upload, create call (→ create_time) | create → code staged (executor starts the runner, runner fetches the job and code) | input staging (runner's own figure: list + download + link) | → user process started | process start → first line (bwrap + python) | total (CLI wall) |"
+	echo "| case | CLI: start, code upload, create call (→ create_time) | create → code staged (executor starts the runner, runner fetches the job and code) | input staging (runner's own figure: list + download + link) | → user process started (the runner opens the gate of the sandbox it started while staging) | → first line (the init starts python) | total (CLI wall) |"
 	echo "|---|---:|---:|---:|---:|---:|---:|"
 	for k in first cached; do
 		echo "| $k | $(med atelier $k cli_pre_s) | $(med atelier $k launch_s) | $(med atelier $k stage_s) ($(med atelier $k stage_rep_s): $(med atelier $k list_s) + $(med atelier $k download_s) + $(med atelier $k link_s)) | $(med atelier $k spawn_s) | $(med atelier $k exec_s) | $(med atelier $k cli_s) |"
@@ -692,12 +692,13 @@ fps() { awk -v n="$1" -v s="$2" 'BEGIN { if (s=="" || s=="n/a" || s+0<=0) print 
 	echo "  $(med atelier first busy_cores) of $(nproc) cores on average during these jobs), so staging is CPU-bound here. The"
 	echo "  rest: $(med atelier first cli_pre_s) s in the CLI (process start, code upload, create call), $(med atelier first launch_s) s from create_time to"
 	echo "  the code being staged (the executor starts the runner, which fetches the job), $(med atelier first exec_s) s from the"
-	echo "  user process's start to its first line (bubblewrap sets up the sandbox, python starts)."
+	echo "  user process's start to its first line (the sandbox — bubblewrap, the cgroup, the init — was started"
+	echo "  while the inputs staged and waited at its gate; once opened, the init starts python)."
 	echo "- **Atelier, cached**: staging still takes $(med atelier cached stage_s) s: the runner lists the prefix"
 	echo "  ($(med atelier cached list_s) s by its own count; a LIST of $DATA_FILES keys through the CLI: ~$(fld list-2000 list-empty) s), stats every object's"
 	echo "  file in the content cache ($(med atelier cached download_s) s) and hard-links $DATA_FILES files into the job's input dir"
 	echo "  ($(med atelier cached link_s) s; \`cp -al\` of the same tree: ~$(fld cp-al rm-only) s). The fixed costs are the same as above: CLI $(med atelier cached cli_pre_s) s, launch"
-	echo "  $(med atelier cached launch_s) s, sandbox + python $(med atelier cached exec_s) s (the engine's python alone starts in"
+	echo "  $(med atelier cached launch_s) s, gate → first line $(med atelier cached exec_s) s (the engine's python alone starts in"
 	echo "  $(fl python-start) s here, $(fl bwrap-python-start) s inside a bare bwrap)."
 	echo "- **Slurm**: submit → start is dominated by slurmctld's scheduling tick: even with"
 	echo "  \`batch_sched_delay=0\` a batch job is allocated at the next one-second tick of the main scheduler"
