@@ -83,6 +83,9 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"ListObjectVersionsPaging", testListObjectVersionsPaging},
 		{"ConcurrentVersionedPuts", testConcurrentVersionedPuts},
 		{"VersionACLs", testVersionACLs},
+		{"BucketObjectLock", testBucketObjectLock},
+		{"ObjectLocks", testObjectLocks},
+		{"ConcurrentRetention", testConcurrentRetention},
 
 		{"UploadRoundTrip", testUploadRoundTrip},
 		{"Multipart", testMultipart},
