@@ -43,6 +43,12 @@
 //     and x-amz-grant-* headers read by requestACL for every write that
 //     takes an ACL), ?ownershipControls, ?publicAccessBlock and
 //     ?policyStatus; the rules are obs's.
+//   - objectlock.go: ?object-lock (ObjectLockConfiguration with its
+//     default retention), ?retention and ?legal-hold of a version, the
+//     x-amz-object-lock-* headers of writes (requestLock) and of GET and
+//     HEAD answers, x-amz-bypass-governance-retention of deletes and
+//     retention changes, x-amz-bucket-object-lock-enabled of CreateBucket;
+//     the rules are obs's (obs.CheckDelete, obs.CheckRetention).
 //   - bucketname.go: ValidateBucketName (the rules of internal/bucketname as
 //     an InvalidBucketName error that names the rule broken, with a hint
 //     that suggests a corrected name).
