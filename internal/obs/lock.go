@@ -388,10 +388,14 @@ func (r LockRequest) lock() meta.ObjectLock {
 	return meta.ObjectLock{Mode: r.Mode, RetainUntil: r.RetainUntil, LegalHold: r.LegalHold}
 }
 
-// needsIntegrity is the error of a write that gets an object lock without
-// Content-MD5 or a checksum, when the front end requires one (S3 does).
-func needsIntegrity(op errs.Op, l meta.ObjectLock, require bool, contentMD5 []byte, ck Checksum) error {
-	if !require || l == (meta.ObjectLock{}) || contentMD5 != nil || ck.Value != "" || ck.Trailer {
+// needsIntegrity is the error of a write that asks for an object lock
+// without Content-MD5 or a checksum, when the front end requires one (S3
+// does). A version that gets only the bucket's default retention does not
+// need one: S3 asks for it there too, but clients that stream unsigned
+// single PUTs without a checksum (minio-go, which `atelier obs cp` uses)
+// could then not write into such a bucket at all.
+func needsIntegrity(op errs.Op, r LockRequest, require bool, contentMD5 []byte, ck Checksum) error {
+	if !require || r.IsZero() || contentMD5 != nil || ck.Value != "" || ck.Trailer {
 		return nil
 	}
 	return fail(op, CodeLockNeedsIntegrity, msgNeedsIntegrity, hintIntegrityForLocks)

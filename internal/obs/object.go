@@ -27,10 +27,9 @@ type PutOptions struct {
 	Conditions   WriteConditions   // If-Match, If-None-Match
 	ACL          ACLRequest        // x-amz-acl or x-amz-grant-*; the zero value: private
 	Lock         LockRequest       // x-amz-object-lock-*; the zero value: the bucket's default retention, if any
-	// RequireIntegrity: a write that gets an object lock (asked for, or
-	// the bucket's default retention) must carry Content-MD5 or a
-	// checksum (Checksum.Value or Trailer), as S3 requires of PutObject;
-	// the S3 front end sets it.
+	// RequireIntegrity: a write that asks for an object lock (Lock) must
+	// carry Content-MD5 or a checksum (Checksum.Value or Trailer), as S3
+	// requires of PutObject; the S3 front end sets it.
 	RequireIntegrity bool
 }
 
@@ -136,7 +135,7 @@ func (s *Service) PutObject(ctx context.Context, c *Caller, bucket, key string, 
 	if err != nil {
 		return nil, err
 	}
-	if err := needsIntegrity(op, lock, o.RequireIntegrity, o.ContentMD5, o.Checksum); err != nil {
+	if err := needsIntegrity(op, o.Lock, o.RequireIntegrity, o.ContentMD5, o.Checksum); err != nil {
 		return nil, err
 	}
 	if err := s.checkWrite(ctx, op, bucket, key, pre); err != nil {

@@ -102,11 +102,17 @@ func TestObjectLockHTTP(t *testing.T) {
 		t.Fatalf("GET ?object-lock with a rule: %d %s", st, body)
 	}
 
-	// Writes: the default retention needs an integrity header, as in S3.
+	// Writes: lock headers need an integrity header, as in S3; the
+	// default retention alone does not.
 	data := []byte("kept")
 	md5h := contentMD5Of(data)
-	st, _, body = e.do("PUT", "/locked/k", "", data, a)
-	wantS3(t, "PUT without Content-MD5", st, body, 400, InvalidRequest)
+	st, _, body = e.do("PUT", "/locked/k", "", data, a, "x-amz-object-lock-legal-hold", "OFF")
+	wantS3(t, "PUT with a lock header without Content-MD5", st, body, 400, InvalidRequest)
+	if !strings.Contains(body, "Content-MD5 OR x-amz-checksum- HTTP header is required") {
+		t.Fatalf("message: %s", body)
+	}
+	st, _, body = e.do("PUT", "/locked/d", "", data, a)
+	wantS3(t, "PUT with only the default retention, without Content-MD5", st, body, 200, "")
 	st, h, body := e.do("PUT", "/locked/k", "", data, a, "Content-MD5", md5h)
 	wantS3(t, "PUT with the default retention", st, body, 200, "")
 	v1 := h.Get("x-amz-version-id")
