@@ -75,7 +75,7 @@ const (
 	msgNeedsIntegrity     = "Content-MD5 OR x-amz-checksum- HTTP header is required for Put Object requests with Object Lock parameters"
 	msgBypassWithoutLock  = "x-amz-bypass-governance-retention is only applicable to Object Lock enabled buckets."
 	hintBypassGovernance  = "a GOVERNANCE retention is bypassed by a request with x-amz-bypass-governance-retention: true from a caller allowed s3:BypassGovernanceRetention"
-	hintEnableObjectLock  = "create the bucket with object lock (`atelier obs lock set` or x-amz-bucket-object-lock-enabled: true), or enable it on a bucket whose versioning is Enabled (PUT ?object-lock)"
+	hintEnableObjectLock  = "make a bucket with object lock (`atelier obs mb --object-lock`, or CreateBucket with x-amz-bucket-object-lock-enabled: true), or enable it on a bucket whose versioning is Enabled (`atelier obs lock set`, PUT ?object-lock)"
 	hintRetentionFormat   = "send x-amz-object-lock-mode (GOVERNANCE or COMPLIANCE) with x-amz-object-lock-retain-until-date, a future RFC 3339 time such as 2030-01-01T00:00:00Z"
 	hintIntegrityForLocks = "send Content-MD5 (the base64 of the body's MD5) or an x-amz-checksum-* header (e.g. aws s3api put-object --checksum-algorithm CRC32)"
 )
