@@ -53,7 +53,8 @@ func newObsCmd(a *app) *cobra.Command {
 func newObsGroup(a *app, dial obsDialer) *cobra.Command {
 	o := &obsCmds{a: a, dial: dial}
 	cmd := group("obs", "Copy, sync and manage objects in OBS (S3-compatible storage)",
-		o.mb(), o.rb(), o.ls(), o.cp(), o.sync(), o.mv(), o.rm(), o.stat(), o.cat(), o.presign(), o.versioning())
+		o.mb(), o.rb(), o.ls(), o.cp(), o.sync(), o.mv(), o.rm(), o.stat(), o.cat(), o.presign(), o.versioning(),
+		o.lock(), o.retention(), o.legalHold())
 	cmd.Long = obsHelp
 	return cmd
 }

@@ -53,11 +53,14 @@ func (o *obsCmds) plainClient() (*obsclient.Client, error) {
 }
 
 func (o *obsCmds) mb() *cobra.Command {
-	return &cobra.Command{
+	var objectLock bool
+	cmd := &cobra.Command{
 		Use:   "mb obs://BUCKET",
 		Short: "Make a bucket",
 		Long: `Make a bucket. Names are 3-63 lowercase letters, digits, hyphens and dots,
-starting and ending with a letter or digit. New buckets are private.`,
+starting and ending with a letter or digit. New buckets are private.
+With --object-lock the bucket keeps every version and protects versions under a
+retention or legal hold (see ` + "`atelier obs lock`" + `); its versioning is Enabled for good.`,
 		Args: exactArgs("obs://BUCKET"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := obsParseBucket(args[0])
@@ -68,13 +71,24 @@ starting and ending with a letter or digit. New buckets are private.`,
 			if err != nil {
 				return err
 			}
-			if err := c.MakeBucket(cmd.Context(), b); err != nil {
+			if objectLock {
+				err = c.MakeLockedBucket(cmd.Context(), b)
+			} else {
+				err = c.MakeBucket(cmd.Context(), b)
+			}
+			if err != nil {
 				return err
 			}
-			o.a.done("created bucket obs://%s", b)
+			if objectLock {
+				o.a.done("created bucket obs://%s with object lock", b)
+			} else {
+				o.a.done("created bucket obs://%s", b)
+			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&objectLock, "object-lock", false, "enable object lock (and versioning, for good)")
+	return cmd
 }
 
 func (o *obsCmds) rb() *cobra.Command {

@@ -23,6 +23,11 @@ type Bucket struct {
 	// PublicAccessBlock is the bucket's public access block configuration
 	// ("": nothing blocked).
 	PublicAccessBlock string
+	// ObjectLock is the bucket's object lock configuration, a document of
+	// the obs package: "" when object lock was never enabled. A bucket
+	// with one has Versioning Enabled, and keeps both: it cannot be
+	// cleared, nor versioning suspended (SetBucketConfig refuses).
+	ObjectLock string
 }
 
 // Versioning states of a bucket. A bucket that was never versioned has "";
@@ -45,7 +50,27 @@ const (
 	BucketACL
 	BucketOwnership
 	BucketPublicAccessBlock
+	BucketObjectLock // the object lock configuration; set only on a bucket with versioning Enabled, never cleared
 )
+
+// Object lock: the retention modes and legal hold states of a version, as
+// S3 names them.
+const (
+	LockGovernance = "GOVERNANCE"
+	LockCompliance = "COMPLIANCE"
+	LegalHoldOn    = "ON"
+	LegalHoldOff   = "OFF"
+)
+
+// ObjectLock is what S3 object lock keeps of one version: a retention (a
+// mode and the instant until which it holds) and a legal hold. The zero
+// value is none of them. The store keeps it; what it allows is decided by
+// the obs package.
+type ObjectLock struct {
+	Mode        string    // "" (no retention), LockGovernance or LockCompliance
+	RetainUntil time.Time // zero exactly when Mode is ""; kept to the millisecond
+	LegalHold   string    // "" (never set), LegalHoldOn or LegalHoldOff
+}
 
 // Blob is one stored piece of an object's bytes, in order. A single PUT
 // makes one; a multipart upload makes one per part.
@@ -72,6 +97,7 @@ type Object struct {
 	Blobs        []Blob
 	Tags         map[string]string // object tags (S3 tagging); nil for none
 	ACL          string            // access control list, a document of the obs package ("": the owner alone); each version has its own
+	Lock         ObjectLock        // object lock retention and legal hold; each version has its own
 
 	// VersionID is the version's id; "" is the null version (every object
 	// of a never-versioned bucket, and those written while versioning is
@@ -156,6 +182,7 @@ type Upload struct {
 	ChecksumAlgo string            // algorithm requested at create ("" = none)
 	Tags         map[string]string // tags the object gets when the upload completes
 	ACL          string            // the ACL the object gets when the upload completes
+	Lock         ObjectLock        // the object lock the request asked for (not a bucket default), given the object at completion
 }
 
 // UploadPart is an uploaded part of a multipart upload.
@@ -188,6 +215,13 @@ type Precondition struct {
 // write returns when its Precondition does not hold; nothing was changed.
 var ErrPreconditionFailed = errors.New("the precondition of the write does not hold")
 
+// VersionCheck decides, inside the transaction of a change to one version
+// (DeleteObjectVersionIf, SetObjectRetention), whether the change may be
+// made to the version as stored: nil lets it go on; an error stops it,
+// nothing is changed, and the change returns that error unchanged. It must
+// not call the store.
+type VersionCheck func(v *Object) error
+
 // Buckets stores buckets.
 type Buckets interface {
 	// CreateBucket stores b; Exists if the name is taken.
@@ -201,6 +235,10 @@ type Buckets interface {
 	DeleteBucket(ctx context.Context, name string) error
 	// SetBucketConfig replaces one document ("" deletes it), or with
 	// BucketVersioning sets the versioning state; NotFound if no bucket.
+	// Object lock and versioning go together, checked in one statement:
+	// Conflict for BucketObjectLock on a bucket whose versioning is not
+	// Enabled, and for versioning Suspended on a bucket with object lock;
+	// Invalid for clearing the object lock configuration.
 	SetBucketConfig(ctx context.Context, name string, which BucketConfig, doc string) error
 }
 
@@ -261,6 +299,20 @@ type Objects interface {
 	// SetObjectVersionACL is SetObjectACL of one version; NotFound if
 	// none, Invalid for a delete marker.
 	SetObjectVersionACL(ctx context.Context, bucket, key, versionID, acl string) (*Object, error)
+	// SetObjectRetention replaces the retention (Mode and RetainUntil of
+	// lock; its LegalHold is ignored) of one version ("" is the null
+	// version) and returns the version; NotFound if none, Invalid for a
+	// delete marker or a retention that is not valid. check, when not nil,
+	// sees the version as stored, in the transaction, and may refuse.
+	SetObjectRetention(ctx context.Context, bucket, key, versionID string, lock ObjectLock, check VersionCheck) (*Object, error)
+	// SetObjectLegalHold sets the legal hold (LegalHoldOn or
+	// LegalHoldOff) of one version and returns the version; NotFound if
+	// none, Invalid for a delete marker.
+	SetObjectLegalHold(ctx context.Context, bucket, key, versionID, hold string) (*Object, error)
+	// DeleteObjectVersionIf is DeleteObjectVersion when check, which sees
+	// the version as stored in the delete's transaction, lets it; else it
+	// returns check's error and deletes nothing.
+	DeleteObjectVersionIf(ctx context.Context, bucket, key, versionID string, check VersionCheck) (*Object, error)
 	// ListObjectVersions returns a page of versions and delete markers;
 	// NotFound if the bucket does not exist.
 	ListObjectVersions(ctx context.Context, q ListVersionsQuery) (*ListVersionsResult, error)

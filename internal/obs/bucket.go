@@ -23,6 +23,11 @@ type CreateBucketOptions struct {
 	// ACL is the bucket's ACL (x-amz-acl, x-amz-grant-*); with
 	// BucketOwnerEnforced only private (or none) is accepted.
 	ACL ACLRequest
+	// ObjectLock (x-amz-bucket-object-lock-enabled: true) creates the
+	// bucket with object lock, and so with versioning Enabled for good;
+	// it needs obs:PutBucketObjectLockConfiguration and
+	// obs:PutBucketVersioning too.
+	ObjectLock bool
 }
 
 // CreateBucket creates a private bucket owned by the caller. Any
@@ -62,6 +67,14 @@ func (s *Service) CreateBucket(ctx context.Context, c *Caller, name string, o Cr
 		}
 	}
 	b.ACL = acl
+	if o.ObjectLock {
+		for _, a := range []string{ActionPutBucketObjectLockConfiguration, ActionPutBucketVersioning} {
+			if err := s.check(op, c, b, a, "", nil); err != nil {
+				return nil, err
+			}
+		}
+		enableLockAtCreate(b)
+	}
 	err = s.store.CreateBucket(ctx, b)
 	if errs.Is(err, errs.Exists) {
 		old, gerr := s.store.GetBucket(ctx, name)

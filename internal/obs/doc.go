@@ -46,6 +46,14 @@
 // their blobs until they are deleted; deleting one retires its blobs like
 // an overwrite does, so a reader of it still gets all of it.
 //
+// Object lock (lock.go): a bucket with object lock (versioning Enabled
+// for good) gives each new version the retention its write asks for or
+// the bucket's default, and a legal hold if asked; ?retention and
+// ?legal-hold change them per version. A protected version is not
+// deleted by a delete that names it, nor by lifecycle expiry: the pure
+// functions CheckDelete and CheckRetention decide, on the version as the
+// index holds it, in the index's transaction of the change.
+//
 // Errors carry ATL.OBS codes; S3Error maps them to S3 error codes and
 // statuses. Conditional requests (CheckConditions), byte ranges
 // (ParseRange), bucket names (ValidateBucketName), keys (ValidateKey),

@@ -72,6 +72,15 @@ const (
 	CodeNoOwnershipControls errs.Code = "ATL.OBS.0064"
 	CodeNoPublicAccessBlock errs.Code = "ATL.OBS.0065"
 	CodeBadOwnership        errs.Code = "ATL.OBS.0066"
+	// Object lock.
+	CodeObjectLocked       errs.Code = "ATL.OBS.0070"
+	CodeNoLockConfig       errs.Code = "ATL.OBS.0071"
+	CodeNoObjectLock       errs.Code = "ATL.OBS.0072"
+	CodeLockNotEnabled     errs.Code = "ATL.OBS.0073"
+	CodeInvalidBucketState errs.Code = "ATL.OBS.0074"
+	CodeBadLock            errs.Code = "ATL.OBS.0075"
+	CodeBadLockConfig      errs.Code = "ATL.OBS.0076"
+	CodeLockNeedsIntegrity errs.Code = "ATL.OBS.0077"
 )
 
 // hintFull is the hint of CodeStorageFull.
@@ -191,6 +200,20 @@ func infoOf(c errs.Code) (codeInfo, bool) {
 	case CodeNoPublicAccessBlock:
 		return codeInfo{errs.NotFound, "NoSuchPublicAccessBlockConfiguration", http.StatusNotFound}, true
 	case CodeBadOwnership:
+		return codeInfo{errs.Invalid, "MalformedXML", http.StatusBadRequest}, true
+	case CodeObjectLocked:
+		return codeInfo{errs.PermissionDenied, "AccessDenied", http.StatusForbidden}, true
+	case CodeNoLockConfig:
+		return codeInfo{errs.NotFound, "ObjectLockConfigurationNotFoundError", http.StatusNotFound}, true
+	case CodeNoObjectLock:
+		return codeInfo{errs.NotFound, "NoSuchObjectLockConfiguration", http.StatusNotFound}, true
+	case CodeLockNotEnabled, CodeLockNeedsIntegrity:
+		return codeInfo{errs.Invalid, "InvalidRequest", http.StatusBadRequest}, true
+	case CodeInvalidBucketState:
+		return codeInfo{errs.Conflict, "InvalidBucketState", http.StatusConflict}, true
+	case CodeBadLock:
+		return codeInfo{errs.Invalid, "InvalidArgument", http.StatusBadRequest}, true
+	case CodeBadLockConfig:
 		return codeInfo{errs.Invalid, "MalformedXML", http.StatusBadRequest}, true
 	}
 	return codeInfo{}, false

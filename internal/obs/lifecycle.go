@@ -453,8 +453,13 @@ func (s *Service) expireVersions(ctx context.Context, bucket string, r Lifecycle
 	}
 	flush := func() error {
 		for _, v := range doomed {
-			gone, err := s.store.DeleteObjectVersion(ctx, bucket, v.Key, v.VersionID)
-			if errs.Is(err, errs.NotFound) {
+			// A version that object lock protects is never expired: the
+			// decision is taken on the version as stored, in the delete's
+			// transaction.
+			gone, err := s.store.DeleteObjectVersionIf(ctx, bucket, v.Key, v.VersionID, func(v *meta.Object) error {
+				return CheckDelete(v.Lock, now, Bypass{})
+			})
+			if errs.Is(err, errs.NotFound) || errs.CodeOf(err) == CodeObjectLocked {
 				continue
 			}
 			if err != nil {

@@ -30,6 +30,10 @@ type UploadOptions struct {
 	ChecksumAlgo string     // the parts' additional checksum algorithm; "" for none
 	Tags         []Tag      // the object's tags (x-amz-tagging), given it when the upload completes
 	ACL          ACLRequest // the object's ACL (x-amz-acl, x-amz-grant-*), given it when the upload completes
+	// Lock is the object lock asked for (x-amz-object-lock-*), given the
+	// object when the upload completes; without a retention, the bucket's
+	// default retention then applies.
+	Lock LockRequest
 }
 
 // CreateMultipartUpload starts a multipart upload of bucket/key.
@@ -46,21 +50,29 @@ func (s *Service) CreateMultipartUpload(ctx context.Context, c *Caller, bucket, 
 	if err := ValidateTags(o.Tags, MaxObjectTags); err != nil {
 		return nil, err
 	}
+	now := s.nowMS()
+	if err := checkRetainFuture(op, o.Lock, now); err != nil {
+		return nil, err
+	}
 	b, err := s.bucket(ctx, op, bucket)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.check(op, c, b, ActionPutObject, key, tagContext(nil, nil, o.Tags)); err != nil {
+	if err := s.check(op, c, b, ActionPutObject, key, lockContext(tagContext(nil, nil, o.Tags), o.Lock.lock(), now)); err != nil {
 		return nil, err
 	}
 	owner, acl, err := s.writeACL(ctx, op, c, b, key, o.ACL)
 	if err != nil {
 		return nil, err
 	}
+	lock, err := s.writeLock(op, c, b, key, o.Lock, now, false)
+	if err != nil {
+		return nil, err
+	}
 	u := &meta.Upload{
-		ID: newUploadID(), Bucket: bucket, Key: key, OwnerID: owner, ACL: acl, Initiated: s.nowMS(),
+		ID: newUploadID(), Bucket: bucket, Key: key, OwnerID: owner, ACL: acl, Initiated: now,
 		ContentType: o.ContentType, Metadata: o.Metadata, Headers: o.Headers, StorageClass: class,
-		ChecksumAlgo: o.ChecksumAlgo, Tags: tagMap(o.Tags),
+		ChecksumAlgo: o.ChecksumAlgo, Tags: tagMap(o.Tags), Lock: lock,
 	}
 	err = s.store.CreateUpload(ctx, u)
 	if errs.Is(err, errs.NotFound) {
@@ -287,10 +299,15 @@ func (s *Service) CompleteMultipartUploadIf(ctx context.Context, c *Caller, buck
 	if b.Ownership == OwnershipBucketOwnerPreferred && u.OwnerID != "" {
 		owner = u.OwnerID // bucket-owner-full-control at create gave it to the bucket owner
 	}
+	cfg, _, err := lockConfig(op, b)
+	if err != nil {
+		return nil, err
+	}
+	now := s.nowMS()
 	obj := &meta.Object{
 		Bucket: bucket, Key: key, ContentType: u.ContentType, Metadata: u.Metadata, Headers: u.Headers,
-		StorageClass: u.StorageClass, OwnerID: owner, LastModified: s.nowMS(), Tags: u.Tags, ACL: u.ACL,
-		VersionID: newVersionID(b), Versioned: b.Versioning != "",
+		StorageClass: u.StorageClass, OwnerID: owner, LastModified: now, Tags: u.Tags, ACL: u.ACL,
+		VersionID: newVersionID(b), Versioned: b.Versioning != "", Lock: withDefaultRetention(u.Lock, cfg, now),
 	}
 	etags := make([]string, len(parts))
 	used := make([]*meta.UploadPart, len(parts))

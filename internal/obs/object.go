@@ -26,6 +26,11 @@ type PutOptions struct {
 	Tags         []Tag             // the object's tags (x-amz-tagging); nil for none
 	Conditions   WriteConditions   // If-Match, If-None-Match
 	ACL          ACLRequest        // x-amz-acl or x-amz-grant-*; the zero value: private
+	Lock         LockRequest       // x-amz-object-lock-*; the zero value: the bucket's default retention, if any
+	// RequireIntegrity: a write that asks for an object lock (Lock) must
+	// carry Content-MD5 or a checksum (Checksum.Value or Trailer), as S3
+	// requires of PutObject; the S3 front end sets it.
+	RequireIntegrity bool
 }
 
 // WriteConditions are the conditional headers of a write (PutObject,
@@ -111,15 +116,26 @@ func (s *Service) PutObject(ctx context.Context, c *Caller, bucket, key string, 
 	if err != nil {
 		return nil, err
 	}
+	now := s.nowMS()
+	if err := checkRetainFuture(op, o.Lock, now); err != nil {
+		return nil, err
+	}
 	b, err := s.bucket(ctx, op, bucket)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.check(op, c, b, ActionPutObject, key, tagContext(nil, nil, o.Tags)); err != nil {
+	if err := s.check(op, c, b, ActionPutObject, key, lockContext(tagContext(nil, nil, o.Tags), o.Lock.lock(), now)); err != nil {
 		return nil, err
 	}
 	owner, acl, err := s.writeACL(ctx, op, c, b, key, o.ACL)
 	if err != nil {
+		return nil, err
+	}
+	lock, err := s.writeLock(op, c, b, key, o.Lock, now, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := needsIntegrity(op, o.Lock, o.RequireIntegrity, o.ContentMD5, o.Checksum); err != nil {
 		return nil, err
 	}
 	if err := s.checkWrite(ctx, op, bucket, key, pre); err != nil {
@@ -132,9 +148,9 @@ func (s *Service) PutObject(ctx context.Context, c *Caller, bucket, key string, 
 	obj := &meta.Object{
 		Bucket: bucket, Key: key, Size: w.size, ETag: w.etag(),
 		ContentType: o.ContentType, Metadata: o.Metadata, Headers: o.Headers,
-		StorageClass: class, OwnerID: owner, LastModified: s.nowMS(),
+		StorageClass: class, OwnerID: owner, LastModified: now,
 		Blobs: []meta.Blob{{ID: w.id, Size: w.size}}, Tags: tagMap(o.Tags), ACL: acl,
-		VersionID: newVersionID(b), Versioned: b.Versioning != "",
+		VersionID: newVersionID(b), Versioned: b.Versioning != "", Lock: lock,
 	}
 	if w.checksum != "" {
 		obj.Checksums = map[string]string{w.algo: w.checksum}
@@ -256,6 +272,10 @@ type GetResult struct {
 	Length     int64
 	Partial    bool // a range or part was asked for: answer 206 with Content-Range
 	PartsCount int  // parts of a multipart object; 0 for a simple object
+	// ShowRetention and ShowLegalHold: the object has a retention (a
+	// legal hold) and the caller may see it (s3:GetObjectRetention,
+	// s3:GetObjectLegalHold), so the answer has its headers.
+	ShowRetention, ShowLegalHold bool
 }
 
 // ContentRange is the value of the Content-Range header of a partial
@@ -306,7 +326,11 @@ func (s *Service) get(ctx context.Context, op errs.Op, c *Caller, bucket, key st
 		return s.checkWithObject(op, c, b, action, key, obj, tagContext(nil, obj, nil))
 	}
 	if method == http.MethodHead {
-		return s.lookup(ctx, op, b, key, o, method, authz) // reads no blob: nothing to pin
+		res, err := s.lookup(ctx, op, b, key, o, method, authz) // reads no blob: nothing to pin
+		if err == nil {
+			res.ShowRetention, res.ShowLegalHold = s.lockVisibility(op, c, b, key, res.Object)
+		}
+		return res, err
 	}
 	// The ticket is taken before the index is read: the blobs found stay
 	// until the body is closed, whatever overwrites or deletes the object
@@ -317,6 +341,7 @@ func (s *Service) get(ctx context.Context, op errs.Op, c *Caller, bucket, key st
 		s.abandon(ctx, t)
 		return res, err
 	}
+	res.ShowRetention, res.ShowLegalHold = s.lockVisibility(op, c, b, key, res.Object)
 	body, err := s.openPinned(ctx, t, bucket+"/"+key, res.Object.Blobs, res.Offset, res.Length)
 	if err != nil {
 		return nil, err
@@ -405,10 +430,27 @@ type Deleted struct {
 	DeleteMarker bool
 }
 
+// DeleteOptions are the options of a delete.
+type DeleteOptions struct {
+	// BypassGovernance is x-amz-bypass-governance-retention: nil when the
+	// header is absent, else its value. True lets a caller allowed
+	// s3:BypassGovernanceRetention delete versions under a GOVERNANCE
+	// retention. Sent (true or false) to a bucket without object lock it
+	// is InvalidArgument, as in S3.
+	BypassGovernance *bool
+}
+
 // DeleteObjectVersion deletes a key as DeleteObject does when version is
 // "", else removes that version (a delete marker too) for good, which
 // needs obs:DeleteObjectVersion; a missing version is no error.
 func (s *Service) DeleteObjectVersion(ctx context.Context, c *Caller, bucket, key, version string) (Deleted, error) {
+	return s.DeleteObjectVersionWith(ctx, c, bucket, key, version, DeleteOptions{})
+}
+
+// DeleteObjectVersionWith is DeleteObjectVersion with options. A version
+// that object lock protects (see CheckDelete) is not deleted:
+// AccessDenied.
+func (s *Service) DeleteObjectVersionWith(ctx context.Context, c *Caller, bucket, key, version string, o DeleteOptions) (Deleted, error) {
 	const op errs.Op = "obs.DeleteObject"
 	if err := ValidateKey(key); err != nil {
 		return Deleted{}, err
@@ -417,12 +459,25 @@ func (s *Service) DeleteObjectVersion(ctx context.Context, c *Caller, bucket, ke
 	if err != nil {
 		return Deleted{}, err
 	}
-	return s.deleteOne(ctx, op, c, b, key, version)
+	if err := checkBypassHeader(op, b, o); err != nil {
+		return Deleted{}, err
+	}
+	return s.deleteOne(ctx, op, c, b, key, version, o)
 }
 
-func (s *Service) deleteOne(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, key, version string) (Deleted, error) {
+// checkBypassHeader refuses x-amz-bypass-governance-retention on a bucket
+// without object lock, as S3 does.
+func checkBypassHeader(op errs.Op, b *meta.Bucket, o DeleteOptions) error {
+	if o.BypassGovernance != nil && b.ObjectLock == "" {
+		return fail(op, CodeBadLock, msgBypassWithoutLock,
+			fmt.Sprintf("bucket %q does not have object lock: drop x-amz-bypass-governance-retention", b.Name))
+	}
+	return nil
+}
+
+func (s *Service) deleteOne(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, key, version string, o DeleteOptions) (Deleted, error) {
 	if version != "" {
-		return s.deleteVersion(ctx, op, c, b, key, version)
+		return s.deleteVersion(ctx, op, c, b, key, version, o)
 	}
 	if err := s.check(op, c, b, ActionDeleteObject, key, nil); err != nil {
 		return Deleted{}, err
@@ -450,8 +505,10 @@ func (s *Service) deleteOne(ctx context.Context, op errs.Op, c *Caller, b *meta.
 	return Deleted{}, nil
 }
 
-// deleteVersion removes one version of key for good.
-func (s *Service) deleteVersion(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, key, version string) (Deleted, error) {
+// deleteVersion removes one version of key for good, unless object lock
+// protects it: the decision (CheckDelete) is taken in the delete's
+// transaction, on the version as stored.
+func (s *Service) deleteVersion(ctx context.Context, op errs.Op, c *Caller, b *meta.Bucket, key, version string, o DeleteOptions) (Deleted, error) {
 	id, err := ParseVersionID(version)
 	if err != nil {
 		return Deleted{}, err
@@ -459,9 +516,16 @@ func (s *Service) deleteVersion(ctx context.Context, op errs.Op, c *Caller, b *m
 	if err := s.check(op, c, b, ActionDeleteObjectVersion, key, nil); err != nil {
 		return Deleted{}, err
 	}
-	gone, err := s.store.DeleteObjectVersion(ctx, b.Name, key, id)
+	now := s.now()
+	by := s.bypass(op, c, b, key, o.BypassGovernance != nil && *o.BypassGovernance)
+	gone, err := s.store.DeleteObjectVersionIf(ctx, b.Name, key, id, func(v *meta.Object) error {
+		return CheckDelete(v.Lock, now, by)
+	})
 	if errs.Is(err, errs.NotFound) {
 		return Deleted{VersionID: version}, nil
+	}
+	if errs.CodeOf(err) == CodeObjectLocked {
+		return Deleted{}, err
 	}
 	if err != nil {
 		return Deleted{}, storeErr(op, fmt.Sprintf("deleting version %s of object %q", version, key), err)
@@ -502,6 +566,12 @@ func (s *Service) DeleteObjects(ctx context.Context, c *Caller, bucket string, k
 // DeleteObjectVersions is DeleteObjects of keys or, where a version is
 // named, of that version (DeleteObjectVersion).
 func (s *Service) DeleteObjectVersions(ctx context.Context, c *Caller, bucket string, objs []ObjectVersion) ([]DeleteResult, error) {
+	return s.DeleteObjectVersionsWith(ctx, c, bucket, objs, DeleteOptions{})
+}
+
+// DeleteObjectVersionsWith is DeleteObjectVersions with options, which
+// apply to every key.
+func (s *Service) DeleteObjectVersionsWith(ctx context.Context, c *Caller, bucket string, objs []ObjectVersion, o DeleteOptions) ([]DeleteResult, error) {
 	const op errs.Op = "obs.DeleteObjects"
 	switch {
 	case len(objs) == 0:
@@ -514,14 +584,17 @@ func (s *Service) DeleteObjectVersions(ctx context.Context, c *Caller, bucket st
 	if err != nil {
 		return nil, err
 	}
+	if err := checkBypassHeader(op, b, o); err != nil {
+		return nil, err
+	}
 	out := make([]DeleteResult, len(objs))
-	for i, o := range objs {
-		out[i].Key, out[i].VersionID = o.Key, o.VersionID
-		if err := ValidateKey(o.Key); err != nil {
+	for i, ov := range objs {
+		out[i].Key, out[i].VersionID = ov.Key, ov.VersionID
+		if err := ValidateKey(ov.Key); err != nil {
 			out[i].Err = err
 			continue
 		}
-		out[i].Deleted, out[i].Err = s.deleteOne(ctx, op, c, b, o.Key, o.VersionID)
+		out[i].Deleted, out[i].Err = s.deleteOne(ctx, op, c, b, ov.Key, ov.VersionID, o)
 	}
 	return out, nil
 }
@@ -553,6 +626,10 @@ type CopyOptions struct {
 	SourceVersionID string
 	// ACL of the copy (x-amz-acl, x-amz-grant-*); the zero value: private.
 	ACL ACLRequest
+	// Lock of the copy (x-amz-object-lock-*); the zero value: the
+	// destination bucket's default retention, if any. The source's object
+	// lock is not copied.
+	Lock LockRequest
 }
 
 // CopyObject copies srcBucket/srcKey to dstBucket/dstKey: it reads the
@@ -591,6 +668,10 @@ func (s *Service) CopyObject(ctx context.Context, c *Caller, srcBucket, srcKey, 
 	if err != nil {
 		return nil, err
 	}
+	now := s.nowMS()
+	if err := checkRetainFuture(op, o.Lock, now); err != nil {
+		return nil, err
+	}
 	sb, err := s.bucket(ctx, op, srcBucket)
 	if err != nil {
 		return nil, err
@@ -608,10 +689,14 @@ func (s *Service) CopyObject(ctx context.Context, c *Caller, srcBucket, srcKey, 
 			reqTags = []Tag{}
 		}
 	}
-	if err := s.check(op, c, db, ActionPutObject, dstKey, tagContext(nil, nil, reqTags)); err != nil {
+	if err := s.check(op, c, db, ActionPutObject, dstKey, lockContext(tagContext(nil, nil, reqTags), o.Lock.lock(), now)); err != nil {
 		return nil, err
 	}
 	owner, acl, err := s.writeACL(ctx, op, c, db, dstKey, o.ACL)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := s.writeLock(op, c, db, dstKey, o.Lock, now, true)
 	if err != nil {
 		return nil, err
 	}
@@ -640,9 +725,9 @@ func (s *Service) CopyObject(ctx context.Context, c *Caller, srcBucket, srcKey, 
 	obj := &meta.Object{
 		Bucket: dstBucket, Key: dstKey, Size: w.size, ETag: w.etag(),
 		ContentType: src.ContentType, Metadata: src.Metadata, Headers: src.Headers,
-		StorageClass: class, OwnerID: owner, LastModified: s.nowMS(),
+		StorageClass: class, OwnerID: owner, LastModified: now,
 		Blobs: []meta.Blob{{ID: w.id, Size: w.size}}, Tags: src.Tags, ACL: acl,
-		VersionID: newVersionID(db), Versioned: db.Versioning != "",
+		VersionID: newVersionID(db), Versioned: db.Versioning != "", Lock: lock,
 	}
 	if replaceTags {
 		obj.Tags = tagMap(o.Tags)

@@ -163,7 +163,14 @@ func (s *Service) PutBucketVersioning(ctx context.Context, c *Caller, bucket, st
 		return fail(op, CodeBadVersioning, fmt.Sprintf("the versioning Status %q is not Enabled or Suspended", status),
 			"send <VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>, or Suspended")
 	}
-	return s.setConfig(ctx, op, bucket, meta.BucketVersioning, status)
+	if status != VersioningEnabled && b.ObjectLock != "" {
+		return versioningLocked(op, bucket)
+	}
+	err = s.setConfig(ctx, op, bucket, meta.BucketVersioning, status)
+	if errs.Is(err, errs.Conflict) {
+		return versioningLocked(op, bucket) // object lock was enabled meanwhile
+	}
+	return err
 }
 
 // GetBucketVersioning returns the bucket's versioning state: "" when it

@@ -22,6 +22,9 @@ import (
 type Checksum struct {
 	Algo  string // crc32, crc32c, crc64nvme, sha1, sha256 or sha512 (any case); "" for none
 	Value string // base64, as the client sent it; "" to compute only
+	// Trailer: the value comes in a trailer of the body, which the front
+	// end verifies (Value is then "").
+	Trailer bool
 }
 
 // Checksum algorithms.

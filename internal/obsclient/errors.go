@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/obsurl"
@@ -52,6 +53,17 @@ func S3Error(code, message, bucket, key string) error {
 	case "AccessDenied", "AllAccessDisabled":
 		kind, msg = errs.PermissionDenied, withMsg("access to "+where+" denied")
 		hint = "ask an administrator for a policy that allows the action (`atelier policy attach`)"
+		if strings.Contains(message, "object lock") {
+			hint = errs.Hint(fmt.Sprintf("the version is under a retention or a legal hold: `atelier obs retention %s` and `atelier obs legal-hold %s` show them; "+
+				"a GOVERNANCE retention is removed with `atelier obs retention --clear --bypass-governance` by a user allowed s3:BypassGovernanceRetention, a COMPLIANCE one by no one", where, where))
+		}
+	case "ObjectLockConfigurationNotFoundError":
+		kind, msg = errs.NotFound, fmt.Sprintf("bucket %q does not have object lock", bucket)
+		hint = errs.Hint(fmt.Sprintf("enable it with `atelier obs lock set obs://%s` (its versioning must be Enabled), or make a new bucket with `atelier obs mb --object-lock`", bucket))
+	case "NoSuchObjectLockConfiguration":
+		kind, msg = errs.NotFound, withMsg(where+" has none")
+	case "InvalidBucketState":
+		kind, msg = errs.Conflict, withMsg(fmt.Sprintf("bucket %q is not in a state that allows this", bucket))
 	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "TokenRefreshRequired":
 		kind, msg, hint = errs.Unauthenticated, withMsg("the S3 endpoint rejected the credentials"), hintCredentials
 	case "RequestTimeTooSkewed":
@@ -63,7 +75,7 @@ func S3Error(code, message, bucket, key string) error {
 		kind, msg = errs.Invalid, withMsg(fmt.Sprintf("invalid bucket name %q", bucket))
 	case "EntityTooLarge":
 		kind, msg = errs.TooLarge, withMsg(where+" is too large")
-	case "EntityTooSmall", "InvalidPart", "InvalidPartOrder", "InvalidArgument", "InvalidRequest", "InvalidRange":
+	case "EntityTooSmall", "InvalidPart", "InvalidPartOrder", "InvalidArgument", "InvalidRequest", "InvalidRange", "MalformedXML":
 		kind, msg = errs.Invalid, withMsg(fmt.Sprintf("the S3 endpoint refused the request for %s (%s)", where, code))
 	case "BadDigest", "InvalidDigest", "XAmzContentSHA256Mismatch":
 		kind, msg = errs.IO, withMsg("the data of "+where+" was corrupted in transit")

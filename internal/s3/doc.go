@@ -48,6 +48,12 @@
 //     presigned URL's query it carries grants nothing; an actual request
 //     with an Origin gets the matching rule's headers before it is
 //     authenticated, so that its errors carry them too.
+//   - objectlock.go: ?object-lock (ObjectLockConfiguration with its
+//     default retention), ?retention and ?legal-hold of a version, the
+//     x-amz-object-lock-* headers of writes (requestLock) and of GET and
+//     HEAD answers, x-amz-bypass-governance-retention of deletes and
+//     retention changes, x-amz-bucket-object-lock-enabled of CreateBucket;
+//     the rules are obs's (obs.CheckDelete, obs.CheckRetention).
 //   - bucketname.go: ValidateBucketName (the rules of internal/bucketname as
 //     an InvalidBucketName error that names the rule broken, with a hint
 //     that suggests a corrected name).

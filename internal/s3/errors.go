@@ -95,6 +95,11 @@ const (
 	NoSuchPublicAccessBlockConfiguration ErrorCode = "NoSuchPublicAccessBlockConfiguration"
 	OwnershipControlsNotFoundError       ErrorCode = "OwnershipControlsNotFoundError"
 	UnexpectedContent                    ErrorCode = "UnexpectedContent"
+
+	// Object lock.
+	InvalidBucketState                   ErrorCode = "InvalidBucketState"
+	NoSuchObjectLockConfiguration        ErrorCode = "NoSuchObjectLockConfiguration"
+	ObjectLockConfigurationNotFoundError ErrorCode = "ObjectLockConfigurationNotFoundError"
 )
 
 // errorInfo is the HTTP status and default message of an error code.
@@ -179,6 +184,10 @@ var errorTable = map[ErrorCode]errorInfo{
 	NoSuchPublicAccessBlockConfiguration: {http.StatusNotFound, "The public access block configuration was not found."},
 	OwnershipControlsNotFoundError:       {http.StatusNotFound, "The bucket ownership controls were not found."},
 	UnexpectedContent:                    {http.StatusBadRequest, "This request does not support content."},
+
+	InvalidBucketState:                   {http.StatusConflict, "The request is not valid with the current state of the bucket."},
+	NoSuchObjectLockConfiguration:        {http.StatusNotFound, "The specified object does not have a ObjectLock configuration"},
+	ObjectLockConfigurationNotFoundError: {http.StatusNotFound, "Object Lock configuration does not exist for this bucket"},
 }
 
 // Status is the HTTP status of the code; 500 for a code not in the table.

@@ -41,6 +41,7 @@ func TestErrorTable(t *testing.T) {
 		MalformedPOSTRequest: 400, MaxPostPreDataLengthExceeded: 400,
 		InvalidBucketACLWithObjectOwnership: 400, MalformedACLError: 400, NoSuchPublicAccessBlockConfiguration: 404,
 		OwnershipControlsNotFoundError: 404, UnexpectedContent: 400, AccessForbidden: 403,
+		InvalidBucketState: 409, NoSuchObjectLockConfiguration: 404, ObjectLockConfigurationNotFoundError: 404,
 	}
 	if len(want) != len(errorTable) {
 		t.Errorf("the table has %d codes, the test %d", len(errorTable), len(want))

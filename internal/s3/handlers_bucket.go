@@ -140,6 +140,18 @@ func (s *Server) dispatch(q *request) error {
 		return noContent(q, s.d.OBS.DeletePublicAccessBlock(q.r.Context(), q.caller, q.t.Bucket))
 	case OpGetBucketPolicyStatus:
 		return s.getPolicyStatus(q)
+	case OpGetObjectLockConfiguration:
+		return s.getObjectLockConfiguration(q)
+	case OpPutObjectLockConfiguration:
+		return s.putObjectLockConfiguration(q)
+	case OpGetObjectRetention:
+		return s.getObjectRetention(q)
+	case OpPutObjectRetention:
+		return s.putObjectRetention(q)
+	case OpGetObjectLegalHold:
+		return s.getObjectLegalHold(q)
+	case OpPutObjectLegalHold:
+		return s.putObjectLegalHold(q)
 	}
 	return NewError(NotImplemented, q.t.Op.String()+" is not available")
 }
@@ -196,6 +208,12 @@ func (s *Server) createBucket(q *request) error {
 		return err
 	}
 	o.ACL, o.ObjectOwnership = acl, q.r.Header.Get("x-amz-object-ownership")
+	switch v := strings.TrimSpace(q.r.Header.Get(headerBucketLock)); {
+	case strings.EqualFold(v, "true"):
+		o.ObjectLock = true
+	case v != "" && !strings.EqualFold(v, "false"):
+		return Errorf(InvalidArgument, "%s is %q; it is true or false", headerBucketLock, v)
+	}
 	if _, err := s.d.OBS.CreateBucket(q.r.Context(), q.caller, q.t.Bucket, o); err != nil {
 		return err
 	}

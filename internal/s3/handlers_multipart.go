@@ -18,9 +18,13 @@ func (s *Server) createUpload(q *request) error {
 	if err != nil {
 		return err
 	}
+	lock, err := requestLock(q.r.Header)
+	if err != nil {
+		return err
+	}
 	u, err := s.d.OBS.CreateMultipartUpload(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, obs.UploadOptions{
 		ContentType: ct, Metadata: md, Headers: stored, StorageClass: q.r.Header.Get("x-amz-storage-class"), ChecksumAlgo: algo,
-		Tags: tags, ACL: acl})
+		Tags: tags, ACL: acl, Lock: lock})
 	if err != nil {
 		return err
 	}

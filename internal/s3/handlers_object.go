@@ -82,10 +82,15 @@ func (s *Server) putObject(q *request) error {
 	if err != nil {
 		return err
 	}
+	lock, err := requestLock(q.r.Header)
+	if err != nil {
+		return err
+	}
 	ct, md, stored := objectAttrs(q.r.Header)
 	o, err := s.d.OBS.PutObject(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, q.r.Body, obs.PutOptions{
 		Size: q.bodySize(), ContentType: ct, Metadata: md, Headers: stored, ContentMD5: md5sum, Checksum: ck,
-		StorageClass: q.r.Header.Get("x-amz-storage-class"), Tags: tags, Conditions: writeConditions(q.r.Header), ACL: acl})
+		StorageClass: q.r.Header.Get("x-amz-storage-class"), Tags: tags, Conditions: writeConditions(q.r.Header), ACL: acl,
+		Lock: lock, RequireIntegrity: true})
 	if err != nil {
 		return err
 	}
@@ -184,6 +189,7 @@ func (s *Server) getObject(q *request) error {
 	}
 	setTagCount(h, obj.Tags)
 	setVersionHeader(h, obj)
+	setLockHeaders(h, res)
 	if res.PartsCount > 0 && o.PartNumber > 0 {
 		h.Set("x-amz-mp-parts-count", strconv.Itoa(res.PartsCount))
 	}
@@ -237,6 +243,9 @@ func (s *Server) copyObject(q *request) error {
 	if o.ACL, err = requestACL(q.r.Header); err != nil {
 		return err
 	}
+	if o.Lock, err = requestLock(q.r.Header); err != nil {
+		return err
+	}
 	obj, err := s.d.OBS.CopyObject(q.r.Context(), q.caller, srcBucket, srcKey, q.t.Bucket, q.t.Key, o)
 	if err != nil {
 		return err
@@ -276,11 +285,15 @@ func (s *Server) deleteObjects(q *request) error {
 	if err := ValidateDelete(&d); err != nil {
 		return err
 	}
+	bypass, err := bypassHeader(q.r.Header)
+	if err != nil {
+		return err
+	}
 	objs := make([]obs.ObjectVersion, len(d.Objects))
 	for i, o := range d.Objects {
 		objs[i] = obs.ObjectVersion{Key: o.Key, VersionID: o.VersionID}
 	}
-	results, err := s.d.OBS.DeleteObjectVersions(q.r.Context(), q.caller, q.t.Bucket, objs)
+	results, err := s.d.OBS.DeleteObjectVersionsWith(q.r.Context(), q.caller, q.t.Bucket, objs, obs.DeleteOptions{BypassGovernance: bypass})
 	if err != nil {
 		return err
 	}

@@ -152,6 +152,7 @@ func (f *PostForm) Key() (string, error) {
 var postObjectFields = map[string]bool{
 	"content-type": true, "cache-control": true, "content-disposition": true, "content-encoding": true,
 	"content-language": true, "expires": true, "content-md5": true, "x-amz-tagging": true, "x-amz-storage-class": true,
+	headerLockMode: true, headerLockRetainUntil: true, headerLockLegalHold: true,
 }
 
 // header is the request headers the form's fields stand for.
@@ -299,10 +300,14 @@ func (s *Server) postObject(q *request) error {
 	if err != nil {
 		return err
 	}
+	lock, err := requestLock(h)
+	if err != nil {
+		return err
+	}
 	ct, md, stored := objectAttrs(h)
 	o, err := s.d.OBS.PutObject(q.r.Context(), q.caller, q.t.Bucket, key, lr, obs.PutOptions{
 		Size: -1, ContentType: ct, Metadata: md, Headers: stored, ContentMD5: md5sum, Checksum: ck,
-		StorageClass: f.Fields["x-amz-storage-class"], Tags: tags, ACL: obs.ACLRequest{Canned: f.Fields["acl"]}})
+		StorageClass: f.Fields["x-amz-storage-class"], Tags: tags, ACL: obs.ACLRequest{Canned: f.Fields["acl"]}, Lock: lock})
 	if lr.err != nil {
 		return lr.err
 	}

@@ -68,6 +68,12 @@ const (
 	OpPutPublicAccessBlock
 	OpDeletePublicAccessBlock
 	OpGetBucketPolicyStatus
+	OpGetObjectLockConfiguration
+	OpPutObjectLockConfiguration
+	OpGetObjectRetention
+	OpPutObjectRetention
+	OpGetObjectLegalHold
+	OpPutObjectLegalHold
 	numOps
 )
 
@@ -134,6 +140,13 @@ var ops = [numOps]opInfo{
 	OpPutPublicAccessBlock:          {"PutPublicAccessBlock", "obs:PutBucketPublicAccessBlock"},
 	OpDeletePublicAccessBlock:       {"DeletePublicAccessBlock", "obs:PutBucketPublicAccessBlock"},
 	OpGetBucketPolicyStatus:         {"GetBucketPolicyStatus", "obs:GetBucketPolicyStatus"},
+
+	OpGetObjectLockConfiguration: {"GetObjectLockConfiguration", "obs:GetBucketObjectLockConfiguration"},
+	OpPutObjectLockConfiguration: {"PutObjectLockConfiguration", "obs:PutBucketObjectLockConfiguration"},
+	OpGetObjectRetention:         {"GetObjectRetention", "obs:GetObjectRetention"},
+	OpPutObjectRetention:         {"PutObjectRetention", "obs:PutObjectRetention"},
+	OpGetObjectLegalHold:         {"GetObjectLegalHold", "obs:GetObjectLegalHold"},
+	OpPutObjectLegalHold:         {"PutObjectLegalHold", "obs:PutObjectLegalHold"},
 }
 
 // String is the S3 API name of the operation, e.g. "GetObject".
@@ -318,23 +331,24 @@ var subresources = map[string]subresource{
 	"policyStatus":      {true, "policy status (?policyStatus)", ""},
 	"publicAccessBlock": {true, "public access blocks (?publicAccessBlock)", ""},
 
+	"object-lock": {true, "object lock (?object-lock)", ""},
+	"retention":   {true, "object lock retention (?retention)", ""},
+	"legal-hold":  {true, "object lock legal holds (?legal-hold)", ""},
+
 	"accelerate":            {false, "transfer acceleration (?accelerate)", ""},
 	"analytics":             {false, "storage class analytics (?analytics)", ""},
 	"encryption":            {false, "bucket encryption settings (?encryption)", ""},
 	"intelligent-tiering":   {false, "intelligent tiering (?intelligent-tiering)", "Atelier has one storage class"},
 	"inventory":             {false, "inventory reports (?inventory)", "list the bucket with ListObjectsV2"},
-	"legal-hold":            {false, "object lock legal holds (?legal-hold)", ""},
 	"logging":               {false, "server access logging (?logging)", ""},
 	"metadataConfiguration": {false, "metadata configuration (?metadataConfiguration)", ""},
 	"metadataTable":         {false, "metadata tables (?metadataTable)", ""},
 	"metrics":               {false, "request metrics configuration (?metrics)", "the server exports Prometheus metrics at /metrics on its REST port"},
 	"notification":          {false, "event notifications (?notification)", ""},
-	"object-lock":           {false, "object lock (?object-lock)", ""},
 	"renameObject":          {false, "RenameObject (?renameObject)", "copy the object and delete the original"},
 	"replication":           {false, "replication (?replication)", ""},
 	"requestPayment":        {false, "requester pays (?requestPayment)", ""},
 	"restore":               {false, "object restore (?restore)", "objects are always readable: Atelier has one storage class"},
-	"retention":             {false, "object lock retention (?retention)", ""},
 	"select":                {false, "S3 Select (?select)", "read the object with GET"},
 	"session":               {false, "CreateSession (?session)", ""},
 	"torrent":               {false, "BitTorrent (?torrent)", ""},
@@ -349,10 +363,12 @@ var bucketSubOps = map[string]map[string]Op{
 		"versioning": OpGetBucketVersioning, "versions": OpListObjectVersions,
 		"acl": OpGetBucketACL, "ownershipControls": OpGetBucketOwnershipControls,
 		"publicAccessBlock": OpGetPublicAccessBlock, "policyStatus": OpGetBucketPolicyStatus,
+		"object-lock": OpGetObjectLockConfiguration,
 	},
 	http.MethodPut: {"policy": OpPutBucketPolicy, "lifecycle": OpPutBucketLifecycle, "cors": OpPutBucketCors,
 		"tagging": OpPutBucketTagging, "versioning": OpPutBucketVersioning,
-		"acl": OpPutBucketACL, "ownershipControls": OpPutBucketOwnershipControls, "publicAccessBlock": OpPutPublicAccessBlock},
+		"acl": OpPutBucketACL, "ownershipControls": OpPutBucketOwnershipControls, "publicAccessBlock": OpPutPublicAccessBlock,
+		"object-lock": OpPutObjectLockConfiguration},
 	http.MethodDelete: {"policy": OpDeleteBucketPolicy, "lifecycle": OpDeleteBucketLifecycle, "cors": OpDeleteBucketCors,
 		"tagging":           OpDeleteBucketTagging,
 		"ownershipControls": OpDeleteBucketOwnershipControls, "publicAccessBlock": OpDeletePublicAccessBlock},
@@ -360,8 +376,10 @@ var bucketSubOps = map[string]map[string]Op{
 }
 
 var objectSubOps = map[string]map[string]Op{
-	http.MethodGet:    {"uploadId": OpListParts, "tagging": OpGetObjectTagging, "attributes": OpGetObjectAttributes, "acl": OpGetObjectACL},
-	http.MethodPut:    {"uploadId": OpUploadPart, "tagging": OpPutObjectTagging, "acl": OpPutObjectACL},
+	http.MethodGet: {"uploadId": OpListParts, "tagging": OpGetObjectTagging, "attributes": OpGetObjectAttributes, "acl": OpGetObjectACL,
+		"retention": OpGetObjectRetention, "legal-hold": OpGetObjectLegalHold},
+	http.MethodPut: {"uploadId": OpUploadPart, "tagging": OpPutObjectTagging, "acl": OpPutObjectACL,
+		"retention": OpPutObjectRetention, "legal-hold": OpPutObjectLegalHold},
 	http.MethodPost:   {"uploads": OpCreateMultipartUpload, "uploadId": OpCompleteMultipartUpload},
 	http.MethodDelete: {"uploadId": OpAbortMultipartUpload, "tagging": OpDeleteObjectTagging},
 }

@@ -105,6 +105,19 @@ func TestRouteOps(t *testing.T) {
 		{"POST", "/bk1?tagging", nil, OpNone, "bk1", "", MethodNotAllowed},
 		{"GET", "/bk1?attributes", nil, OpNone, "bk1", "", InvalidRequest},
 		{"GET", "/bk1?policy&acl", nil, OpNone, "bk1", "", InvalidRequest},
+		{"GET", "/bk1?object-lock", nil, OpGetObjectLockConfiguration, "bk1", "", ""},
+		{"PUT", "/bk1?object-lock", nil, OpPutObjectLockConfiguration, "bk1", "", ""},
+		{"DELETE", "/bk1?object-lock", nil, OpNone, "bk1", "", MethodNotAllowed},
+		{"GET", "/bk1/k?object-lock", nil, OpNone, "bk1", "k", InvalidRequest},
+		{"GET", "/bk1/k?retention", nil, OpGetObjectRetention, "bk1", "k", ""},
+		{"PUT", "/bk1/k?retention&versionId=null", nil, OpPutObjectRetention, "bk1", "k", ""},
+		{"DELETE", "/bk1/k?retention", nil, OpNone, "bk1", "k", MethodNotAllowed},
+		{"GET", "/bk1/k?legal-hold&versionId=v", nil, OpGetObjectLegalHold, "bk1", "k", ""},
+		{"PUT", "/bk1/k?legal-hold", nil, OpPutObjectLegalHold, "bk1", "k", ""},
+		{"POST", "/bk1/k?legal-hold", nil, OpNone, "bk1", "k", MethodNotAllowed},
+		{"GET", "/bk1?retention", nil, OpNone, "bk1", "", InvalidRequest},
+		{"GET", "/bk1?legal-hold", nil, OpNone, "bk1", "", InvalidRequest},
+		{"GET", "/bk1/k?retention&legal-hold", nil, OpNone, "bk1", "k", InvalidRequest},
 
 		{"PUT", "/bk1/k", nil, OpPutObject, "bk1", "k", ""},
 		{"PUT", "/bk1/k", copySrc, OpCopyObject, "bk1", "k", ""},
@@ -170,7 +183,7 @@ func TestRouteOps(t *testing.T) {
 }
 
 func TestRouteNotImplementedNamesSubresource(t *testing.T) {
-	for _, sub := range []string{"website", "object-lock", "inventory"} {
+	for _, sub := range []string{"website", "notification", "inventory"} {
 		_, err := Route(readRequest(t, "GET", "/bucket?"+sub, "h"), "")
 		if err == nil || !strings.Contains(ToError(err).Message, "?"+sub) {
 			t.Errorf("?%s: error %v does not name the sub-resource", sub, err)

@@ -248,7 +248,7 @@ func (q *request) checksumOf() (obs.Checksum, error) {
 	}
 	if q.chunked != nil {
 		if a, _ := q.chunked.Checksum(); a != "" {
-			return obs.Checksum{Algo: string(a)}, nil // the decoder verifies the trailer's value
+			return obs.Checksum{Algo: string(a), Trailer: true}, nil // the decoder verifies the trailer's value
 		}
 	}
 	if algo := q.r.Header.Get("x-amz-sdk-checksum-algorithm"); algo != "" {

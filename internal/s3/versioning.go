@@ -243,7 +243,11 @@ func (s *Server) deleteObject(q *request) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.d.OBS.DeleteObjectVersion(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, version)
+	bypass, err := bypassHeader(q.r.Header)
+	if err != nil {
+		return err
+	}
+	d, err := s.d.OBS.DeleteObjectVersionWith(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, version, obs.DeleteOptions{BypassGovernance: bypass})
 	if err != nil {
 		return err
 	}

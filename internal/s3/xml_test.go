@@ -20,6 +20,7 @@ import (
 
 	"github.com/atelier-dev/atelier/internal/auth/sigv4"
 	"github.com/atelier-dev/atelier/internal/errs"
+	"github.com/atelier-dev/atelier/internal/meta"
 	"github.com/atelier-dev/atelier/internal/obs"
 	"github.com/atelier-dev/atelier/internal/s3code"
 )
@@ -209,6 +210,44 @@ func responses() map[string]any {
 			Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
 		"error_illegal_versioning": ErrorResponse{Code: IllegalVersioningConfiguration,
 			Message: "The versioning configuration specified in the request is invalid.", Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+
+		"object_lock_configuration":         NewObjectLockConfiguration(obs.LockConfig{Mode: obs.LockGovernance, Days: 30}),
+		"object_lock_configuration_years":   NewObjectLockConfiguration(obs.LockConfig{Mode: obs.LockCompliance, Years: 7}),
+		"object_lock_configuration_no_rule": NewObjectLockConfiguration(obs.LockConfig{}),
+		"retention": NewRetention(meta.ObjectLock{Mode: obs.LockCompliance,
+			RetainUntil: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}),
+		"legal_hold": LegalHold{Status: obs.LegalHoldOn},
+		"error_object_locked": ErrorResponse{Code: AccessDenied, Message: "Access Denied because object protected by object lock.",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id",
+			Hint: "the version has a COMPLIANCE retention until 2030-01-01T00:00:00Z: no one can shorten it or remove it before then, and no bypass applies to deleting it"},
+		"error_object_lock_configuration_not_found": ErrorResponse{Code: ObjectLockConfigurationNotFoundError,
+			Message: "Object Lock configuration does not exist for this bucket", BucketName: "mybucket",
+			Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_no_such_object_lock_configuration": ErrorResponse{Code: NoSuchObjectLockConfiguration,
+			Message:  "The specified object does not have a ObjectLock configuration",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_invalid_bucket_state": ErrorResponse{Code: InvalidBucketState,
+			Message:  "Versioning must be 'Enabled' on the bucket to apply a Object Lock configuration",
+			Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_versioning_locked": ErrorResponse{Code: InvalidBucketState,
+			Message:  "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed.",
+			Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_lock_not_enabled": ErrorResponse{Code: InvalidRequest, Message: "Bucket is missing Object Lock Configuration",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_write_lock_not_enabled": ErrorResponse{Code: InvalidRequest, Message: "Bucket is missing ObjectLockConfiguration",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_lock_needs_integrity": ErrorResponse{Code: InvalidRequest,
+			Message:  "Content-MD5 OR x-amz-checksum- HTTP header is required for Put Object requests with Object Lock parameters",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_retain_in_past": ErrorResponse{Code: InvalidArgument, Message: "The retain until date must be in the future!",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_lock_headers": ErrorResponse{Code: InvalidArgument,
+			Message:  "x-amz-object-lock-retain-until-date and x-amz-object-lock-mode must both be supplied",
+			Resource: "/mybucket/myfoto.jpg", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_retention_period": ErrorResponse{Code: InvalidArgument, Message: "Default retention period must be a positive integer value.",
+			Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
+		"error_missing_request_body": ErrorResponse{Code: MissingRequestBodyError, Message: "Request Body is empty",
+			Resource: "/mybucket", RequestID: "4442587FB7D0A2F9", HostID: "host-id"},
 	}
 }
 

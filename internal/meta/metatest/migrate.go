@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/pressly/goose/v3"
 
@@ -318,5 +319,65 @@ func RunVersioningMigration(t *testing.T, m Migrator) {
 	var n int
 	if err := m.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM objects WHERE bucket = 'old'`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("objects after the down migration: %d %v", n, err)
+	}
+}
+
+// RunObjectLockMigration checks migration 15 (object lock) up and down:
+// buckets, objects, versions and uploads written before it have no object
+// lock; after it, locks are kept; down drops them and keeps the rows.
+func RunObjectLockMigration(t *testing.T, m Migrator) {
+	ctx := t.Context()
+	if err := m.To(ctx, 14); err != nil {
+		t.Fatalf("migrating to version 14: %v", err)
+	}
+	for _, q := range []string{
+		`INSERT INTO buckets (name, owner_id, versioning) VALUES ('old', 'u1', 'Enabled')`,
+		`INSERT INTO objects (bucket, key, size, etag, blob_id, blobs, last_modified, version_id) VALUES ('old', 'k', 3, 'e', 'blob-k', '', 1700000000000, 'v2')`,
+		`INSERT INTO object_blobs (bucket, key, blob_id) VALUES ('old', 'k', 'blob-k')`,
+		`INSERT INTO object_versions (bucket, key, version_id, seq, size, blob_id, blobs, last_modified) VALUES ('old', 'k', 'v1', 1, 0, '', '[]', 1600000000000)`,
+		`INSERT INTO uploads (id, bucket, key, owner_id, initiated) VALUES ('up1', 'old', 'k', 'u1', 1700000000000)`,
+	} {
+		if _, err := m.DB.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s, closeStore := m.Open(t)
+	b, err := s.GetBucket(ctx, "old")
+	if err != nil || b.ObjectLock != "" || b.Versioning != meta.VersioningEnabled {
+		t.Fatalf("old bucket: %+v %v", b, err)
+	}
+	for _, id := range []string{"v1", "v2"} {
+		o, err := s.GetObjectVersion(ctx, "old", "k", id)
+		if err != nil || o.Lock != (meta.ObjectLock{}) {
+			t.Fatalf("old version %s: %+v %v", id, o, err)
+		}
+	}
+	u, err := s.GetUpload(ctx, "up1")
+	if err != nil || u.Lock != (meta.ObjectLock{}) {
+		t.Fatalf("old upload: %+v %v", u, err)
+	}
+	if err := s.SetBucketConfig(ctx, "old", meta.BucketObjectLock, `{"enabled":true}`); err != nil {
+		t.Fatal(err)
+	}
+	until := time.UnixMilli(1900000000000).UTC()
+	if _, err := s.SetObjectRetention(ctx, "old", "k", "v1", meta.ObjectLock{Mode: meta.LockCompliance, RetainUntil: until}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetObjectLegalHold(ctx, "old", "k", "v2", meta.LegalHoldOn); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := s.GetObjectVersion(ctx, "old", "k", "v1"); err != nil || o.Lock.Mode != meta.LockCompliance || !o.Lock.RetainUntil.Equal(until) {
+		t.Fatalf("v1 after its retention was set: %+v %v", o, err)
+	}
+	closeStore()
+	if err := m.To(ctx, 14); err != nil {
+		t.Fatalf("migrating down to version 14: %v", err)
+	}
+	var n int
+	if err := m.DB.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM objects) + (SELECT COUNT(*) FROM object_versions) + (SELECT COUNT(*) FROM uploads)`).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("rows after the down migration: %d %v", n, err)
+	}
+	if _, err := m.DB.ExecContext(ctx, `SELECT lock_mode FROM objects`); err == nil {
+		t.Fatal("objects.lock_mode is still there after the down migration")
 	}
 }

@@ -35,3 +35,5 @@ func TestBlobIDMigration(t *testing.T) { metatest.RunBlobIDMigration(t, migrator
 func TestServiceModelsMigration(t *testing.T) { metatest.RunServiceModelsMigration(t, migrator(t)) }
 
 func TestVersioningMigration(t *testing.T) { metatest.RunVersioningMigration(t, migrator(t)) }
+
+func TestObjectLockMigration(t *testing.T) { metatest.RunObjectLockMigration(t, migrator(t)) }

@@ -10,12 +10,14 @@ import (
 	"github.com/atelier-dev/atelier/internal/meta"
 )
 
-const bucketColumns = `name, owner_id, region, create_time, policy, lifecycle, cors, tags, versioning, acl, ownership, public_access_block`
+const bucketColumns = `name, owner_id, region, create_time, policy, lifecycle, cors, tags, versioning, acl, ownership, public_access_block,
+	object_lock`
 
 func scanBucket(sc scanner) (*meta.Bucket, error) {
 	var b meta.Bucket
 	var ct sql.NullInt64
-	if err := sc.Scan(&b.Name, &b.OwnerID, &b.Region, &ct, &b.Policy, &b.Lifecycle, &b.CORS, &b.Tags, &b.Versioning, &b.ACL, &b.Ownership, &b.PublicAccessBlock); err != nil {
+	if err := sc.Scan(&b.Name, &b.OwnerID, &b.Region, &ct, &b.Policy, &b.Lifecycle, &b.CORS, &b.Tags, &b.Versioning, &b.ACL, &b.Ownership, &b.PublicAccessBlock,
+		&b.ObjectLock); err != nil {
 		return nil, err
 	}
 	b.CreateTime = fromMillis(ct)
@@ -35,15 +37,21 @@ func (s *Store) CreateBucket(ctx context.Context, b *meta.Bucket) error {
 	}
 	if err := validText(op, "bucket name", b.Name, "owner id", b.OwnerID, "region", b.Region,
 		"bucket policy", b.Policy, "lifecycle configuration", b.Lifecycle, "CORS configuration", b.CORS, "tag set", b.Tags,
-		"ACL", b.ACL, "object ownership", b.Ownership, "public access block", b.PublicAccessBlock); err != nil {
+		"ACL", b.ACL, "object ownership", b.Ownership, "public access block", b.PublicAccessBlock,
+		"object lock configuration", b.ObjectLock); err != nil {
 		return err
 	}
 	if err := validVersioning(op, b.Versioning, true); err != nil {
 		return err
 	}
+	if b.ObjectLock != "" && b.Versioning != meta.VersioningEnabled {
+		return errs.E(op, errs.Invalid, fmt.Sprintf("bucket %q has object lock and versioning %q; object lock needs versioning %s",
+			b.Name, b.Versioning, meta.VersioningEnabled))
+	}
 	_, err := s.exec(ctx, s.w,
-		`INSERT INTO buckets (`+bucketColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		b.Name, b.OwnerID, b.Region, millis(b.CreateTime), b.Policy, b.Lifecycle, b.CORS, b.Tags, b.Versioning, b.ACL, b.Ownership, b.PublicAccessBlock)
+		`INSERT INTO buckets (`+bucketColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		b.Name, b.OwnerID, b.Region, millis(b.CreateTime), b.Policy, b.Lifecycle, b.CORS, b.Tags, b.Versioning, b.ACL, b.Ownership, b.PublicAccessBlock,
+		b.ObjectLock)
 	if s.d.IsUnique(err) {
 		return errs.E(op, errs.Exists, fmt.Sprintf("bucket %q already exists", b.Name))
 	}
@@ -103,9 +111,13 @@ func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 
 // SetBucketConfig replaces one document ("" deletes it); NotFound if no
 // bucket, Invalid if which is unknown or doc is not NUL-free UTF-8.
+// Versioning and object lock are set under a condition on the other, in
+// the same statement: Conflict for an object lock configuration on a
+// bucket whose versioning is not Enabled, or for suspending the versioning
+// of a bucket with object lock; Invalid for clearing object lock.
 func (s *Store) SetBucketConfig(ctx context.Context, name string, which meta.BucketConfig, doc string) error {
 	const op errs.Op = "meta.SetBucketConfig"
-	var column string
+	var column, cond, conflict string
 	switch which {
 	case meta.BucketPolicy:
 		column = "policy"
@@ -120,20 +132,45 @@ func (s *Store) SetBucketConfig(ctx context.Context, name string, which meta.Buc
 		if err := validVersioning(op, doc, false); err != nil {
 			return err
 		}
+		if doc != meta.VersioningEnabled {
+			cond, conflict = ` AND object_lock = ''`, fmt.Sprintf("bucket %q has object lock: its versioning stays %s", name, meta.VersioningEnabled)
+		}
 	case meta.BucketACL:
 		column = "acl"
 	case meta.BucketOwnership:
 		column = "ownership"
 	case meta.BucketPublicAccessBlock:
 		column = "public_access_block"
+	case meta.BucketObjectLock:
+		column = "object_lock"
+		if doc == "" {
+			return errs.E(op, errs.Invalid, fmt.Sprintf("the object lock of bucket %q cannot be turned off", name))
+		}
+		cond, conflict = ` AND versioning = '`+meta.VersioningEnabled+`'`, fmt.Sprintf("bucket %q does not have versioning %s, which object lock needs", name, meta.VersioningEnabled)
 	default:
 		return errs.E(op, errs.Invalid, fmt.Sprintf("unknown bucket configuration %d", which))
 	}
 	if err := validText(op, "bucket "+column+" document", doc); err != nil {
 		return err
 	}
-	err := s.execOne(ctx, s.w, bucketNotFound(op, name),
-		`UPDATE buckets SET `+column+` = ? WHERE name = ?`, doc, name)
+	if cond == "" {
+		err := s.execOne(ctx, s.w, bucketNotFound(op, name),
+			`UPDATE buckets SET `+column+` = ? WHERE name = ?`, doc, name)
+		return s.wrap(op, err)
+	}
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := s.exec(ctx, tx, `UPDATE buckets SET `+column+` = ? WHERE name = ?`+cond, doc, name)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		if err := s.bucketExists(ctx, tx, op, name); err != nil {
+			return err
+		}
+		return errs.E(op, errs.Conflict, conflict)
+	})
 	return s.wrap(op, err)
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 const objectColumns = `bucket, key, size, etag, content_type, metadata, headers, checksums,
-	storage_class, owner_id, last_modified, blob_id, blobs, tags, acl, version_id`
+	storage_class, owner_id, last_modified, blob_id, blobs, tags, acl, version_id, lock_mode, lock_until, legal_hold`
 
 // batchSize bounds the values of one IN list or multi-row INSERT, well
 // under both databases' limits on bound parameters.
@@ -23,21 +23,25 @@ const batchSize = 256
 // so that a listing decodes only the rows it returns.
 type objectRow struct {
 	o                                   meta.Object
-	lastModified                        sql.NullInt64
+	lastModified, lockUntil             sql.NullInt64
 	metadata, headers, checksums, blobs string
 	blobID, tags                        string
 }
 
-func (r *objectRow) scan(sc scanner) error {
-	return sc.Scan(&r.o.Bucket, &r.o.Key, &r.o.Size, &r.o.ETag, &r.o.ContentType,
+// dests are the scan destinations of objectColumns.
+func (r *objectRow) dests() []any {
+	return []any{&r.o.Bucket, &r.o.Key, &r.o.Size, &r.o.ETag, &r.o.ContentType,
 		&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobID, &r.blobs, &r.tags, &r.o.ACL,
-		&r.o.VersionID)
+		&r.o.VersionID, &r.o.Lock.Mode, &r.lockUntil, &r.o.Lock.LegalHold}
 }
+
+func (r *objectRow) scan(sc scanner) error { return sc.Scan(r.dests()...) }
 
 // object decodes the row.
 func (r *objectRow) object() (*meta.Object, error) {
 	o := r.o
 	o.LastModified = fromMillis(r.lastModified)
+	o.Lock.RetainUntil = fromMillis(r.lockUntil)
 	var err error
 	if o.Metadata, err = decodeMap("metadata", r.metadata); err != nil {
 		return nil, err
@@ -86,6 +90,12 @@ func validObject(op errs.Op, o *meta.Object) error {
 	if o.DeleteMarker && (o.Size != 0 || len(o.Blobs) != 0) {
 		return errs.E(op, errs.Invalid, "a delete marker has no bytes")
 	}
+	if o.DeleteMarker && o.Lock != (meta.ObjectLock{}) {
+		return errs.E(op, errs.Invalid, "a delete marker has no object lock")
+	}
+	if err := validLock(op, o.Lock); err != nil {
+		return err
+	}
 	for what, m := range map[string]map[string]string{"metadata": o.Metadata, "headers": o.Headers, "checksums": o.Checksums, "tags": o.Tags} {
 		if err := validMap(op, what, m); err != nil {
 			return err
@@ -103,6 +113,20 @@ func validObject(op errs.Op, o *meta.Object) error {
 	}
 	if total != o.Size {
 		return errs.E(op, errs.Invalid, fmt.Sprintf("object size %d differs from its blobs' total %d", o.Size, total))
+	}
+	return nil
+}
+
+// validLock checks an object lock: a retention mode with a date, or
+// neither; a legal hold ON, OFF or never set.
+func validLock(op errs.Op, l meta.ObjectLock) error {
+	switch {
+	case l.Mode != "" && l.Mode != meta.LockGovernance && l.Mode != meta.LockCompliance:
+		return errs.E(op, errs.Invalid, fmt.Sprintf("retention mode %q is not %s or %s", l.Mode, meta.LockGovernance, meta.LockCompliance))
+	case (l.Mode == "") != l.RetainUntil.IsZero():
+		return errs.E(op, errs.Invalid, "a retention has both a mode and a retain-until date, or neither")
+	case l.LegalHold != "" && l.LegalHold != meta.LegalHoldOn && l.LegalHold != meta.LegalHoldOff:
+		return errs.E(op, errs.Invalid, fmt.Sprintf("legal hold %q is not %s or %s", l.LegalHold, meta.LegalHoldOn, meta.LegalHoldOff))
 	}
 	return nil
 }
@@ -175,7 +199,8 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.O
 	}
 	blobID, blobs := encodeBlobList(o.Size, o.Blobs)
 	args := []any{o.Size, o.ETag, o.ContentType, encodeMap(o.Metadata), encodeMap(o.Headers), encodeMap(o.Checksums),
-		o.StorageClass, o.OwnerID, millis(o.LastModified), blobID, blobs, encodeMap(o.Tags), o.ACL, o.VersionID}
+		o.StorageClass, o.OwnerID, millis(o.LastModified), blobID, blobs, encodeMap(o.Tags), o.ACL, o.VersionID,
+		o.Lock.Mode, millis(o.Lock.RetainUntil), o.Lock.LegalHold}
 	for {
 		old, err := s.lockLatest(ctx, tx, o.Bucket, o.Key)
 		switch {
@@ -199,7 +224,8 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.O
 			}
 			_, err = s.exec(ctx, tx,
 				`UPDATE objects SET size = ?, etag = ?, content_type = ?, metadata = ?, headers = ?, checksums = ?,
-				storage_class = ?, owner_id = ?, last_modified = ?, blob_id = ?, blobs = ?, tags = ?, acl = ?, version_id = ?
+				storage_class = ?, owner_id = ?, last_modified = ?, blob_id = ?, blobs = ?, tags = ?, acl = ?, version_id = ?,
+				lock_mode = ?, lock_until = ?, legal_hold = ?
 				WHERE bucket = ? AND key = ?`, append(args, o.Bucket, o.Key)...)
 			if err == nil {
 				_, err = s.exec(ctx, tx, `DELETE FROM object_blobs WHERE bucket = ? AND key = ?`, o.Bucket, o.Key)
@@ -215,7 +241,7 @@ func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.O
 			return nil, err
 		}
 		res, err := s.exec(ctx, tx,
-			`INSERT INTO objects (`+objectColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			`INSERT INTO objects (`+objectColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (bucket, key) DO NOTHING`, append([]any{o.Bucket, o.Key}, args...)...)
 		if s.d.IsForeignKey(err) {
 			return nil, bucketNotFound(op, o.Bucket)

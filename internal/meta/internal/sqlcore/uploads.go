@@ -22,18 +22,19 @@ const (
 )
 
 const uploadColumns = `id, bucket, key, owner_id, initiated, content_type, metadata, headers,
-	storage_class, checksum_algo, tags, acl`
+	storage_class, checksum_algo, tags, acl, lock_mode, lock_until, legal_hold`
 
 func scanUpload(sc scanner) (*meta.Upload, error) {
 	var u meta.Upload
-	var initiated sql.NullInt64
+	var initiated, lockUntil sql.NullInt64
 	var metadata, headers, tags string
 	err := sc.Scan(&u.ID, &u.Bucket, &u.Key, &u.OwnerID, &initiated, &u.ContentType, &metadata, &headers,
-		&u.StorageClass, &u.ChecksumAlgo, &tags, &u.ACL)
+		&u.StorageClass, &u.ChecksumAlgo, &tags, &u.ACL, &u.Lock.Mode, &lockUntil, &u.Lock.LegalHold)
 	if err != nil {
 		return nil, err
 	}
 	u.Initiated = fromMillis(initiated)
+	u.Lock.RetainUntil = fromMillis(lockUntil)
 	if u.Metadata, err = decodeMap("metadata", metadata); err != nil {
 		return nil, err
 	}
@@ -86,11 +87,15 @@ func (s *Store) CreateUpload(ctx context.Context, u *meta.Upload) error {
 	if err := validMap(op, "tags", u.Tags); err != nil {
 		return err
 	}
+	if err := validLock(op, u.Lock); err != nil {
+		return err
+	}
 	err := s.write(ctx, func(ctx context.Context, q querier) error {
 		_, err := s.exec(ctx, q,
-			`INSERT INTO uploads (`+uploadColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			`INSERT INTO uploads (`+uploadColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			u.ID, u.Bucket, u.Key, u.OwnerID, millis(u.Initiated), u.ContentType,
-			encodeMap(u.Metadata), encodeMap(u.Headers), u.StorageClass, u.ChecksumAlgo, encodeMap(u.Tags), u.ACL)
+			encodeMap(u.Metadata), encodeMap(u.Headers), u.StorageClass, u.ChecksumAlgo, encodeMap(u.Tags), u.ACL,
+			u.Lock.Mode, millis(u.Lock.RetainUntil), u.Lock.LegalHold)
 		return err
 	})
 	switch {

@@ -36,9 +36,7 @@ type versionRow struct {
 }
 
 func (r *versionRow) scan(sc scanner, withSeq bool) error {
-	dest := []any{&r.o.Bucket, &r.o.Key, &r.o.Size, &r.o.ETag, &r.o.ContentType,
-		&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobID, &r.blobs, &r.tags, &r.o.ACL,
-		&r.o.VersionID, &r.marker}
+	dest := append(r.dests(), &r.marker)
 	if withSeq {
 		dest = append(dest, &r.seq)
 	}
@@ -197,7 +195,7 @@ func (s *Store) putMarker(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.O
 		// In PostgreSQL a concurrent marker of the key may take the seq
 		// (or the null version id) first: then read the seq again.
 		res, err := s.exec(ctx, tx, `INSERT INTO object_versions (`+versionColumns+`, seq)
-			VALUES (?, ?, 0, '', '', '{}', '{}', '{}', ?, ?, ?, '', '[]', '{}', '', ?, 1, ?) ON CONFLICT DO NOTHING`,
+			VALUES (?, ?, 0, '', '', '{}', '{}', '{}', ?, ?, ?, '', '[]', '{}', '', ?, '', NULL, '', 1, ?) ON CONFLICT DO NOTHING`,
 			o.Bucket, o.Key, o.StorageClass, o.OwnerID, millis(o.LastModified), o.VersionID, seq)
 		if err != nil {
 			return nil, err
@@ -255,9 +253,7 @@ func (s *Store) getVersion(ctx context.Context, q querier, bucket, key, versionI
 		      AND NOT EXISTS (SELECT 1 FROM object_versions w WHERE w.bucket = v.bucket AND w.key = v.key AND w.seq > v.seq)
 		THEN 1 ELSE 0 END
 		FROM object_versions v WHERE bucket = ? AND key = ? AND version_id = ?`, bucket, key, versionID).
-		Scan(&r.o.Bucket, &r.o.Key, &r.o.Size, &r.o.ETag, &r.o.ContentType,
-			&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobID, &r.blobs, &r.tags, &r.o.ACL,
-			&r.o.VersionID, &r.marker, &latest)
+		Scan(append(r.dests(), &r.marker, &latest)...)
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +297,17 @@ func (s *Store) GetLatestVersion(ctx context.Context, bucket, key string) (*meta
 // if none. When it was the latest, the next newest version becomes the
 // latest.
 func (s *Store) DeleteObjectVersion(ctx context.Context, bucket, key, versionID string) (*meta.Object, error) {
-	const op errs.Op = "meta.DeleteObjectVersion"
+	return s.deleteObjectVersion(ctx, "meta.DeleteObjectVersion", bucket, key, versionID, nil)
+}
+
+// DeleteObjectVersionIf is DeleteObjectVersion when check lets it: check
+// sees the version, locked in the delete's transaction (IsLatest set), and
+// its error is returned unchanged, with nothing deleted.
+func (s *Store) DeleteObjectVersionIf(ctx context.Context, bucket, key, versionID string, check meta.VersionCheck) (*meta.Object, error) {
+	return s.deleteObjectVersion(ctx, "meta.DeleteObjectVersionIf", bucket, key, versionID, check)
+}
+
+func (s *Store) deleteObjectVersion(ctx context.Context, op errs.Op, bucket, key, versionID string, check meta.VersionCheck) (*meta.Object, error) {
 	if err := validText(op, "bucket name", bucket, "object key", key, "version id", versionID); err != nil {
 		return nil, err
 	}
@@ -310,10 +316,16 @@ func (s *Store) DeleteObjectVersion(ctx context.Context, bucket, key, versionID 
 		old, err := s.lockLatest(ctx, tx, bucket, key)
 		switch {
 		case err == nil && old.VersionID == versionID:
+			old.IsLatest = true
+			if check != nil {
+				if err := check(old); err != nil {
+					return err
+				}
+			}
 			if _, err := s.exec(ctx, tx, `DELETE FROM objects WHERE bucket = ? AND key = ?`, bucket, key); err != nil {
 				return err
 			}
-			old.IsLatest, gone = true, old
+			gone = old
 			return s.promote(ctx, tx, bucket, key)
 		case err != nil && !errors.Is(err, sql.ErrNoRows):
 			return err
@@ -326,6 +338,18 @@ func (s *Store) DeleteObjectVersion(ctx context.Context, bucket, key, versionID 
 				return err
 			}
 			latest = top.VersionID == versionID
+		}
+		if check != nil {
+			v, err := scanVersion(s.queryRow(ctx, tx,
+				`SELECT `+versionColumns+` FROM object_versions WHERE bucket = ? AND key = ? AND version_id = ?`+s.d.ForUpdate,
+				bucket, key, versionID))
+			if err != nil {
+				return err
+			}
+			v.IsLatest = latest
+			if err := check(v); err != nil {
+				return err
+			}
 		}
 		if gone, err = s.removeVersion(ctx, tx, bucket, key, versionID); err != nil {
 			return err
@@ -359,7 +383,7 @@ func (s *Store) SetObjectVersionTags(ctx context.Context, bucket, key, versionID
 	if err := validMap(op, "tags", tags); err != nil {
 		return nil, err
 	}
-	return s.setVersionColumn(ctx, op, bucket, key, versionID, "tags", encodeMap(tags), "tags", func(v *meta.Object) {
+	return s.setVersionColumns(ctx, op, bucket, key, versionID, "tags = ?", []any{encodeMap(tags)}, "tags", nil, func(v *meta.Object) {
 		v.Tags = tags
 		if len(tags) == 0 {
 			v.Tags = nil
@@ -375,36 +399,67 @@ func (s *Store) SetObjectVersionACL(ctx context.Context, bucket, key, versionID,
 	if err := validText(op, "bucket name", bucket, "object key", key, "version id", versionID, "ACL", acl); err != nil {
 		return nil, err
 	}
-	return s.setVersionColumn(ctx, op, bucket, key, versionID, "acl", acl, "ACL", func(v *meta.Object) { v.ACL = acl })
+	return s.setVersionColumns(ctx, op, bucket, key, versionID, "acl = ?", []any{acl}, "ACL", nil, func(v *meta.Object) { v.ACL = acl })
 }
 
-// setVersionColumn sets column (tags or acl) of one version, the latest
-// (in objects) or a noncurrent one (in object_versions), and returns the
-// version, with set applied to a noncurrent one; NotFound if none, Invalid
-// for a delete marker (it has no what).
-func (s *Store) setVersionColumn(ctx context.Context, op errs.Op, bucket, key, versionID, column string, value any, what string, set func(*meta.Object)) (*meta.Object, error) {
+// SetObjectRetention replaces the retention (lock.Mode and
+// lock.RetainUntil, to the millisecond; lock.LegalHold is ignored) of one
+// version and returns it; NotFound if none, Invalid for a delete marker or
+// a retention with a mode and no date (or a date and no mode). check, when
+// not nil, sees the version locked in the transaction and may refuse: its
+// error is returned unchanged.
+func (s *Store) SetObjectRetention(ctx context.Context, bucket, key, versionID string, lock meta.ObjectLock, check meta.VersionCheck) (*meta.Object, error) {
+	const op errs.Op = "meta.SetObjectRetention"
+	if err := validText(op, "bucket name", bucket, "object key", key, "version id", versionID); err != nil {
+		return nil, err
+	}
+	lock.LegalHold = ""
+	if err := validLock(op, lock); err != nil {
+		return nil, err
+	}
+	until := millis(lock.RetainUntil)
+	return s.setVersionColumns(ctx, op, bucket, key, versionID, "lock_mode = ?, lock_until = ?", []any{lock.Mode, until}, "object lock", check,
+		func(v *meta.Object) { v.Lock.Mode, v.Lock.RetainUntil = lock.Mode, fromMillis(until) })
+}
+
+// SetObjectLegalHold sets the legal hold of one version (LegalHoldOn or
+// LegalHoldOff) and returns it; NotFound if none, Invalid for a delete
+// marker or another hold.
+func (s *Store) SetObjectLegalHold(ctx context.Context, bucket, key, versionID, hold string) (*meta.Object, error) {
+	const op errs.Op = "meta.SetObjectLegalHold"
+	if err := validText(op, "bucket name", bucket, "object key", key, "version id", versionID); err != nil {
+		return nil, err
+	}
+	if hold != meta.LegalHoldOn && hold != meta.LegalHoldOff {
+		return nil, errs.E(op, errs.Invalid, fmt.Sprintf("legal hold %q is not %s or %s", hold, meta.LegalHoldOn, meta.LegalHoldOff))
+	}
+	return s.setVersionColumns(ctx, op, bucket, key, versionID, "legal_hold = ?", []any{hold}, "object lock", nil,
+		func(v *meta.Object) { v.Lock.LegalHold = hold })
+}
+
+// setVersionColumns makes the assignments assign ("tags = ?", with its
+// values) to one version, the latest (in objects) or a noncurrent one (in
+// object_versions), and returns the version with set applied; NotFound if
+// none, Invalid for a delete marker (it has no what). The version is read
+// and locked first; check, when not nil, sees it and may refuse.
+func (s *Store) setVersionColumns(ctx context.Context, op errs.Op, bucket, key, versionID, assign string, values []any, what string,
+	check meta.VersionCheck, set func(*meta.Object)) (*meta.Object, error) {
 	var o *meta.Object
 	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var err error
-		o, err = scanObject(s.queryRow(ctx, tx,
-			`UPDATE objects SET `+column+` = ? WHERE bucket = ? AND key = ? AND version_id = ? RETURNING `+objectColumns,
-			value, bucket, key, versionID))
-		if err == nil {
-			o.IsLatest = true
-			return nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		v, err := s.getVersion(ctx, tx, bucket, key, versionID)
+		v, table, err := s.lockVersion(ctx, tx, bucket, key, versionID)
 		if err != nil {
 			return err
 		}
 		if v.DeleteMarker {
 			return errs.E(op, errs.Invalid, fmt.Sprintf("version %q of object %q is a delete marker, which has no %s", versionID, key, what))
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE object_versions SET `+column+` = ? WHERE bucket = ? AND key = ? AND version_id = ?`,
-			value, bucket, key, versionID); err != nil {
+		if check != nil {
+			if err := check(v); err != nil {
+				return err
+			}
+		}
+		if _, err := s.exec(ctx, tx, `UPDATE `+table+` SET `+assign+` WHERE bucket = ? AND key = ? AND version_id = ?`,
+			append(values, bucket, key, versionID)...); err != nil {
 			return err
 		}
 		set(v)
@@ -418,6 +473,29 @@ func (s *Store) setVersionColumn(ctx context.Context, op errs.Op, bucket, key, v
 		return nil, s.wrap(op, err)
 	}
 	return o, nil
+}
+
+// lockVersion reads a version (IsLatest set), locking its row in
+// PostgreSQL, and names its table: objects for the key's latest version
+// when it is not a delete marker, else object_versions; sql.ErrNoRows if
+// there is none.
+func (s *Store) lockVersion(ctx context.Context, tx *sql.Tx, bucket, key, versionID string) (*meta.Object, string, error) {
+	o, err := scanObject(s.queryRow(ctx, tx,
+		`SELECT `+objectColumns+` FROM objects WHERE bucket = ? AND key = ? AND version_id = ?`+s.d.ForUpdate, bucket, key, versionID))
+	if err == nil {
+		o.IsLatest = true
+		return o, "objects", nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, "", err
+	}
+	var one int
+	if err := s.queryRow(ctx, tx, `SELECT 1 FROM object_versions WHERE bucket = ? AND key = ? AND version_id = ?`+s.d.ForUpdate,
+		bucket, key, versionID).Scan(&one); err != nil {
+		return nil, "", err
+	}
+	o, err = s.getVersion(ctx, tx, bucket, key, versionID)
+	return o, "object_versions", err
 }
 
 // ListObjectVersions returns a page of the versions and delete markers
