@@ -337,22 +337,22 @@ var subresources = map[string]subresource{
 
 	"accelerate":            {false, "transfer acceleration (?accelerate)", ""},
 	"analytics":             {false, "storage class analytics (?analytics)", ""},
-	"encryption":            {false, "bucket encryption settings (?encryption)", ""},
+	"encryption":            {false, "bucket encryption settings (?encryption)", "objects are files on the server's disk: encrypt that disk"},
 	"intelligent-tiering":   {false, "intelligent tiering (?intelligent-tiering)", "Atelier has one storage class"},
 	"inventory":             {false, "inventory reports (?inventory)", "list the bucket with ListObjectsV2"},
 	"logging":               {false, "server access logging (?logging)", ""},
 	"metadataConfiguration": {false, "metadata configuration (?metadataConfiguration)", ""},
 	"metadataTable":         {false, "metadata tables (?metadataTable)", ""},
 	"metrics":               {false, "request metrics configuration (?metrics)", "the server exports Prometheus metrics at /metrics on its REST port"},
-	"notification":          {false, "event notifications (?notification)", ""},
-	"renameObject":          {false, "RenameObject (?renameObject)", "copy the object and delete the original"},
+	"notification":          {false, "event notifications (?notification)", "there is no event service to deliver to: poll with ListObjectsV2"},
+	"renameObject":          {false, "RenameObject (?renameObject)", "RenameObject is for directory buckets: copy the object and delete the original"},
 	"replication":           {false, "replication (?replication)", ""},
 	"requestPayment":        {false, "requester pays (?requestPayment)", ""},
 	"restore":               {false, "object restore (?restore)", "objects are always readable: Atelier has one storage class"},
 	"select":                {false, "S3 Select (?select)", "read the object with GET"},
 	"session":               {false, "CreateSession (?session)", ""},
 	"torrent":               {false, "BitTorrent (?torrent)", ""},
-	"website":               {false, "static website hosting (?website)", ""},
+	"website":               {false, "static website hosting (?website)", "serve pages with a web server in front of public-read objects or presigned URLs"},
 }
 
 // bucketSubOps and objectSubOps map method and sub-resource to operation.
