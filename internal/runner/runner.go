@@ -239,15 +239,15 @@ type run struct {
 	userStarted atomic.Int64 // ms
 	beat        chan struct{}
 
-	hasReq  bool
-	venv    string
-	pre     *prestarted // user code's sandbox started ahead (prestart)
-	proc    *userProc
+	hasReq bool
+	venv   string
+	pre    *prestarted // user code's sandbox started ahead (prestart)
+	proc   *userProc
 	// pyDir is the extracted python/ tree ("" when it could not be), once
 	// pyExtracted.
 	pyDir       string
 	pyExtracted bool
-	outcome outcome
+	outcome     outcome
 }
 
 // outcome is what the runner learned about the attempt besides the facts
