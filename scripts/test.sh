@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: go vet and the linters, then every Go test — the
+# The whole test suite: gofmt, go vet and the linters, then every Go test — the
 # packages under internal/ with the race detector, the end-to-end tests and
 # the rest without it — and the Python SDK's unit tests. PostgreSQL comes
 # from ATELIER_TEST_POSTGRES_DSN; when that is unset and Debian's postgresql
@@ -26,6 +26,14 @@ need() { # what is missing: fail in CI, skip elsewhere
   fi
   echo "   skipped: $1"
 }
+
+stage "gofmt"
+unformatted="$("$("$go" env GOROOT)/bin/gofmt" -l cmd internal python test $(find bench -name '*.go' -not -path 'bench/.work/*'))"
+if [ -n "$unformatted" ]; then
+  echo "test.sh: not formatted with gofmt (run gofmt -w on them):" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
 
 stage "go vet"
 "$go" vet ./...
