@@ -135,13 +135,19 @@ func (e *ledgerEnv) reconcile() {
 
 func (e *ledgerEnv) record(id string) *record {
 	e.t.Helper()
-	raw, err := e.store.GetJob(e.ctx, id)
+	return storedRecord(e.t, e.ctx, e.store, id)
+}
+
+// storedRecord reads and decodes the stored record of job id.
+func storedRecord(t testing.TB, ctx context.Context, st Store, id string) *record {
+	t.Helper()
+	raw, err := st.GetJob(ctx, id)
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	r, err := decode(raw)
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return r
 }

@@ -12,15 +12,7 @@ import (
 // record reads the stored record of job id.
 func (e *inputsEnv) record(id string) *record {
 	e.t.Helper()
-	raw, err := e.store.GetJob(e.ctx, id)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	r, err := decode(raw)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return r
+	return storedRecord(e.t, e.ctx, e.store, id)
 }
 
 // prefetch makes the listings of r's attempt and waits until they are made.
