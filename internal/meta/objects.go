@@ -157,10 +157,14 @@ type ListObjectsQuery struct {
 	Delimiter  string // "" = no grouping
 	StartAfter string // exclusive; keys and common prefixes <= StartAfter are skipped
 	MaxKeys    int    // objects + common prefixes in the page; 0 means 1000
+	// Tags lists each object's tags too (lifecycle rules select by them).
+	Tags bool
 }
 
 // ListObjectsResult is a page. NextStartAfter is the last key or common
-// prefix in the page, set when Truncated.
+// prefix in the page, set when Truncated. A listed object carries no ACL
+// and no lock state, and its tags only when the query asks for them: a
+// listing reads only what listings use (GetObject reads the rest).
 type ListObjectsResult struct {
 	Objects        []*Object
 	CommonPrefixes []string

@@ -30,9 +30,19 @@ func testObjectTags(t *testing.T, s meta.Store) {
 	got, err := s.GetObject(ctx, "b1", "tagged")
 	must(t, err)
 	sameObject(t, "tagged object", got, o)
-	res, err := s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1"})
+	res, err := s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1", Tags: true})
 	must(t, err)
 	sameObject(t, "listed tagged object", res.Objects[0], o)
+	for _, delim := range []string{"", "/"} { // flat and grouped listings alike
+		res, err = s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1", Delimiter: delim})
+		must(t, err)
+		untagged := *o
+		untagged.Tags = nil
+		sameObject(t, "listed without tags", res.Objects[0], &untagged)
+		res, err = s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1", Delimiter: delim, Tags: true})
+		must(t, err)
+		sameObject(t, "listed with tags", res.Objects[0], o)
+	}
 
 	newTags := map[string]string{"stage": "prod"}
 	set, err := s.SetObjectTags(ctx, "b1", "tagged", newTags)

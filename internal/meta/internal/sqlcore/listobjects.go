@@ -51,7 +51,7 @@ func (s *Store) ListObjects(ctx context.Context, q meta.ListObjectsQuery) (*meta
 			return err
 		}
 		if q.Delimiter == "" {
-			return s.listFlat(ctx, tx, q.Bucket, kr, maxKeys, res)
+			return s.listFlat(ctx, tx, q.Bucket, kr, maxKeys, q.Tags, res)
 		}
 		return s.listGrouped(ctx, tx, q, kr, maxKeys, res)
 	})
@@ -62,13 +62,19 @@ func (s *Store) ListObjects(ctx context.Context, q meta.ListObjectsQuery) (*meta
 }
 
 // listFlat lists the objects in kr, without grouping.
-func (s *Store) listFlat(ctx context.Context, tx *sql.Tx, bucket string, kr keyRange, maxKeys int, res *meta.ListObjectsResult) error {
+func (s *Store) listFlat(ctx context.Context, tx *sql.Tx, bucket string, kr keyRange, maxKeys int, withTags bool, res *meta.ListObjectsResult) error {
 	if kr.empty() {
 		return nil
 	}
 	cond, args := kr.where(`key`)
-	objects, err := listIn(ctx, s, tx, scanObject,
-		`SELECT `+objectColumns+` FROM objects WHERE bucket = ? AND `+cond+` ORDER BY key `+limitArg,
+	objects, err := listIn(ctx, s, tx, func(sc scanner) (*meta.Object, error) {
+		var r objectRow
+		if err := r.scanListed(sc, withTags); err != nil {
+			return nil, err
+		}
+		return r.object()
+	},
+		`SELECT `+listCols(withTags)+` FROM objects WHERE bucket = ? AND `+cond+` ORDER BY key `+limitArg,
 		append(append([]any{bucket}, args...), maxKeys+1)...) // one past the page tells it is truncated
 	if err != nil {
 		return err
@@ -158,7 +164,7 @@ func (g *grouper) next(ctx context.Context) error {
 	limit := min(g.batch, g.max+1-g.n) // one entry past the page tells it is truncated
 	cond, args := g.kr.where(`key`)
 	rows, err := g.s.query(ctx, g.tx,
-		`SELECT `+objectColumns+` FROM objects WHERE bucket = ? AND `+cond+` ORDER BY key `+limitArg,
+		`SELECT `+listCols(g.q.Tags)+` FROM objects WHERE bucket = ? AND `+cond+` ORDER BY key `+limitArg,
 		append(append([]any{g.q.Bucket}, args...), limit)...)
 	if err != nil {
 		return err
@@ -169,7 +175,7 @@ func (g *grouper) next(ctx context.Context) error {
 	var r objectRow
 	for rows.Next() {
 		read++
-		if err := r.scan(rows); err != nil {
+		if err := r.scanListed(rows, g.q.Tags); err != nil {
 			return err
 		}
 		key := r.o.Key
@@ -221,4 +227,12 @@ func (g *grouper) next(ctx context.Context) error {
 		g.batch = min(2*g.batch, g.max+1)
 	}
 	return nil
+}
+
+// listCols are the columns of a listing, with the tags or without.
+func listCols(withTags bool) string {
+	if withTags {
+		return listTagColumns
+	}
+	return listColumns
 }
