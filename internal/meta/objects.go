@@ -276,6 +276,10 @@ type Objects interface {
 	// GetObject returns the object: the key's latest version unless that
 	// is a delete marker; NotFound if none.
 	GetObject(ctx context.Context, bucket, key string) (*Object, error)
+	// GetBucketObject returns the bucket and its object key, as GetBucket
+	// and GetObject would, in one read (the object nil when the bucket has
+	// none); NotFound if there is no bucket.
+	GetBucketObject(ctx context.Context, bucket, key string) (*Bucket, *Object, error)
 	// DeleteObject removes the object (the key's latest version, when it
 	// is not a delete marker) and returns it; NotFound if none. The key's
 	// next newest version, if any, becomes its latest.

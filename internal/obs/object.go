@@ -312,36 +312,38 @@ func (s *Service) get(ctx context.Context, op errs.Op, c *Caller, bucket, key st
 	if o.PartNumber < 0 || o.PartNumber > MaxPartNumber {
 		return nil, badPartNumber(op, o.PartNumber)
 	}
-	b, err := s.bucket(ctx, op, bucket)
+	// The ticket is taken before the index is read: the blobs found stay
+	// until the body is closed, whatever overwrites or deletes the object
+	// meanwhile. A HEAD reads no blob: nothing to pin.
+	head := method == http.MethodHead
+	var t ticket
+	if !head {
+		t = s.pins.begin()
+	}
+	// Without a version id, the bucket and the object are read together.
+	b, obj, err := s.bucketAndVersion(ctx, op, bucket, key, o.VersionID)
+	var res *GetResult
+	if err == nil {
+		// The object is authorized once it is found, with its tags in the
+		// condition context (s3:ExistingObjectTag/<key>).
+		action := ActionGetObject
+		if o.VersionID != "" {
+			action = ActionGetObjectVersion
+		}
+		res, err = s.found(op, b, key, obj, o, method, func(obj *meta.Object) error {
+			return s.checkWithObject(op, c, b, action, key, obj, tagContext(nil, obj, nil))
+		})
+	}
 	if err != nil {
-		return nil, err
-	}
-	// The object is authorized once it is found, with its tags in the
-	// condition context (s3:ExistingObjectTag/<key>).
-	action := ActionGetObject
-	if o.VersionID != "" {
-		action = ActionGetObjectVersion
-	}
-	authz := func(obj *meta.Object) error {
-		return s.checkWithObject(op, c, b, action, key, obj, tagContext(nil, obj, nil))
-	}
-	if method == http.MethodHead {
-		res, err := s.lookup(ctx, op, b, key, o, method, authz) // reads no blob: nothing to pin
-		if err == nil {
-			res.ShowRetention, res.ShowLegalHold = s.lockVisibility(op, c, b, key, res.Object)
+		if !head {
+			s.abandon(ctx, t)
 		}
 		return res, err
 	}
-	// The ticket is taken before the index is read: the blobs found stay
-	// until the body is closed, whatever overwrites or deletes the object
-	// meanwhile.
-	t := s.pins.begin()
-	res, err := s.lookup(ctx, op, b, key, o, method, authz)
-	if err != nil {
-		s.abandon(ctx, t)
-		return res, err
-	}
 	res.ShowRetention, res.ShowLegalHold = s.lockVisibility(op, c, b, key, res.Object)
+	if head {
+		return res, nil
+	}
 	body, err := s.openPinned(ctx, t, bucket+"/"+key, res.Object.Blobs, res.Offset, res.Length)
 	if err != nil {
 		return nil, err
@@ -354,11 +356,17 @@ func (s *Service) get(ctx context.Context, op errs.Op, c *Caller, bucket, key st
 // has authz (which sees nil when there is no object, or a delete marker)
 // authorize the request, and works out the bytes to send.
 func (s *Service) lookup(ctx context.Context, op errs.Op, b *meta.Bucket, key string, o GetOptions, method string, authz func(*meta.Object) error) (*GetResult, error) {
-	bucket := b.Name
 	obj, err := s.findVersion(ctx, op, b, key, o.VersionID)
 	if err != nil {
 		return nil, err
 	}
+	return s.found(op, b, key, obj, o, method, authz)
+}
+
+// found is lookup with the index entry read: obj is what findVersion
+// returned.
+func (s *Service) found(op errs.Op, b *meta.Bucket, key string, obj *meta.Object, o GetOptions, method string, authz func(*meta.Object) error) (*GetResult, error) {
+	bucket := b.Name
 	var marker *meta.Object
 	if obj != nil && obj.DeleteMarker {
 		marker, obj = obj, nil

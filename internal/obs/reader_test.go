@@ -169,8 +169,9 @@ func TestReadKeepsItsVersion(t *testing.T) {
 	}
 }
 
-// lookupHook runs after, once, after the first GetObject of the index
-// returns: a change between a reader's index lookup and its first read.
+// lookupHook runs after, once, after the first GetObject or
+// GetBucketObject of the index returns: a change between a reader's index
+// lookup and its first read.
 type lookupHook struct {
 	Store
 	once  sync.Once
@@ -179,10 +180,20 @@ type lookupHook struct {
 
 func (h *lookupHook) GetObject(ctx context.Context, bucket, key string) (*meta.Object, error) {
 	o, err := h.Store.GetObject(ctx, bucket, key)
+	h.fire()
+	return o, err
+}
+
+func (h *lookupHook) GetBucketObject(ctx context.Context, bucket, key string) (*meta.Bucket, *meta.Object, error) {
+	b, o, err := h.Store.GetBucketObject(ctx, bucket, key)
+	h.fire()
+	return b, o, err
+}
+
+func (h *lookupHook) fire() {
 	if h.after != nil {
 		h.once.Do(h.after)
 	}
-	return o, err
 }
 
 // TestReadRacingItsLookup: an object replaced and then deleted between a

@@ -113,17 +113,10 @@ func noSuchVersion(op errs.Op, bucket, key, version string) error {
 func (s *Service) findVersion(ctx context.Context, op errs.Op, b *meta.Bucket, key, version string) (*meta.Object, error) {
 	if version == "" {
 		o, err := s.readObject(ctx, op, b.Name, key)
-		if o != nil || err != nil || b.Versioning == "" {
-			return markVersioned(o, b), err
-		}
-		o, err = s.store.GetLatestVersion(ctx, b.Name, key)
-		if errs.Is(err, errs.NotFound) {
-			return nil, nil
-		}
 		if err != nil {
-			return nil, storeErr(op, fmt.Sprintf("reading the versions of object %q", key), err)
+			return nil, err
 		}
-		return markVersioned(o, b), nil
+		return s.latest(ctx, op, b, key, o)
 	}
 	id, err := ParseVersionID(version)
 	if err != nil {
@@ -138,6 +131,45 @@ func (s *Service) findVersion(ctx context.Context, op errs.Op, b *meta.Bucket, k
 	}
 	o.Versioned = true
 	return o, nil
+}
+
+// latest is findVersion without a version, given the key's objects row
+// (nil if none): that object, or else, in a bucket that has been
+// versioned, the key's latest version (a delete marker), if any.
+func (s *Service) latest(ctx context.Context, op errs.Op, b *meta.Bucket, key string, o *meta.Object) (*meta.Object, error) {
+	if o != nil || b.Versioning == "" {
+		return markVersioned(o, b), nil
+	}
+	o, err := s.store.GetLatestVersion(ctx, b.Name, key)
+	if errs.Is(err, errs.NotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, storeErr(op, fmt.Sprintf("reading the versions of object %q", key), err)
+	}
+	return markVersioned(o, b), nil
+}
+
+// bucketAndVersion loads a bucket (NoSuchBucket if none) and what
+// findVersion finds in it; without a version, both in one read.
+func (s *Service) bucketAndVersion(ctx context.Context, op errs.Op, bucket, key, version string) (*meta.Bucket, *meta.Object, error) {
+	if version != "" {
+		b, err := s.bucket(ctx, op, bucket)
+		if err != nil {
+			return nil, nil, err
+		}
+		o, err := s.findVersion(ctx, op, b, key, version)
+		return b, o, err
+	}
+	b, o, err := s.store.GetBucketObject(ctx, bucket, key)
+	if errs.Is(err, errs.NotFound) {
+		return nil, nil, noSuchBucket(op, bucket)
+	}
+	if err != nil {
+		return nil, nil, storeErr(op, fmt.Sprintf("reading bucket %q and object %q", bucket, key), err)
+	}
+	o, err = s.latest(ctx, op, b, key, o)
+	return b, o, err
 }
 
 // PutBucketVersioning sets the bucket's versioning state: Enabled or

@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 
 		{"ObjectRoundTrip", testObjectRoundTrip},
 		{"ObjectInvalid", testObjectInvalid},
+		{"GetBucketObject", testGetBucketObject},
 		{"ObjectKeys", testObjectKeys},
 		{"ListObjectsDelimiter", testListObjectsDelimiter},
 		{"ListObjectsEdges", testListObjectsEdges},
@@ -387,6 +388,7 @@ func testClose(t *testing.T, s meta.Store) {
 		"SetBucketConfig":         func() error { return s.SetBucketConfig(ctx, "b1", meta.BucketCORS, "{}") },
 		"PutObject":               func() error { _, err := s.PutObject(ctx, object("b1", "k2", 1)); return err },
 		"GetObject":               func() error { _, err := s.GetObject(ctx, "b1", "k"); return err },
+		"GetBucketObject":         func() error { _, _, err := s.GetBucketObject(ctx, "b1", "k"); return err },
 		"DeleteObject":            func() error { _, err := s.DeleteObject(ctx, "b1", "k"); return err },
 		"SetObjectRetention": func() error {
 			_, err := s.SetObjectRetention(ctx, "b1", "k", "", meta.ObjectLock{Mode: meta.LockGovernance, RetainUntil: b}, nil)

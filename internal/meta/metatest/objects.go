@@ -321,6 +321,45 @@ func testObjectRoundTrip(t *testing.T, s meta.Store) {
 	wantKind(t, "PutObject missing bucket", err, errs.NotFound)
 }
 
+// testGetBucketObject: the bucket and object read together are what
+// GetBucket and GetObject return, every column of both; a missing key
+// gives the bucket alone, a missing bucket NotFound.
+func testGetBucketObject(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	b1 := bucket("b1", "owner-1")
+	b1.Policy, b1.Tags, b1.ACL, b1.Ownership = `{"Statement":[]}`, `{"t":"v"}`, `{"grants":[]}`, "BucketOwnerPreferred"
+	b1.Versioning, b1.ObjectLock = meta.VersioningEnabled, `{"ObjectLockEnabled":"Enabled"}`
+	must(t, s.CreateBucket(ctx, b1))
+	seedBucket(t, s, "b2")
+	full := object("b1", "dir/full.txt", 5, 7)
+	full.Tags, full.ACL = map[string]string{"project": "atelier"}, `{"grants":["x"]}`
+	full.VersionID = "v1"
+	full.Lock = meta.ObjectLock{Mode: meta.LockGovernance, RetainUntil: base().Add(time.Hour), LegalHold: meta.LegalHoldOn}
+	for _, o := range []*meta.Object{full, bare("b1", "bare"), object("b2", "dir/full.txt", 3)} {
+		put(t, s, o)
+	}
+	for _, tc := range []struct{ bucket, key string }{{"b1", "dir/full.txt"}, {"b1", "bare"}, {"b2", "dir/full.txt"}, {"b1", "missing"}, {"b2", "bare"}} {
+		gotB, gotO, err := s.GetBucketObject(ctx, tc.bucket, tc.key)
+		must(t, err)
+		wantB, err := s.GetBucket(ctx, tc.bucket)
+		must(t, err)
+		same(t, "bucket of "+tc.bucket+"/"+tc.key, gotB, wantB)
+		wantO, err := s.GetObject(ctx, tc.bucket, tc.key)
+		if errs.Is(err, errs.NotFound) {
+			if gotO != nil {
+				t.Fatalf("%s/%s: got object %+v, want none", tc.bucket, tc.key, gotO)
+			}
+			continue
+		}
+		must(t, err)
+		same(t, "object "+tc.bucket+"/"+tc.key, gotO, wantO)
+	}
+	_, _, err := s.GetBucketObject(ctx, "nobody", "dir/full.txt")
+	wantKind(t, "GetBucketObject missing bucket", err, errs.NotFound)
+	_, _, err = s.GetBucketObject(ctx, "b1", "a\x00b")
+	wantKind(t, "GetBucketObject NUL in key", err, errs.Invalid)
+}
+
 func testObjectInvalid(t *testing.T, s meta.Store) {
 	ctx := t.Context()
 	seedBucket(t, s, "b1")

@@ -13,15 +13,31 @@ import (
 const bucketColumns = `name, owner_id, region, create_time, policy, lifecycle, cors, tags, versioning, acl, ownership, public_access_block,
 	object_lock`
 
+// bucketRow is a scanned buckets row.
+type bucketRow struct {
+	b          meta.Bucket
+	createTime sql.NullInt64
+}
+
+// dests are the scan destinations of bucketColumns.
+func (r *bucketRow) dests() []any {
+	b := &r.b
+	return []any{&b.Name, &b.OwnerID, &b.Region, &r.createTime, &b.Policy, &b.Lifecycle, &b.CORS, &b.Tags, &b.Versioning, &b.ACL, &b.Ownership,
+		&b.PublicAccessBlock, &b.ObjectLock}
+}
+
+func (r *bucketRow) bucket() *meta.Bucket {
+	b := r.b
+	b.CreateTime = fromMillis(r.createTime)
+	return &b
+}
+
 func scanBucket(sc scanner) (*meta.Bucket, error) {
-	var b meta.Bucket
-	var ct sql.NullInt64
-	if err := sc.Scan(&b.Name, &b.OwnerID, &b.Region, &ct, &b.Policy, &b.Lifecycle, &b.CORS, &b.Tags, &b.Versioning, &b.ACL, &b.Ownership, &b.PublicAccessBlock,
-		&b.ObjectLock); err != nil {
+	var r bucketRow
+	if err := sc.Scan(r.dests()...); err != nil {
 		return nil, err
 	}
-	b.CreateTime = fromMillis(ct)
-	return &b, nil
+	return r.bucket(), nil
 }
 
 func bucketNotFound(op errs.Op, name string) error {

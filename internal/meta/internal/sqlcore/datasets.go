@@ -206,7 +206,7 @@ func (s *Store) ListDatasetVersions(ctx context.Context, datasetID string, opts 
 	opts = opts.Normalize()
 	var out []*meta.DatasetVersionRecord
 	var total int
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *snapshot) error {
 		if err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM dataset_versions WHERE dataset_id = ?`, datasetID).Scan(&total); err != nil {
 			return err
 		}

@@ -20,6 +20,12 @@
 // together, so that they share one sync of the log; each still commits or
 // fails alone.
 //
+// Statements are prepared once per pool and connection and cached by their
+// text (never user text: values are bound). A read-only transaction uses
+// the read pool's cached statements, and one it runs for the first time is
+// prepared after it ends, never inside it: every reader connection may be
+// held by such transactions. Listings read only the columns they return.
+//
 // Times are stored as BIGINT epoch milliseconds, NULL for the zero time, and
 // read back in UTC. Object metadata, headers, checksums and blob lists are
 // JSON text, and come back nil when empty, except that an object that is

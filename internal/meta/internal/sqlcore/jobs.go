@@ -514,7 +514,7 @@ func (s *Store) ListJobEvents(ctx context.Context, jobID string, opts meta.ListO
 	opts = opts.Normalize()
 	var events []meta.JobEvent
 	var total int
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *snapshot) error {
 		if err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM job_events WHERE job_id = ?`, jobID).Scan(&total); err != nil {
 			return err
 		}

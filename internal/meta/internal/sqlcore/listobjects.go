@@ -2,7 +2,6 @@ package sqlcore
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 
 	"github.com/atelier-dev/atelier/internal/errs"
@@ -46,7 +45,7 @@ func (s *Store) ListObjects(ctx context.Context, q meta.ListObjectsQuery) (*meta
 	}
 	res := &meta.ListObjectsResult{Objects: []*meta.Object{}, CommonPrefixes: []string{}}
 	kr := prefixRange(q.Prefix).after(q.StartAfter, false)
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *snapshot) error {
 		if err := s.bucketExists(ctx, tx, op, q.Bucket); err != nil {
 			return err
 		}
@@ -62,7 +61,7 @@ func (s *Store) ListObjects(ctx context.Context, q meta.ListObjectsQuery) (*meta
 }
 
 // listFlat lists the objects in kr, without grouping.
-func (s *Store) listFlat(ctx context.Context, tx *sql.Tx, bucket string, kr keyRange, maxKeys int, withTags bool, res *meta.ListObjectsResult) error {
+func (s *Store) listFlat(ctx context.Context, tx *snapshot, bucket string, kr keyRange, maxKeys int, withTags bool, res *meta.ListObjectsResult) error {
 	if kr.empty() {
 		return nil
 	}
@@ -88,7 +87,7 @@ func (s *Store) listFlat(ctx context.Context, tx *sql.Tx, bucket string, kr keyR
 }
 
 // listGrouped lists the objects and common prefixes in kr.
-func (s *Store) listGrouped(ctx context.Context, tx *sql.Tx, q meta.ListObjectsQuery, kr keyRange, maxKeys int, res *meta.ListObjectsResult) error {
+func (s *Store) listGrouped(ctx context.Context, tx *snapshot, q meta.ListObjectsQuery, kr keyRange, maxKeys int, res *meta.ListObjectsResult) error {
 	g := grouper{s: s, tx: tx, q: q, max: maxKeys, batch: maxKeys + 1, kr: kr, res: res}
 	if cp, ok := g.commonPrefix(q.StartAfter); ok {
 		// StartAfter is under a common prefix, which is <= StartAfter: the
@@ -112,7 +111,7 @@ const skipRun = 8
 // grouper reads the entries of a grouped listing into res.
 type grouper struct {
 	s     *Store
-	tx    *sql.Tx
+	tx    *snapshot
 	q     meta.ListObjectsQuery
 	max   int
 	batch int      // rows the next query reads, at most

@@ -250,7 +250,7 @@ func (s *Store) ListNotebookEvents(ctx context.Context, notebookID string, opts 
 	opts = opts.Normalize()
 	var events []meta.NotebookEvent
 	var total int
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *snapshot) error {
 		if err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM notebook_events WHERE notebook_id = ?`, notebookID).Scan(&total); err != nil {
 			return err
 		}

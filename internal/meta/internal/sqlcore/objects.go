@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
@@ -393,6 +394,58 @@ func (s *Store) GetObject(ctx context.Context, bucket, key string) (*meta.Object
 	}
 	return o, s.wrap(op, err)
 }
+
+// GetBucketObject returns the bucket and its object key (nil when the
+// bucket has none), read by one statement; NotFound if there is no bucket.
+func (s *Store) GetBucketObject(ctx context.Context, bucket, key string) (*meta.Bucket, *meta.Object, error) {
+	const op errs.Op = "meta.GetBucketObject"
+	if err := validText(op, "bucket name", bucket, "object key", key); err != nil {
+		return nil, nil, err
+	}
+	var br bucketRow
+	var or objectRow
+	var found bool
+	err := s.queryRow(ctx, s.r, bucketObjectQuery(), key, bucket).Scan(append(append(br.dests(), &found), or.dests()...)...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, bucketNotFound(op, bucket)
+	}
+	if err != nil {
+		return nil, nil, s.wrap(op, err)
+	}
+	if !found {
+		return br.bucket(), nil, nil
+	}
+	o, err := or.object()
+	if err != nil {
+		return nil, nil, s.wrap(op, err)
+	}
+	return br.bucket(), o, nil
+}
+
+// bucketObjectQuery is the statement of GetBucketObject: the bucket's
+// columns, whether the object exists, and objectColumns of the object (”,
+// or 0 for its size, where there is none; the nullable times NULL). Its
+// arguments are the key, then the bucket.
+var bucketObjectQuery = sync.OnceValue(func() string {
+	var q strings.Builder
+	q.WriteString(`SELECT `)
+	for c := range strings.SplitSeq(bucketColumns, ",") {
+		q.WriteString(`b.` + strings.TrimSpace(c) + `, `)
+	}
+	q.WriteString(`o.key IS NOT NULL`)
+	for c := range strings.SplitSeq(objectColumns, ",") {
+		switch c = strings.TrimSpace(c); c {
+		case "last_modified", "lock_until":
+			q.WriteString(`, o.` + c)
+		case "size":
+			q.WriteString(`, COALESCE(o.size, 0)`)
+		default:
+			q.WriteString(`, COALESCE(o.` + c + `, '')`)
+		}
+	}
+	q.WriteString(` FROM buckets b LEFT JOIN objects o ON o.bucket = b.name AND o.key = ? WHERE b.name = ?`)
+	return q.String()
+})
 
 // DeleteObject removes the object and returns it; NotFound if none. One
 // statement deletes the row and, by cascade, its blob references; the

@@ -367,7 +367,7 @@ func (s *Store) ListServiceEvents(ctx context.Context, serviceID string, opts me
 	opts = opts.Normalize()
 	var events []meta.ServiceEvent
 	var total int
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *snapshot) error {
 		if err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM service_events WHERE service_id = ?`, serviceID).Scan(&total); err != nil {
 			return err
 		}

@@ -86,14 +86,28 @@ func (s *Store) stmtFor(ctx context.Context, q querier, query string) *sql.Stmt 
 		// Only a statement prepared earlier: preparing one now would need a
 		// second connection of the writer pool, whose only connection this
 		// transaction holds.
-		s.stmts.mu.Lock()
-		st := s.stmts.m[stmtKey{s.w, query}]
-		s.stmts.mu.Unlock()
-		if st != nil {
+		if st := s.cachedStmt(s.w, query); st != nil {
 			return q.StmtContext(ctx, st)
+		}
+	case *snapshot:
+		// Likewise on the read pool, whose connections may all be held by
+		// snapshots: a query met for the first time runs unprepared, and is
+		// prepared once the snapshot has given its connection back.
+		if st := s.cachedStmt(s.r, query); st != nil {
+			return q.StmtContext(ctx, st)
+		}
+		if !slices.Contains(q.unprepared, query) {
+			q.unprepared = append(q.unprepared, query)
 		}
 	}
 	return nil
+}
+
+// cachedStmt is the cached statement of query on db, or nil.
+func (s *Store) cachedStmt(db *sql.DB, query string) *sql.Stmt {
+	s.stmts.mu.Lock()
+	defer s.stmts.mu.Unlock()
+	return s.stmts.m[stmtKey{db, query}]
 }
 
 // Ping reports whether both pools answer.
@@ -248,15 +262,29 @@ type scanner interface {
 	Scan(dest ...any) error
 }
 
-// readTx runs fn in a read-only transaction on the read pool, whose
-// statements all see one snapshot of the database.
-func (s *Store) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// snapshot is a read-only transaction on the read pool: its statements all
+// see one snapshot of the database.
+type snapshot struct {
+	*sql.Tx
+	unprepared []string // queries it ran without a cached statement
+}
+
+// readTx runs fn in a snapshot. Its queries use the read pool's cached
+// statements; those it ran without one are prepared after it ends, for the
+// next (SQLite parses a listing's query in about the time it takes to read
+// a hundred rows).
+func (s *Store) readTx(ctx context.Context, fn func(tx *snapshot) error) error {
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback() // nothing to commit
-	return fn(tx)
+	snap := &snapshot{Tx: tx}
+	err = fn(snap)
+	tx.Rollback() // nothing to commit
+	for _, query := range snap.unprepared {
+		s.prepared(ctx, s.r, query)
+	}
+	return err
 }
 
 // list runs a page query on the read pool and scans each row with scan.
@@ -334,7 +362,7 @@ func orderedPage[T any](ctx context.Context, s *Store, table, columns string, co
 	}
 	var out []T
 	var total int
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *snapshot) error {
 		if err := s.queryRow(ctx, tx, `SELECT COUNT(*) FROM `+table+where, args...).Scan(&total); err != nil {
 			return err
 		}

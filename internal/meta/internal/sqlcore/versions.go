@@ -214,7 +214,7 @@ func (s *Store) GetObjectVersion(ctx context.Context, bucket, key, versionID str
 		return nil, err
 	}
 	var o *meta.Object
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *snapshot) error {
 		var err error
 		o, err = s.getVersion(ctx, tx, bucket, key, versionID)
 		return err
@@ -273,7 +273,7 @@ func (s *Store) GetLatestVersion(ctx context.Context, bucket, key string) (*meta
 		return nil, err
 	}
 	var o *meta.Object
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *snapshot) error {
 		var err error
 		o, err = scanObject(s.queryRow(ctx, tx, `SELECT `+objectColumns+` FROM objects WHERE bucket = ? AND key = ?`, bucket, key))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -519,7 +519,7 @@ func (s *Store) ListObjectVersions(ctx context.Context, q meta.ListVersionsQuery
 	}
 	l := versionLister{s: s, q: q, max: maxKeys,
 		res: &meta.ListVersionsResult{Versions: []*meta.Object{}, CommonPrefixes: []string{}}}
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *snapshot) error {
 		if err := s.bucketExists(ctx, tx, op, q.Bucket); err != nil {
 			return err
 		}
@@ -535,7 +535,7 @@ func (s *Store) ListObjectVersions(ctx context.Context, q meta.ListVersionsQuery
 // versionLister reads the entries of a ListObjectVersions page.
 type versionLister struct {
 	s   *Store
-	tx  *sql.Tx
+	tx  *snapshot
 	q   meta.ListVersionsQuery
 	max int
 	res *meta.ListVersionsResult
