@@ -73,6 +73,7 @@ const (
 	msgPeriodNotPositive  = "Default retention period must be a positive integer value."
 	msgPeriodTooLarge     = "Default retention period too large."
 	msgNeedsIntegrity     = "Content-MD5 OR x-amz-checksum- HTTP header is required for Put Object requests with Object Lock parameters"
+	msgPartNeedsIntegrity = "Content-MD5 OR x-amz-checksum- HTTP header is required for Upload Part requests with Object Lock parameters"
 	msgBypassWithoutLock  = "x-amz-bypass-governance-retention is only applicable to Object Lock enabled buckets."
 	hintBypassGovernance  = "a GOVERNANCE retention is bypassed by a request with x-amz-bypass-governance-retention: true from a caller allowed s3:BypassGovernanceRetention"
 	hintEnableObjectLock  = "make a bucket with object lock (`atelier obs mb --object-lock`, or CreateBucket with x-amz-bucket-object-lock-enabled: true), or enable it on a bucket whose versioning is Enabled (`atelier obs lock set`, PUT ?object-lock)"
@@ -399,6 +400,16 @@ func needsIntegrity(op errs.Op, r LockRequest, require bool, contentMD5 []byte, 
 		return nil
 	}
 	return fail(op, CodeLockNeedsIntegrity, msgNeedsIntegrity, hintIntegrityForLocks)
+}
+
+// partNeedsIntegrity is needsIntegrity for a part of an upload whose
+// request asked for an object lock (u.Lock: not a bucket default).
+func partNeedsIntegrity(op errs.Op, u *meta.Upload, require bool, contentMD5 []byte, ck Checksum) error {
+	r := LockRequest{Mode: u.Lock.Mode, RetainUntil: u.Lock.RetainUntil, LegalHold: u.Lock.LegalHold}
+	if needsIntegrity(op, r, require, contentMD5, ck) == nil {
+		return nil
+	}
+	return fail(op, CodeLockNeedsIntegrity, msgPartNeedsIntegrity, hintIntegrityForLocks)
 }
 
 // CreateBucket's object lock: the bucket starts with versioning Enabled

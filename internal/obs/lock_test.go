@@ -438,6 +438,30 @@ func TestLockOnWrite(t *testing.T) {
 	if mp.Lock != (meta.ObjectLock{Mode: LockGovernance, RetainUntil: until.Add(time.Hour)}) {
 		t.Fatalf("completed with its own retention: %+v", mp.Lock)
 	}
+	// A part of an upload that asked for a lock needs Content-MD5 or a
+	// checksum where the front end requires it; one that gets only the
+	// default retention does not.
+	u, err = e.svc.CreateMultipartUpload(e.ctx, e.alice, "locked", "mp3", UploadOptions{Lock: LockRequest{LegalHold: LegalHoldOn}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.svc.UploadPart(e.ctx, e.alice, "locked", "mp3", u.ID, 1, strings.NewReader("P"), PartOptions{Size: 1, RequireIntegrity: true})
+	if S3Code(err) != "InvalidRequest" || !strings.Contains(err.Error(), msgPartNeedsIntegrity) {
+		t.Fatalf("a part without Content-MD5: %v", err)
+	}
+	for _, o := range []PartOptions{{ContentMD5: md5raw([]byte("P"))}, {Checksum: Checksum{Algo: AlgoCRC32C, Trailer: true}}, {}} {
+		o.Size, o.RequireIntegrity = 1, o.ContentMD5 != nil || o.Checksum.Trailer
+		if _, err := e.svc.UploadPart(e.ctx, e.alice, "locked", "mp3", u.ID, 1, strings.NewReader("P"), o); err != nil {
+			t.Fatalf("a part with %+v: %v", o, err)
+		}
+	}
+	u, err = e.svc.CreateMultipartUpload(e.ctx, e.alice, "locked", "mp4", UploadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.UploadPart(e.ctx, e.alice, "locked", "mp4", u.ID, 1, strings.NewReader("P"), PartOptions{Size: 1, RequireIntegrity: true}); err != nil {
+		t.Fatalf("a part of an upload with the default retention: %v", err)
+	}
 	_, err = e.svc.CreateMultipartUpload(e.ctx, e.alice, "plain", "mp", UploadOptions{Lock: LockRequest{LegalHold: LegalHoldOn}})
 	wantCode(t, err, CodeLockNotEnabled)
 	_, err = e.svc.CreateMultipartUpload(e.ctx, e.alice, "locked", "mp", UploadOptions{Lock: LockRequest{Mode: LockGovernance, RetainUntil: now}})

@@ -112,6 +112,9 @@ type PartOptions struct {
 	Size       int64  // bytes in the body; -1 if unknown
 	ContentMD5 []byte // nil if absent
 	Checksum   Checksum
+	// RequireIntegrity: a part of an upload that asked for an object lock
+	// must come with ContentMD5 or a Checksum, as S3 requires.
+	RequireIntegrity bool
 }
 
 // UploadPart stores part number of an upload (1…10000), replacing a part
@@ -131,6 +134,9 @@ func (s *Service) UploadPart(ctx context.Context, c *Caller, bucket, key, upload
 				"send parts with the checksum algorithm given when the upload was created")
 		}
 		ck.Algo = u.ChecksumAlgo
+	}
+	if err := partNeedsIntegrity(op, u, o.RequireIntegrity, o.ContentMD5, ck); err != nil {
+		return nil, err
 	}
 	w, err := s.writeBlob(ctx, op, body, o.Size, o.ContentMD5, ck)
 	if err != nil {

@@ -49,7 +49,7 @@ func (s *Server) uploadPart(q *request) error {
 		return err
 	}
 	p, err := s.d.OBS.UploadPart(q.r.Context(), q.caller, q.t.Bucket, q.t.Key, query.Get("uploadId"), n, q.r.Body,
-		obs.PartOptions{Size: q.bodySize(), ContentMD5: md5sum, Checksum: ck})
+		obs.PartOptions{Size: q.bodySize(), ContentMD5: md5sum, Checksum: ck, RequireIntegrity: true})
 	if err != nil {
 		return err
 	}

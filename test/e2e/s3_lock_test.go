@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/atelier-dev/atelier/internal/testenv"
 )
@@ -99,6 +106,18 @@ func TestS3ObjectLockCLIs(t *testing.T) {
 	if out := ok("alice", "s3api", "get-object-lock-configuration", "--bucket", "vault"); !strings.Contains(out, `"Mode": "GOVERNANCE"`) || !strings.Contains(out, `"Days": 1`) {
 		t.Fatalf("get-object-lock-configuration: %s", out)
 	}
+	// A multipart upload that asks for a lock: each part needs Content-MD5
+	// or a checksum, which botocore sends (TestS3ObjectLockPartIntegrity
+	// sends neither).
+	var mp struct{ UploadId string }
+	if err := json.Unmarshal([]byte(ok("alice", "s3api", "create-multipart-upload", "--bucket", "vault", "--key", "mp.bin",
+		"--object-lock-legal-hold-status", "ON")), &mp); err != nil || mp.UploadId == "" {
+		t.Fatalf("create-multipart-upload: %+v %v", mp, err)
+	}
+	part := []string{"s3api", "upload-part", "--bucket", "vault", "--key", "mp.bin", "--upload-id", mp.UploadId, "--part-number", "1", "--body", f}
+	ok("alice", append(part, "--content-md5", "PXi9cJl7PP10lKHDzl5kYw==")...) // MD5("keep me")
+	ok("alice", "s3api", "abort-multipart-upload", "--bucket", "vault", "--key", "mp.bin", "--upload-id", mp.UploadId)
+
 	ok("alice", "s3api", "create-bucket", "--bucket", "plain")
 	refused("alice", "ObjectLockConfigurationNotFoundError", "s3api", "get-object-lock-configuration", "--bucket", "plain")
 	refused("alice", "InvalidBucketState", "s3api", "put-object-lock-configuration", "--bucket", "plain", "--object-lock-configuration", `{"ObjectLockEnabled":"Enabled"}`)
@@ -274,5 +293,56 @@ print("boto3 object lock ok")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "boto3 object lock ok") {
 		t.Fatalf("boto3: %v\n%s", err, out)
+	}
+}
+
+// TestS3ObjectLockPartIntegrity: a part of a multipart upload that asked
+// for an object lock, sent by the Go SDK told to add checksums only where
+// the API requires them, is refused without Content-MD5 or a checksum, as
+// S3 does; with either it is stored, and a part of an upload that gets only
+// the bucket's default retention needs neither.
+func TestS3ObjectLockPartIntegrity(t *testing.T) {
+	s := startServer(t, filepath.Join(t.TempDir(), "data"))
+	ctx := t.Context()
+	c := s3.New(s3.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(s.cfg.S3Endpoint), UsePathStyle: true,
+		Credentials:                credentials.NewStaticCredentialsProvider(s.cfg.AccessKey, s.cfg.SecretKey, ""),
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+	})
+	b := aws.String("parts-vault")
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: b, ObjectLockEnabledForBucket: aws.Bool(true)}); err != nil {
+		t.Fatal(err)
+	}
+	upload := func(key string, hold bool) *string {
+		t.Helper()
+		in := &s3.CreateMultipartUploadInput{Bucket: b, Key: aws.String(key)}
+		if hold {
+			in.ObjectLockLegalHoldStatus = s3types.ObjectLockLegalHoldStatusOn
+		}
+		u, err := c.CreateMultipartUpload(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.UploadId
+	}
+	part := func(key string, id *string, md5 string, algo s3types.ChecksumAlgorithm) error {
+		_, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: b, Key: aws.String(key), UploadId: id, PartNumber: aws.Int32(1),
+			Body: strings.NewReader("keep me"), ContentMD5: aws.String(md5), ChecksumAlgorithm: algo})
+		return err
+	}
+	id := upload("held.bin", true)
+	err := part("held.bin", id, "", "")
+	var ae smithy.APIError
+	if !errors.As(err, &ae) || ae.ErrorCode() != "InvalidRequest" || !strings.Contains(ae.ErrorMessage(), "Content-MD5 OR x-amz-checksum-") {
+		t.Fatalf("a part without Content-MD5 or a checksum: %v", err)
+	}
+	if err := part("held.bin", id, "PXi9cJl7PP10lKHDzl5kYw==", ""); err != nil {
+		t.Fatalf("with Content-MD5: %v", err)
+	}
+	if err := part("held.bin", id, "", s3types.ChecksumAlgorithmCrc32); err != nil {
+		t.Fatalf("with a CRC32: %v", err)
+	}
+	if err := part("plain.bin", upload("plain.bin", false), "", ""); err != nil {
+		t.Fatalf("a part of an upload that asked for no lock: %v", err)
 	}
 }
