@@ -291,6 +291,13 @@ type Objects interface {
 	// Lifecycle expiry uses it, so that an object overwritten (or
 	// re-tagged) since it was listed is decided again, not deleted blind.
 	DeleteObjectIf(ctx context.Context, bucket, key string, cond func(current *Object) bool) (*Object, error)
+	// PutMarkerIf is PutObject of the delete marker m when cond, called
+	// with the key's object (its row locked, in the same transaction; nil
+	// when the key has none), returns true; else a Conflict error whose
+	// cause is ErrPreconditionFailed, and nothing is changed. cond must not
+	// call the store. Lifecycle expiry in a versioned bucket uses it, so
+	// that a version written since the listing is not hidden.
+	PutMarkerIf(ctx context.Context, m *Object, cond func(current *Object) bool) (replaced *Object, err error)
 	// GetObjectVersion returns a version of the key ("" is the null
 	// version), a delete marker too; NotFound if none.
 	GetObjectVersion(ctx context.Context, bucket, key, versionID string) (*Object, error)

@@ -376,7 +376,8 @@ func days(n int) time.Duration { return time.Duration(n) * 24 * time.Hour }
 // expire deletes the objects r expires at now (see ExpiresCurrent),
 // decided on the listing and again, atomically, on the object deleted; in
 // a versioned bucket it adds a delete marker instead, which keeps the
-// version (a version written since the listing is then hidden, not lost).
+// version, decided again in the same way: an object overwritten or
+// re-tagged since the listing is not hidden.
 func (s *Service) expire(ctx context.Context, b *meta.Bucket, r *LifecycleRule, now time.Time) (int, error) {
 	const op errs.Op = "obs.expire"
 	bucket := b.Name
@@ -394,10 +395,16 @@ func (s *Service) expire(ctx context.Context, b *meta.Bucket, r *LifecycleRule, 
 			if !ExpiresCurrent(r, o, now) {
 				continue
 			}
+			// Decided again on the object as it is when deleted: one
+			// overwritten or re-tagged since the listing may be kept.
+			expires := func(cur *meta.Object) bool { return cur != nil && ExpiresCurrent(r, cur, now) }
 			if b.Versioning != "" {
 				m := &meta.Object{Bucket: bucket, Key: o.Key, VersionID: newVersionID(b), DeleteMarker: true,
 					OwnerID: b.OwnerID, LastModified: s.nowMS(), Versioned: true}
-				replaced, err := s.store.PutObject(ctx, m)
+				replaced, err := s.store.PutMarkerIf(ctx, m, expires)
+				if errors.Is(err, meta.ErrPreconditionFailed) {
+					continue
+				}
 				if err != nil {
 					return n, storeErr(op, fmt.Sprintf("adding a delete marker to object %q", o.Key), err)
 				}
@@ -407,9 +414,7 @@ func (s *Service) expire(ctx context.Context, b *meta.Bucket, r *LifecycleRule, 
 				n++
 				continue
 			}
-			// Decided again on the object as it is when deleted: one
-			// overwritten or re-tagged since the listing may be kept.
-			gone, err := s.store.DeleteObjectIf(ctx, bucket, o.Key, func(cur *meta.Object) bool { return ExpiresCurrent(r, cur, now) })
+			gone, err := s.store.DeleteObjectIf(ctx, bucket, o.Key, expires)
 			if errs.Is(err, errs.NotFound) || errors.Is(err, meta.ErrPreconditionFailed) {
 				continue
 			}

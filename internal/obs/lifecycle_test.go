@@ -279,46 +279,58 @@ func (a *afterList) ListObjects(ctx context.Context, q meta.ListObjectsQuery) (*
 }
 
 // TestApplyLifecycleDecidesAgain: objects overwritten or re-tagged between
-// the pass's listing and its delete are decided again on what they are
-// then: the new, untagged object is kept; one that still matches goes.
+// the pass's listing and its delete (in a versioned bucket, its delete
+// marker) are decided again on what they are then: the new, untagged
+// object is kept, and shown; one that still matches goes.
 func TestApplyLifecycleDecidesAgain(t *testing.T) {
-	var al *afterList
-	e := newEnv(t, withStore(func(s Store) Store { al = &afterList{Store: s}; return al }))
-	e.mkBucket(e.alice, "data")
-	tagged := func(key, body string, tags ...Tag) {
-		t.Helper()
-		if _, err := e.svc.PutObject(e.ctx, e.alice, "data", key, strings.NewReader(body), PutOptions{Size: int64(len(body)), Tags: tags}); err != nil {
-			t.Fatal(err)
-		}
+	for _, versioned := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unversioned", true: "versioned"}[versioned], func(t *testing.T) {
+			var al *afterList
+			e := newEnv(t, withStore(func(s Store) Store { al = &afterList{Store: s}; return al }))
+			e.mkBucket(e.alice, "data")
+			if versioned {
+				must(t, e.svc.PutBucketVersioning(e.ctx, e.alice, "data", VersioningEnabled, ""))
+			}
+			tagged := func(key, body string, tags ...Tag) {
+				t.Helper()
+				if _, err := e.svc.PutObject(e.ctx, e.alice, "data", key, strings.NewReader(body), PutOptions{Size: int64(len(body)), Tags: tags}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tagged("overwritten", "old", Tag{"temp", "yes"})
+			tagged("untagged", "old", Tag{"temp", "yes"})
+			tagged("still", "old", Tag{"temp", "yes"})
+			if err := e.svc.PutLifecycle(e.ctx, e.alice, "data", []LifecycleRule{{ID: "temp", Status: LifecycleEnabled, Tags: []Tag{{"temp", "yes"}}, ExpirationDays: 1}}); err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(2 * day)
+			al.hook = func() {
+				al.hook = nil
+				tagged("overwritten", "new important bytes")                                            // no tag, and new
+				tagged("still", "new but temporary", Tag{"temp", "yes"})                                // new: not a day old
+				if err := e.svc.PutObjectTagging(e.ctx, e.alice, "data", "untagged", nil); err != nil { // the tag removed
+					t.Error(err)
+				}
+			}
+			res, err := e.svc.ApplyLifecycle(e.ctx)
+			if err != nil || res.Expired != 0 {
+				t.Fatalf("%+v, %v", res, err)
+			}
+			if got := e.get(e.alice, "data", "overwritten", GetOptions{}); got != "new important bytes" {
+				t.Errorf("overwritten: %q", got)
+			}
+			e.get(e.alice, "data", "untagged", GetOptions{})
+			e.get(e.alice, "data", "still", GetOptions{})
+			e.clock.Advance(2 * day)
+			res, err = e.svc.ApplyLifecycle(e.ctx)
+			if err != nil || res.Expired != 1 {
+				t.Fatalf("two days later: %+v, %v", res, err)
+			}
+			if _, err := e.svc.GetObject(e.ctx, e.alice, "data", "still", GetOptions{}); errs.CodeOf(err) != CodeNoSuchKey {
+				t.Fatalf("the expired object: %v", err)
+			}
+			e.get(e.alice, "data", "overwritten", GetOptions{})
+			e.noLeaks()
+		})
 	}
-	tagged("overwritten", "old", Tag{"temp", "yes"})
-	tagged("untagged", "old", Tag{"temp", "yes"})
-	tagged("still", "old", Tag{"temp", "yes"})
-	if err := e.svc.PutLifecycle(e.ctx, e.alice, "data", []LifecycleRule{{ID: "temp", Status: LifecycleEnabled, Tags: []Tag{{"temp", "yes"}}, ExpirationDays: 1}}); err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Advance(2 * day)
-	al.hook = func() {
-		al.hook = nil
-		tagged("overwritten", "new important bytes")                                            // no tag, and new
-		tagged("still", "new but temporary", Tag{"temp", "yes"})                                // new: not a day old
-		if err := e.svc.PutObjectTagging(e.ctx, e.alice, "data", "untagged", nil); err != nil { // the tag removed
-			t.Error(err)
-		}
-	}
-	res, err := e.svc.ApplyLifecycle(e.ctx)
-	if err != nil || res.Expired != 0 {
-		t.Fatalf("%+v, %v", res, err)
-	}
-	if got := e.get(e.alice, "data", "overwritten", GetOptions{}); got != "new important bytes" {
-		t.Errorf("overwritten: %q", got)
-	}
-	e.get(e.alice, "data", "untagged", GetOptions{})
-	e.get(e.alice, "data", "still", GetOptions{})
-	e.clock.Advance(2 * day)
-	res, err = e.svc.ApplyLifecycle(e.ctx)
-	if err != nil || res.Expired != 1 {
-		t.Fatalf("two days later: %+v, %v", res, err)
-	}
-	e.noLeaks()
 }

@@ -83,6 +83,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"PartChecksums", testPartChecksums},
 		{"VersioningState", testVersioningState},
 		{"Versions", testVersions},
+		{"PutMarkerIf", testPutMarkerIf},
 		{"ListObjectVersionsPaging", testListObjectVersionsPaging},
 		{"ConcurrentVersionedPuts", testConcurrentVersionedPuts},
 		{"VersionACLs", testVersionACLs},
@@ -394,7 +395,11 @@ func testClose(t *testing.T, s meta.Store) {
 			_, err := s.SetObjectRetention(ctx, "b1", "k", "", meta.ObjectLock{Mode: meta.LockGovernance, RetainUntil: b}, nil)
 			return err
 		},
-		"SetObjectLegalHold":    func() error { _, err := s.SetObjectLegalHold(ctx, "b1", "k", "", meta.LegalHoldOn); return err },
+		"SetObjectLegalHold": func() error { _, err := s.SetObjectLegalHold(ctx, "b1", "k", "", meta.LegalHoldOn); return err },
+		"PutMarkerIf": func() error {
+			_, err := s.PutMarkerIf(ctx, marker("b1", "k", "m9"), func(*meta.Object) bool { return true })
+			return err
+		},
 		"DeleteObjectVersionIf": func() error { _, err := s.DeleteObjectVersionIf(ctx, "b1", "k", "", nil); return err },
 		"ListObjects":           func() error { _, err := s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1"}); return err },
 		"BlobsInUse":            func() error { _, err := s.BlobsInUse(ctx, []string{"x"}); return err },

@@ -413,3 +413,38 @@ func testVersionACLs(t *testing.T, s meta.Store) {
 	must(t, err)
 	same(t, "v1 behind a marker keeps its ACL", got.ACL, `{"canned":"authenticated-read"}`)
 }
+
+// testPutMarkerIf: a conditional delete marker is added only when the
+// condition holds for the key's object as stored (nil when the key has
+// none), and nothing changes otherwise.
+func testPutMarkerIf(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	seedBucket(t, s, "b1")
+	must(t, s.SetBucketConfig(ctx, "b1", meta.BucketVersioning, meta.VersioningEnabled))
+	v1 := version("b1", "k", "v1", 3)
+	v1.Tags = map[string]string{"env": "dev"}
+	put(t, s, v1)
+	var seen *meta.Object
+	_, err := s.PutMarkerIf(ctx, marker("b1", "k", "m1"), func(cur *meta.Object) bool { seen = cur; return cur.Tags["env"] == "prod" })
+	wantPrecondition(t, "a condition that does not hold", err)
+	same(t, "the condition saw the object", []any{seen.VersionID, seen.Tags}, []any{"v1", v1.Tags})
+	same(t, "nothing changed", listAllVersions(t, s, "b1"), []string{"k/v1*"})
+	replaced, err := s.PutMarkerIf(ctx, marker("b1", "k", "m1"), func(cur *meta.Object) bool { return cur.VersionID == "v1" })
+	must(t, err)
+	if replaced != nil {
+		t.Fatalf("a marker over a versioned object replaced %+v", replaced)
+	}
+	same(t, "the marker is latest", listAllVersions(t, s, "b1"), []string{"k/m1(m)*", "k/v1"})
+	// The key has no object now: the condition sees nil.
+	seen = v1
+	_, err = s.PutMarkerIf(ctx, marker("b1", "k", "m2"), func(cur *meta.Object) bool { seen = cur; return cur != nil })
+	wantPrecondition(t, "no object", err)
+	if seen != nil {
+		t.Fatalf("the condition saw %+v, want nil", seen)
+	}
+	_, err = s.PutMarkerIf(ctx, version("b1", "k", "v2", 1), func(*meta.Object) bool { return true })
+	wantKind(t, "not a marker", err, errs.Invalid)
+	_, err = s.PutMarkerIf(ctx, marker("nobody", "k", "m3"), func(*meta.Object) bool { return true })
+	wantKind(t, "a missing bucket", err, errs.NotFound)
+	same(t, "after the refusals", listAllVersions(t, s, "b1"), []string{"k/m1(m)*", "k/v1"})
+}

@@ -216,7 +216,7 @@ func (s *Store) putObjectIf(ctx context.Context, op errs.Op, o *meta.Object, pre
 // against the row every concurrent writer sees last).
 func (s *Store) putObject(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.Object, pre meta.Precondition) (*meta.Object, error) {
 	if o.DeleteMarker {
-		return s.putMarker(ctx, tx, op, o)
+		return s.putMarker(ctx, tx, op, o, nil)
 	}
 	blobID, blobs := encodeBlobList(o.Size, o.Blobs)
 	args := []any{o.Size, o.ETag, o.ContentType, encodeMap(o.Metadata), encodeMap(o.Headers), encodeMap(o.Checksums),
@@ -506,6 +506,30 @@ func (s *Store) DeleteObjectIf(ctx context.Context, bucket, key string, cond fun
 		return nil, s.wrap(op, err)
 	}
 	return o, nil
+}
+
+// PutMarkerIf stores the delete marker m as PutObject does when cond holds
+// for the key's object, read and locked in the same transaction (nil if
+// none); else Conflict (meta.ErrPreconditionFailed), and nothing changes.
+// Invalid if m is not a delete marker.
+func (s *Store) PutMarkerIf(ctx context.Context, m *meta.Object, cond func(*meta.Object) bool) (*meta.Object, error) {
+	const op errs.Op = "meta.PutMarkerIf"
+	if !m.DeleteMarker {
+		return nil, errs.E(op, errs.Invalid, fmt.Sprintf("object %q of bucket %q is not a delete marker", m.Key, m.Bucket))
+	}
+	if err := validObject(op, m); err != nil {
+		return nil, err
+	}
+	var replaced *meta.Object
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		replaced, err = s.putMarker(ctx, tx, op, m, cond)
+		return err
+	})
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	return replaced, nil
 }
 
 // BlobsInUse reports which of the blob ids an object, a version or an

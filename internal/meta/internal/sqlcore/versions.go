@@ -156,13 +156,21 @@ func (s *Store) promote(ctx context.Context, tx *sql.Tx, bucket, key string) err
 
 // putMarker stores the delete marker o as the key's latest version and
 // returns the version it replaced (the null version, when o is the null
-// version), nil if none.
-func (s *Store) putMarker(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.Object) (*meta.Object, error) {
+// version), nil if none. With cond, only if cond holds for the key's
+// object (nil if none), read and locked first; else Conflict
+// (meta.ErrPreconditionFailed).
+func (s *Store) putMarker(ctx context.Context, tx *sql.Tx, op errs.Op, o *meta.Object, cond func(*meta.Object) bool) (*meta.Object, error) {
 	if err := s.bucketExists(ctx, tx, op, o.Bucket); err != nil {
 		return nil, err
 	}
 	var replaced *meta.Object
 	old, err := s.lockLatest(ctx, tx, o.Bucket, o.Key)
+	if cond != nil && (err == nil || errors.Is(err, sql.ErrNoRows)) {
+		if !cond(old) { // old is nil when there is no row
+			return nil, errs.E(op, errs.Conflict, fmt.Sprintf("object %q of bucket %q no longer meets the condition of the delete marker", o.Key, o.Bucket),
+				meta.ErrPreconditionFailed)
+		}
+	}
 	switch {
 	case err == nil:
 		if old.VersionID != "" || o.VersionID != "" {
