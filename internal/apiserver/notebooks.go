@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/atelier-dev/atelier/internal/api"
 	"github.com/atelier-dev/atelier/internal/auth"
@@ -19,6 +20,7 @@ type Notebooks interface {
 	Delete(ctx context.Context, p *auth.Principal, ref string) error
 	Extend(ctx context.Context, p *auth.Principal, ref string, req *api.ExtendNotebookRequest) (*api.Notebook, error)
 	Login(ctx context.Context, p *auth.Principal, ref string) (*api.NotebookLogin, error)
+	SignOut(ctx context.Context, p *auth.Principal, ref string) (*api.Notebook, error)
 	Events(ctx context.Context, p *auth.Principal, ref string, opts api.ListOptions) ([]api.NotebookEvent, int, error)
 	Snapshot(ctx context.Context, p *auth.Principal, ref string, req *api.NotebookSnapshotRequest) (*api.NotebookSnapshot, error)
 }
@@ -39,6 +41,7 @@ func (s *Server) notebookRoutes() []route {
 		{method: "POST", path: "/api/v1/notebooks/{id}/stop", h: s.notebookAction},
 		{method: "PATCH", path: "/api/v1/notebooks/{id}/lease", h: s.extendNotebook},
 		{method: "POST", path: "/api/v1/notebooks/{id}/url", h: s.notebookLogin},
+		{method: "POST", path: "/api/v1/notebooks/{id}/sign-out", h: s.notebookAction},
 		{method: "GET", path: "/api/v1/notebooks/{id}/events", h: s.notebookEvents},
 		{method: "POST", path: "/api/v1/notebooks/{id}/snapshot", h: s.notebookSnapshot},
 
@@ -117,15 +120,18 @@ func (s *Server) deleteNotebook(w http.ResponseWriter, r *http.Request, p *auth.
 	return nil
 }
 
-// notebookAction is POST …/start and …/stop.
+// notebookAction is POST …/start, …/stop and …/sign-out.
 func (s *Server) notebookAction(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	nb, err := s.notebooks()
 	if err != nil {
 		return err
 	}
 	act := nb.Stop
-	if r.URL.Path[len(r.URL.Path)-len("/start"):] == "/start" {
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/start"):
 		act = nb.Start
+	case strings.HasSuffix(r.URL.Path, "/sign-out"):
+		act = nb.SignOut
 	}
 	v, err := act(r.Context(), p, r.PathValue("id"))
 	if err != nil {

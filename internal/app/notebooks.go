@@ -99,7 +99,7 @@ func newNotebooks(cfg *config.Server, iso *isolation, store meta.Store, iam *aut
 		ServerURL: advertiseURL(cfg, apiAddr), NotebookURL: nbURL, Domain: cfg.NotebookDomain, S3Endpoint: s3URL, Region: cfg.Region,
 		RunnerArgv0: self, Ledger: ledger, Code: jobs, Logger: log}
 	api, runners, ctl := notebook.New(store, iam, iam, local.New(local.Options{Logger: log}), logins, o)
-	px, err := proxy.New(proxy.Options{Resolver: runners, Authenticator: tokenAuth{iam}, Activity: ctl, Logins: logins,
+	px, err := proxy.New(proxy.Options{Resolver: runners, Authenticator: tokenAuth{iam}, Activity: ctl, Logins: logins, Sessions: runners,
 		SessionKey: sessionKey(master), Logger: log, Domain: cfg.NotebookDomain})
 	if err != nil {
 		return nil, errs.E(op, err)

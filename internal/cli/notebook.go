@@ -46,7 +46,7 @@ type notebookCmds struct {
 func newNotebookCmd(a *app) *cobra.Command {
 	n := &notebookCmds{a: a, poll: defaultPoll()}
 	cmd := group("notebook", "Run Jupyter notebooks on the platform's engines",
-		n.create(), n.list(), n.get(), n.start(), n.stop(), n.url(), n.open(), n.extend(), n.events(), n.wait(), n.delete())
+		n.create(), n.list(), n.get(), n.start(), n.stop(), n.url(), n.open(), n.signOut(), n.extend(), n.events(), n.wait(), n.delete())
 	cmd.Long = notebookHelp
 	return cmd
 }
@@ -294,6 +294,31 @@ link works once and for a minute, and the server never logs it.`,
 				return err
 			}
 			return n.a.show(l, func(w io.Writer) { fmt.Fprintln(w, l.URL) })
+		},
+	}
+}
+
+func (n *notebookCmds) signOut() *cobra.Command {
+	return &cobra.Command{
+		Use:   "sign-out NOTEBOOK",
+		Short: "Sign every browser out of a notebook",
+		Long: `Sign every browser out of a notebook: the session cookies its login links
+set stop working at once, on every browser, and login links not yet opened
+are void. Use it after using a shared computer, or when a cookie may have
+leaked. A new link (notebook open, notebook url) signs in again. Websockets
+already open (a kernel running) stay until they close or the notebook stops:
+stop the notebook to cut them too.`,
+		Args: exactArgs("NOTEBOOK"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := n.a.client()
+			if err != nil {
+				return err
+			}
+			v, err := c.SignOutNotebook(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return n.a.show(v, func(w io.Writer) { fmt.Fprintf(w, "every browser is signed out of notebook %s\n", v.Name) })
 		},
 	}
 }

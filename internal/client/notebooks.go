@@ -65,6 +65,14 @@ func (c *Client) NotebookLogin(ctx context.Context, ref string) (*api.NotebookLo
 	return ret(out, err)
 }
 
+// SignOutNotebook ends every browser session of a notebook on the
+// notebook listener, and its login links not yet opened.
+func (c *Client) SignOutNotebook(ctx context.Context, ref string) (*api.Notebook, error) {
+	out := &api.Notebook{}
+	err := c.do(ctx, "client.SignOutNotebook", call{method: http.MethodPost, path: apiPath("notebooks", ref, "sign-out"), out: out})
+	return ret(out, err)
+}
+
 // NotebookEvents lists one page of a notebook's events.
 func (c *Client) NotebookEvents(ctx context.Context, ref string, opts ListOptions) (*api.List[api.NotebookEvent], error) {
 	return getList[api.NotebookEvent](ctx, c, "client.NotebookEvents", apiPath("notebooks", ref, "events"), nil, opts)

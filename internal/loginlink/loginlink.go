@@ -124,6 +124,16 @@ func (l *Links) Redeem(subject, code string) (string, error) {
 	return p.value, nil
 }
 
+// Revoke drops the pending links of subject, so that none of them can be
+// redeemed, and returns how many there were.
+func (l *Links) Revoke(subject string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.pending)
+	l.pending = slices.DeleteFunc(l.pending, func(p link) bool { return p.subject == subject })
+	return n - len(l.pending)
+}
+
 // Pending is how many links wait to be redeemed.
 func (l *Links) Pending() int {
 	l.mu.Lock()

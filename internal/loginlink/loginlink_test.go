@@ -109,3 +109,26 @@ type clock struct{ t time.Time }
 
 func (c *clock) Now() time.Time      { return c.t }
 func (c *clock) Add(d time.Duration) { c.t = c.t.Add(d) }
+
+// TestRevoke: revoking a subject's links makes them unredeemable and
+// leaves other subjects' links alone.
+func TestRevoke(t *testing.T) {
+	l := New((&clock{t: time.Unix(1_700_000_000, 0)}).Now)
+	a1, _ := l.Mint("nb1", "alice", "alice")
+	a2, _ := l.Mint("nb1", "alice", "alice")
+	b, _ := l.Mint("nb2", "alice", "alice")
+	if n := l.Revoke("nb1"); n != 2 {
+		t.Fatalf("revoked %d links, want 2", n)
+	}
+	for _, c := range []string{a1, a2} {
+		if _, err := l.Redeem("nb1", c); err != ErrInvalid {
+			t.Errorf("a revoked link: %v", err)
+		}
+	}
+	if u, err := l.Redeem("nb2", b); err != nil || u != "alice" {
+		t.Errorf("another subject's link: %q %v", u, err)
+	}
+	if n := l.Revoke("nb1"); n != 0 {
+		t.Errorf("revoked %d links twice", n)
+	}
+}

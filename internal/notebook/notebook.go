@@ -42,6 +42,8 @@ type Credentials interface {
 // notebook id, owner and value the user id.
 type Logins interface {
 	Mint(subject, owner, value string) (code string, expires time.Time)
+	// Revoke drops the links of subject not yet redeemed.
+	Revoke(subject string) int
 }
 
 // Ledger is the machine's capacity shared with jobs and services.
@@ -134,12 +136,13 @@ func (o *Options) defaults() {
 
 // shared is the state the three roles share.
 type shared struct {
-	store Store
-	authz Authorizer
-	creds Credentials
-	exec  executor.Executor
-	o     Options
-	log   *slog.Logger
+	store  Store
+	authz  Authorizer
+	creds  Credentials
+	exec   executor.Executor
+	logins Logins
+	o      Options
+	log    *slog.Logger
 
 	locks optimistic.Locks // per notebook id
 	quota sync.Mutex       // counting an owner's notebooks and the create or start after it
@@ -169,10 +172,10 @@ type note struct {
 // (Controller).
 func New(store Store, authz Authorizer, creds Credentials, exec executor.Executor, logins Logins, o Options) (*Notebooks, *Runners, *Controller) {
 	o.defaults()
-	s := &shared{store: store, authz: authz, creds: creds, exec: exec, o: o, log: o.Logger.With("component", "notebooks"),
+	s := &shared{store: store, authz: authz, creds: creds, exec: exec, logins: logins, o: o, log: o.Logger.With("component", "notebooks"),
 		wake: make(chan struct{}, 1), mountRO: mountImage, unmountRO: unmountImage}
 	c := &Controller{shared: s}
-	return &Notebooks{shared: s, logins: logins, busy: make(chan struct{}, maxSnapshotsAtOnce)}, &Runners{shared: s}, c
+	return &Notebooks{shared: s, busy: make(chan struct{}, maxSnapshotsAtOnce)}, &Runners{shared: s}, c
 }
 
 func (s *shared) now() time.Time { return s.o.Now().UTC() }

@@ -114,6 +114,8 @@ func (fakeLogins) Mint(id, user, _ string) (string, time.Time) {
 	return "code-" + id + "-" + user, time.Unix(0, 0)
 }
 
+func (fakeLogins) Revoke(string) int { return 0 }
+
 type env struct {
 	t     *testing.T
 	n     *Notebooks
@@ -304,6 +306,10 @@ func TestOtherUsers(t *testing.T) {
 		"start":  func() error { _, err := e.n.Start(t.Context(), e.bob, nb.ID); return err },
 		"delete": func() error { return e.n.Delete(t.Context(), e.bob, nb.ID) },
 		"login":  func() error { _, err := e.n.Login(t.Context(), e.bob, nb.ID); return err },
+		"sign-out": func() error {
+			_, err := e.n.SignOut(t.Context(), e.bob, nb.ID)
+			return err
+		},
 		"extend": func() error {
 			_, err := e.n.Extend(t.Context(), e.bob, nb.ID, &api.ExtendNotebookRequest{For: "1h"})
 			return err
@@ -498,5 +504,32 @@ func TestQuotaAndCapacity(t *testing.T) {
 	}
 	if _, err := mk("a"); errs.CodeOf(err) != CodeQuota {
 		t.Fatalf("quota again: %v", err)
+	}
+}
+
+// TestSignOut: a sign-out records when the notebook's sessions ended,
+// which the proxy's Target reports, whether the owner asked through the
+// API or the proxy; the time never goes back.
+func TestSignOut(t *testing.T) {
+	e := newEnv(t, nil)
+	nb, _ := e.running("mine")
+	tg, err := e.rs.Target(t.Context(), nb.ID)
+	if err != nil || !tg.SessionsEnded.IsZero() {
+		t.Fatalf("before any sign-out: %+v %v", tg, err)
+	}
+	e.clock.add(time.Minute)
+	at := e.clock.Now()
+	if _, err := e.n.SignOut(t.Context(), e.alice, "mine"); err != nil {
+		t.Fatal(err)
+	}
+	if tg, err = e.rs.Target(t.Context(), nb.ID); err != nil || !tg.SessionsEnded.Equal(at.Truncate(time.Millisecond)) {
+		t.Fatalf("after the sign-out: %v, want %v (%v)", tg.SessionsEnded, at, err)
+	}
+	e.clock.add(time.Minute)
+	if err := e.rs.EndSessions(t.Context(), nb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if tg, _ = e.rs.Target(t.Context(), nb.ID); !tg.SessionsEnded.Equal(e.clock.Now().Truncate(time.Millisecond)) {
+		t.Fatalf("after the proxy's sign-out: %v", tg.SessionsEnded)
 	}
 }

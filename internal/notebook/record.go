@@ -46,6 +46,9 @@ type state struct {
 	VolumeUsed  int64                `json:"volume_used,omitempty"`
 	VolumeLimit string               `json:"volume_limit,omitempty"`
 	Runs        int                  `json:"runs,omitempty"`
+	// SessionsEnded is when the notebook's browser sessions were last
+	// signed out (ms): the notebook listener refuses older ones.
+	SessionsEnded int64 `json:"sessions_ended,omitempty"`
 	// Past are its ended runs (the last maxPastRuns), for metering.
 	Past []pastRun `json:"past,omitempty"`
 }

@@ -209,6 +209,33 @@ func clipKernels(ks []api.NotebookKernel) []api.NotebookKernel {
 	return out
 }
 
+// EndSessions ends the notebook's browser sessions for the proxy (its
+// owner signed out on the notebook listener).
+func (rs *Runners) EndSessions(ctx context.Context, id string) error {
+	_, err := rs.endSessions(ctx, id)
+	if err == nil {
+		rs.event(ctx, id, "Info", "Notebook", "every browser session signed out from the notebook")
+	}
+	return err
+}
+
+// endSessions records that the notebook's sessions end now and drops its
+// login links not yet opened.
+func (s *shared) endSessions(ctx context.Context, id string) (*record, error) {
+	now := ms(s.now())
+	u, err := s.update(ctx, id, func(u *record) (bool, error) {
+		u.st.SessionsEnded = max(u.st.SessionsEnded, now)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.logins != nil {
+		s.logins.Revoke(id)
+	}
+	return u, nil
+}
+
 // Target is what the proxy needs of notebook id: its owner, its socket
 // and Jupyter's token (only while it runs).
 func (rs *Runners) Target(ctx context.Context, id string) (proxy.Target, error) {
@@ -221,6 +248,9 @@ func (rs *Runners) Target(ctx context.Context, id string) (proxy.Target, error) 
 		return proxy.Target{}, err
 	}
 	t := proxy.Target{OwnerID: raw.OwnerID, Status: r.st.Status, Running: r.st.Status == api.NotebookRunning && r.rt.JupyterToken != ""}
+	if r.st.SessionsEnded != 0 {
+		t.SessionsEnded = time.UnixMilli(r.st.SessionsEnded)
+	}
 	if t.Running {
 		t.Socket, t.Token = filepath.Join(r.rt.Dir, api.NotebookSocket), r.rt.JupyterToken
 	}

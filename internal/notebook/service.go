@@ -20,7 +20,6 @@ import (
 // Notebooks are the user operations on notebooks (REST /api/v1/notebooks).
 type Notebooks struct {
 	*shared
-	logins Logins
 	// busy bounds the snapshots taken at once (each walks and
 	// matches a whole work dir).
 	busy chan struct{}
@@ -306,6 +305,27 @@ func (n *Notebooks) Login(ctx context.Context, p *auth.Principal, ref string) (*
 	code, exp := n.logins.Mint(r.raw.ID, p.User.ID, p.User.ID)
 	u := n.baseURL(r.raw.ID) + "/notebooks/" + r.raw.ID + "/login?code=" + url.QueryEscape(code)
 	return &api.NotebookLogin{URL: u, ExpiresAt: exp.UnixMilli()}, nil
+}
+
+// SignOut ends every browser session of the notebook on the notebook
+// listener (the cookies its login links set) and the login links not yet
+// opened; a new link signs in again. Only the owner may.
+func (n *Notebooks) SignOut(ctx context.Context, p *auth.Principal, ref string) (*api.Notebook, error) {
+	const op errs.Op = "notebook.SignOut"
+	r, err := n.load(ctx, op, p, ref, "Open")
+	if err != nil {
+		return nil, err
+	}
+	if r.raw.OwnerID != p.User.ID {
+		return nil, errs.E(op, errs.PermissionDenied, CodeState, "only the owner of a notebook can sign out of it",
+			errs.Hint("a notebook's sessions are its owner's"))
+	}
+	u, err := n.endSessions(ctx, r.raw.ID)
+	if err != nil {
+		return nil, err
+	}
+	n.event(ctx, r.raw.ID, "Info", "Notebook", "every browser session signed out by "+p.User.Name)
+	return n.view(u), nil
 }
 
 // Events returns a page of a notebook's events.

@@ -301,6 +301,24 @@ except OSError as e:
 	if st != http.StatusOK || !strings.Contains(string(b), `"content": "kept"`) && !strings.Contains(string(b), `"content":"kept"`) {
 		t.Fatalf("after stop and start: %d %s", st, b)
 	}
+	// Signing out, by the CLI and by Jupyter's Logout button: every
+	// browser's cookie stops working at once; a new link signs in again.
+	s.must(nil, "notebook", "sign-out", "dev")
+	if st, b := nb2.do("GET", "api/status", nil); st != http.StatusUnauthorized || !strings.Contains(string(b), "signed out") {
+		t.Fatalf("a cookie after notebook sign-out: %d %s", st, b)
+	}
+	nb2 = openNotebook(t, s, nil, "dev")
+	other := openNotebook(t, s, nil, "dev") // a second browser
+	if st, b := other.do("GET", "logout", nil); st != http.StatusOK || !strings.Contains(string(b), "every browser") {
+		t.Fatalf("Jupyter's Logout: %d %s", st, b)
+	}
+	if st, _ := nb2.do("GET", "api/status", nil); st != http.StatusUnauthorized {
+		t.Fatalf("the first browser after the second signed out: %d", st)
+	}
+	if ev := s.must(nil, "notebook", "events", "dev"); !strings.Contains(ev, "signed out") {
+		t.Errorf("no sign-out event:\n%s", ev)
+	}
+	nb2 = openNotebook(t, s, nil, "dev")
 	// From notebook to job: what ran in the notebook runs the same in a job.
 	_, ws2 := nb2.kernel()
 	out = execute(t, ws2, `import nbformat

@@ -12,7 +12,11 @@
 // HMAC-SHA256-signed notebook id, user id and expiry, 12 h, under a key
 // that outlives restarts) and redirects (303) to /notebooks/{id}/tree,
 // a URL without the code. The code is never logged. The REST API never
-// accepts this cookie: it is another cookie on another origin.
+// accepts this cookie: it is another cookie on another origin. The cookie
+// records when it was issued; a sign-out (Sessions.EndSessions, which
+// /notebooks/{id}/logout — Jupyter's Logout button — calls for the
+// owner, as does the API's sign-out) makes Target report that time, and
+// cookies issued then or before are refused (401) from the next request.
 //
 // Then, in order: no credentials 401, refused ones 401; a state-changing
 // method or a websocket upgrade whose Origin (or Referer) is not this

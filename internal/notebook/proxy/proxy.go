@@ -23,6 +23,16 @@ type Target struct {
 	Token   string // Jupyter's token, sent as "Authorization: token …"
 	Running bool   // Jupyter answers on Socket
 	Status  string // the notebook's status, shown when it is not running
+	// SessionsEnded is when the notebook's sessions were last signed out:
+	// a session cookie issued then or before is refused.
+	SessionsEnded time.Time
+}
+
+// Sessions ends the browser sessions of a notebook (a sign-out on the
+// notebook listener): after EndSessions, Resolver.Target reports the time
+// in SessionsEnded and no login link minted before can be redeemed.
+type Sessions interface {
+	EndSessions(ctx context.Context, notebookID string) error
 }
 
 // Resolver finds a notebook's Jupyter: errs.NotFound for an unknown id.
@@ -61,6 +71,7 @@ type Options struct {
 	Authenticator Authenticator // nil: sessions only
 	Activity      Activity      // nil: nothing recorded
 	Logins        *Logins       // the links the API mints
+	Sessions      Sessions      // nil: GET /notebooks/{id}/logout only clears the browser's cookie
 	// SessionKey signs session cookies (HMAC-SHA256, MinKeySize bytes at
 	// least). Keep it across restarts, or every session ends with them.
 	SessionKey []byte
@@ -155,7 +166,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.login(w, r, id)
 		return
 	}
-	user, byHeader, err := p.authenticate(r, id)
+	user, issued, byHeader, err := p.authenticate(r, id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -175,7 +186,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if rest == "/logout" {
+		p.logout(w, r, id, user, issued, byHeader)
+		return
+	}
 	t, err := p.target(r.Context(), id, user)
+	if err == nil {
+		err = sessionEnded(id, t, issued, byHeader)
+	}
 	if err != nil {
 		fail(w, err)
 		return
@@ -211,6 +229,55 @@ func (p *Proxy) login(w http.ResponseWriter, r *http.Request, id string) {
 	http.Redirect(w, r, notebookPath(id)+"tree", http.StatusSeeOther)
 }
 
+// sessionEnded refuses a session cookie issued before the notebook's
+// sessions were last ended (the time of t.SessionsEnded or earlier).
+func sessionEnded(id string, t Target, issued time.Time, byHeader bool) error {
+	if byHeader || t.SessionsEnded.IsZero() || issued.After(t.SessionsEnded) {
+		return nil
+	}
+	return errs.E("proxy.Authenticate", errs.Unauthenticated, CodeBadSession, "the sessions of notebook "+id+" were signed out", openHint(id))
+}
+
+// logout is /notebooks/{id}/logout (Jupyter's Logout button): for the
+// notebook's owner it ends every session of the notebook (every browser
+// signed in to it, and every login link not yet opened), clears this
+// browser's cookie and says so. It needs no running notebook.
+func (p *Proxy) logout(w http.ResponseWriter, r *http.Request, id, user string, issued time.Time, byHeader bool) {
+	const op errs.Op = "proxy.Logout"
+	if r.Method != http.MethodGet && r.Method != http.MethodPost {
+		w.Header().Set("Allow", "GET, POST")
+		failStatus(w, http.StatusMethodNotAllowed, errs.E(op, errs.Invalid, CodeLoginMethod, "sign out with GET or POST, not "+r.Method))
+		return
+	}
+	t, err := p.target(r.Context(), id, user)
+	if errs.CodeOf(err) == CodeNotRunning {
+		err = nil // the owner's, not running: it can be signed out of all the same
+	}
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	// A session already ended only clears its cookie.
+	if p.o.Sessions != nil && sessionEnded(id, t, issued, byHeader) == nil {
+		if err := p.o.Sessions.EndSessions(r.Context(), id); err != nil {
+			p.o.Logger.Warn("notebook proxy: cannot end the sessions", "notebook", id, "err", err)
+			fail(w, errs.E(op, errs.Unavailable, CodeUnavailable, "the sessions of notebook "+id+" cannot be ended now", errs.Hint("try again in a moment")))
+			return
+		}
+	}
+	// Only this notebook's cookie goes: the others share the origin.
+	http.SetCookie(w, endedCookie(id, r.TLS != nil))
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "Signed out of notebook %s", id)
+	if p.o.Sessions != nil {
+		fmt.Fprint(w, " in every browser")
+	}
+	fmt.Fprintf(w, ".\nSign in again with `atelier notebook open %s`.\n", id)
+}
+
 // checkHost refuses, with per-notebook origins (Domain), a request for
 // notebook id at any other host than its own.
 func (p *Proxy) checkHost(r *http.Request, id string) error {
@@ -230,8 +297,8 @@ func openHint(id string) errs.Hint {
 }
 
 // authenticate is the caller's user id, by the X-Auth-Token first
-// (byHeader), else by a session cookie for notebook id.
-func (p *Proxy) authenticate(r *http.Request, id string) (user string, byHeader bool, err error) {
+// (byHeader), else by a session cookie for notebook id, issued at issued.
+func (p *Proxy) authenticate(r *http.Request, id string) (user string, issued time.Time, byHeader bool, err error) {
 	const op errs.Op = "proxy.Authenticate"
 	if p.o.Authenticator != nil {
 		user, err := p.o.Authenticator.Authenticate(r)
@@ -244,10 +311,10 @@ func (p *Proxy) authenticate(r *http.Request, id string) (user string, byHeader 
 			if c := errs.CodeOf(err); c != "" {
 				code = c
 			}
-			return "", false, errs.E(op, kind, code, "the X-Auth-Token was refused", err)
+			return "", time.Time{}, false, errs.E(op, kind, code, "the X-Auth-Token was refused", err)
 		}
 		if user != "" {
-			return user, true, nil
+			return user, time.Time{}, true, nil
 		}
 	}
 	var bad error
@@ -255,19 +322,19 @@ func (p *Proxy) authenticate(r *http.Request, id string) (user string, byHeader 
 		if c.Value == "" {
 			continue // a cleared cookie
 		}
-		user, err := p.seal.open(c.Value, id, p.now())
+		ss, err := p.seal.open(c.Value, id, p.now())
 		if err == nil {
-			return user, false, nil
+			return ss.User, time.UnixMilli(ss.Issued), false, nil
 		}
 		bad = err
 	}
 	switch bad {
 	case nil:
-		return "", false, errs.E(op, errs.Unauthenticated, CodeNoCredentials, "not signed in to notebook "+id, openHint(id))
+		return "", time.Time{}, false, errs.E(op, errs.Unauthenticated, CodeNoCredentials, "not signed in to notebook "+id, openHint(id))
 	case errExpired:
-		return "", false, errs.E(op, errs.Unauthenticated, CodeBadSession, "the session of notebook "+id+" has expired", openHint(id))
+		return "", time.Time{}, false, errs.E(op, errs.Unauthenticated, CodeBadSession, "the session of notebook "+id+" has expired", openHint(id))
 	default:
-		return "", false, errs.E(op, errs.Unauthenticated, CodeBadSession, "the session cookie is not valid for notebook "+id, openHint(id))
+		return "", time.Time{}, false, errs.E(op, errs.Unauthenticated, CodeBadSession, "the session cookie is not valid for notebook "+id, openHint(id))
 	}
 }
 

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"io"
@@ -492,5 +493,108 @@ func TestNoServiceWorkers(t *testing.T) {
 	res.Body.Close()
 	if v := res.Header.Get("Clear-Site-Data"); v != `"storage"` {
 		t.Errorf("login's Clear-Site-Data = %q", v)
+	}
+}
+
+// sessions ends a notebook's sessions in the fake resolver, at the clock's
+// time, and drops its login links, as the notebook service does.
+type sessions struct {
+	e     *env
+	ended []string
+}
+
+func (s *sessions) EndSessions(_ context.Context, id string) error {
+	r := s.e.resolver
+	r.mu.Lock()
+	t := r.targets[id]
+	t.SessionsEnded = s.e.clock.Now()
+	r.targets[id] = t
+	r.mu.Unlock()
+	s.e.logins.Revoke(id)
+	s.ended = append(s.ended, id)
+	return nil
+}
+
+// TestSignOut: a sign-out refuses every cookie issued until then (401
+// ATL.NB.0102, HTTP and websocket), not the X-Auth-Token nor cookies
+// issued after; /notebooks/{id}/logout signs the owner out everywhere,
+// voids pending links, clears the browser's cookie, works on a stopped
+// notebook, and is the owner's alone.
+func TestSignOut(t *testing.T) {
+	ss := &sessions{}
+	e := newEnv(t, func(o *Options) { o.Sessions = ss })
+	ss.e = e
+	get := func(c *http.Cookie, h http.Header) (int, string) {
+		t.Helper()
+		if c != nil {
+			h = withCookie(c, h)
+		}
+		res := e.do(http.MethodGet, "/notebooks/nb1/api/x", h, nil)
+		return res.StatusCode, text(t, res)
+	}
+	before := e.login()
+	pending, _ := e.logins.Mint("nb1", "alice", "alice")
+	e.clock.Add(time.Second)
+	res := e.do(http.MethodGet, "/notebooks/nb1/logout", withCookie(before, nil), nil)
+	body := text(t, res)
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, "every browser") || len(ss.ended) != 1 {
+		t.Fatalf("logout: %d %q (ended %v)", res.StatusCode, body, ss.ended)
+	}
+	if c := res.Cookies(); len(c) != 1 || c[0].Name != CookieName || c[0].Value != "" || c[0].MaxAge >= 0 || c[0].Path != "/notebooks/nb1/" {
+		t.Errorf("the cookie is not cleared: %+v", c)
+	}
+	if code, body := get(before, nil); code != http.StatusUnauthorized || !strings.HasPrefix(body, "ATL.NB.0102: ") || !strings.Contains(body, "signed out") {
+		t.Errorf("a cookie from before the sign-out: %d %q", code, body)
+	}
+	if _, res, err := e.dialWS("/notebooks/nb1/api/kernels/k1/channels", withCookie(before, http.Header{"Origin": {e.origin}})); err == nil || res == nil || res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a websocket with a cookie from before the sign-out: %v", err)
+	}
+	res = e.do(http.MethodGet, LoginPath("nb1", pending), nil, nil)
+	if body := text(t, res); res.StatusCode != http.StatusForbidden || !strings.HasPrefix(body, "ATL.NB.0106: ") {
+		t.Errorf("a login link minted before the sign-out: %d %q", res.StatusCode, body)
+	}
+	if code, body := get(nil, http.Header{"X-Auth-Token": {"tok-alice"}}); code != http.StatusOK {
+		t.Errorf("the X-Auth-Token after a sign-out: %d %q", code, body)
+	}
+	e.clock.Add(time.Millisecond)
+	after := e.login()
+	if code, body := get(after, nil); code != http.StatusOK {
+		t.Errorf("a cookie from after the sign-out: %d %q", code, body)
+	}
+	// A session already ended only clears its own cookie.
+	res = e.do(http.MethodGet, "/notebooks/nb1/logout", withCookie(before, nil), nil)
+	if text(t, res); res.StatusCode != http.StatusOK || len(res.Cookies()) != 1 || len(ss.ended) != 1 {
+		t.Errorf("logout with an ended session: %d %v (ended %v)", res.StatusCode, res.Cookies(), ss.ended)
+	}
+	if code, _ := get(after, nil); code != http.StatusOK {
+		t.Errorf("an ended session's logout signed the others out: %d", code)
+	}
+	// Not the owner's: refused, nothing ended.
+	for _, tc := range []struct {
+		path   string
+		h      http.Header
+		status int
+	}{
+		{"/notebooks/nb1/logout", withCookie(e.cookie("nb1", "bob"), nil), http.StatusForbidden},
+		{"/notebooks/nb2/logout", http.Header{"X-Auth-Token": {"tok-alice"}}, http.StatusForbidden},
+		{"/notebooks/nb1/logout", nil, http.StatusUnauthorized},
+		{"/notebooks/nb9/logout", http.Header{"X-Auth-Token": {"tok-alice"}}, http.StatusNotFound},
+	} {
+		res := e.do(http.MethodGet, tc.path, tc.h, nil)
+		if text(t, res); res.StatusCode != tc.status {
+			t.Errorf("%s %v: %d, want %d", tc.path, tc.h, res.StatusCode, tc.status)
+		}
+	}
+	if len(ss.ended) != 1 {
+		t.Errorf("sessions ended by others: %v", ss.ended)
+	}
+	// A stopped notebook of alice's can be signed out of; PUT cannot.
+	res = e.do(http.MethodGet, "/notebooks/nb3/logout", withCookie(e.cookie("nb3", "alice"), nil), nil)
+	if text(t, res); res.StatusCode != http.StatusOK || len(ss.ended) != 2 || ss.ended[1] != "nb3" {
+		t.Errorf("logout of a stopped notebook: %d (ended %v)", res.StatusCode, ss.ended)
+	}
+	res = e.do(http.MethodPut, "/notebooks/nb1/logout", withCookie(after, http.Header{"Origin": {e.origin}}), nil)
+	if text(t, res); res.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("PUT logout: %d", res.StatusCode)
 	}
 }

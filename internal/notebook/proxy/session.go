@@ -29,6 +29,10 @@ type session struct {
 	Notebook string `json:"n"`
 	User     string `json:"u"`
 	Expires  int64  `json:"e"` // unix seconds
+	// Issued is when the session began (unix milliseconds; 0 in cookies
+	// made before it was recorded): a sign-out ends the sessions issued
+	// until then.
+	Issued int64 `json:"i,omitempty"`
 }
 
 var (
@@ -56,34 +60,34 @@ func (s sealer) seal(ss session) string {
 }
 
 // open checks value's signature (in constant time), then its expiry
-// against now and its notebook against notebookID, and returns its user.
-func (s sealer) open(value, notebookID string, now time.Time) (string, error) {
+// against now and its notebook against notebookID, and returns it.
+func (s sealer) open(value, notebookID string, now time.Time) (session, error) {
 	payload, sig, ok := strings.Cut(value, ".")
 	if !ok || payload == "" {
-		return "", errMalformed
+		return session{}, errMalformed
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil {
-		return "", errMalformed
+		return session{}, errMalformed
 	}
 	if !hmac.Equal(got, s.mac(payload)) {
-		return "", errSignature
+		return session{}, errSignature
 	}
 	b, err := base64.RawURLEncoding.DecodeString(payload)
 	if err != nil {
-		return "", errMalformed
+		return session{}, errMalformed
 	}
 	var ss session
 	if err := json.Unmarshal(b, &ss); err != nil || ss.User == "" || ss.Notebook == "" {
-		return "", errMalformed
+		return session{}, errMalformed
 	}
 	if now.Unix() >= ss.Expires {
-		return "", errExpired
+		return session{}, errExpired
 	}
 	if ss.Notebook != notebookID {
-		return "", errOther
+		return session{}, errOther
 	}
-	return ss.User, nil
+	return ss, nil
 }
 
 // cookie is the session cookie of user on notebookID, made at now.
@@ -91,7 +95,7 @@ func (s sealer) cookie(notebookID, user string, now time.Time, secure bool) *htt
 	exp := now.Add(SessionTTL)
 	return &http.Cookie{
 		Name:     CookieName,
-		Value:    s.seal(session{Notebook: notebookID, User: user, Expires: exp.Unix()}),
+		Value:    s.seal(session{Notebook: notebookID, User: user, Expires: exp.Unix(), Issued: now.UnixMilli()}),
 		Path:     notebookPath(notebookID),
 		Expires:  exp,
 		MaxAge:   int(SessionTTL / time.Second),
@@ -99,4 +103,10 @@ func (s sealer) cookie(notebookID, user string, now time.Time, secure bool) *htt
 		Secure:   secure,
 		SameSite: http.SameSiteLaxMode,
 	}
+}
+
+// endedCookie clears the session cookie of notebookID.
+func endedCookie(notebookID string, secure bool) *http.Cookie {
+	return &http.Cookie{Name: CookieName, Value: "", Path: notebookPath(notebookID), MaxAge: -1,
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode}
 }
