@@ -8,8 +8,8 @@
 # comparison with a committed run on a shared machine cannot.
 #
 # Workloads (bench/obs/loadgen, as bench/obs/run.sh runs them): PUT of
-# 64 MiB objects (8 concurrent, 16 objects), PUT and GET of 4 KiB objects
-# (32 concurrent), LIST of LIST_KEYS keys in pages of 1000.
+# 64 MiB objects (8 concurrent, 16 objects) and their cold GET, PUT and GET
+# of 4 KiB objects (32 concurrent), LIST of LIST_KEYS keys in pages of 1000.
 #
 # Knobs (environment): ROUNDS [4], BIG_COUNT [16], SMALL_COUNT [10000],
 # LIST_KEYS [100000], LIST_RUNS [5], LABEL_A [A], LABEL_B [B],
@@ -79,9 +79,18 @@ lg() { # SERVER WORKLOAD ROUND loadgen-flags...
 	log "$s $w r$r: $(jq -r 'if .mode=="list" then "\(.seconds) s" else "\(.mib_per_s) MiB/s \(.ops_per_s) ops/s" end' <<<"$out")"
 }
 order() { if (($1 % 2)); then echo a b; else echo b a; fi; }
+# The large GET reads cold: the page cache is dropped before each server's
+# run (as root; otherwise it reads whatever is cached, said in the report).
+CAN_DROP=0
+if sync && echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then CAN_DROP=1; fi
+dropcaches() { if [[ $CAN_DROP == 1 ]]; then sync; echo 3 >/proc/sys/vm/drop_caches; fi; }
 
 for r in $(seq 1 "$ROUNDS"); do
 	for s in $(order "$r"); do lg "$s" big-put "$r" -mode put -size 64MiB -concurrency 8 -count "$BIG_COUNT" -prefix "big-r$r/"; done
+	for s in $(order "$r"); do
+		dropcaches
+		lg "$s" big-get "$r" -mode get -size 64MiB -concurrency 8 -count "$BIG_COUNT" -objects "$BIG_COUNT" -prefix "big-r$r/"
+	done
 	for s in $(order "$r"); do lg "$s" small-put "$r" -mode put -size 4KiB -concurrency 32 -count "$SMALL_COUNT" -prefix "small-r$r/"; done
 	for s in $(order "$r"); do lg "$s" small-get "$r" -mode get -size 4KiB -concurrency 32 -count "$SMALL_COUNT" -objects "$SMALL_COUNT" -prefix "small-r$r/"; done
 done
@@ -108,7 +117,9 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a=="n/a" || b=="n/a" || b+0==0) pr
 	echo
 	echo "| workload | rounds | A | B | B/A |"
 	echo "|---|---:|---:|---:|---:|"
-	for row in "big-put mib_per_s PUT 64 MiB × $BIG_COUNT, 8 concurrent (MiB/s)" "small-put ops_per_s PUT 4 KiB, 32 concurrent (ops/s)" \
+	cold="cold: page cache dropped before each server's run"
+	[[ $CAN_DROP == 1 ]] || cold="page cache NOT dropped (not root)"
+	for row in "big-put mib_per_s PUT 64 MiB × $BIG_COUNT, 8 concurrent (MiB/s)" "big-get mib_per_s GET 64 MiB × $BIG_COUNT, 8 concurrent, $cold (MiB/s)" "small-put ops_per_s PUT 4 KiB, 32 concurrent (ops/s)" \
 		"small-get ops_per_s GET 4 KiB, 32 concurrent (ops/s)" "list seconds LIST $LIST_KEYS keys, pages of 1000 (s, lower is better)"; do
 		read -r w f title <<<"$row"
 		a=$(vals a "$w" "$f" | median) b=$(vals b "$w" "$f" | median)
@@ -118,7 +129,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a=="n/a" || b=="n/a" || b+0==0) pr
 	echo "Per round (A, B):"
 	echo
 	echo '```'
-	jq -r '[.workload, .round, .server, (if .workload == "list" then .seconds elif .workload == "big-put" then .mib_per_s else .ops_per_s end // "failed")] | @tsv' "$RES" | grep -v populate
+	jq -r '[.workload, .round, .server, (if .workload == "list" then .seconds elif (.workload | startswith("big-")) then .mib_per_s else .ops_per_s end // "failed")] | @tsv' "$RES" | grep -v populate
 	echo '```'
 } >"$OUT"
 log "wrote $OUT"
