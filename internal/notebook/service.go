@@ -53,6 +53,21 @@ func (n *Notebooks) load(ctx context.Context, op errs.Op, p *auth.Principal, ref
 	return decode(raw)
 }
 
+// loadOwn is load for opening the notebook's Jupyter, which only its owner
+// may do (what, e.g. "open it", is named in the refusal): a notebook runs
+// with its owner's credentials, whatever the caller may otherwise do.
+func (n *Notebooks) loadOwn(ctx context.Context, op errs.Op, p *auth.Principal, ref, what string) (*record, error) {
+	r, err := n.load(ctx, op, p, ref, "Open")
+	if err != nil {
+		return nil, err
+	}
+	if r.raw.OwnerID != p.User.ID {
+		return nil, errs.E(op, errs.PermissionDenied, CodeState, "only the owner of a notebook can "+what,
+			errs.Hint("a notebook runs with its owner's credentials"))
+	}
+	return r, nil
+}
+
 // byName finds the owner's notebook named name.
 func (n *Notebooks) byName(ctx context.Context, owner, name string) (*meta.NotebookRecord, error) {
 	rs, _, err := n.store.ListNotebooks(ctx, meta.NotebookFilter{OwnerID: owner, NameLike: name}, meta.ListOptions{Limit: meta.MaxLimit})
@@ -294,13 +309,9 @@ func (n *Notebooks) Extend(ctx context.Context, p *auth.Principal, ref string, r
 // on the notebook listener (valid for a minute, never logged).
 func (n *Notebooks) Login(ctx context.Context, p *auth.Principal, ref string) (*api.NotebookLogin, error) {
 	const op errs.Op = "notebook.Login"
-	r, err := n.load(ctx, op, p, ref, "Open")
+	r, err := n.loadOwn(ctx, op, p, ref, "open it")
 	if err != nil {
 		return nil, err
-	}
-	if r.raw.OwnerID != p.User.ID {
-		return nil, errs.E(op, errs.PermissionDenied, CodeState, "only the owner of a notebook can open it",
-			errs.Hint("a notebook runs with its owner's credentials"))
 	}
 	code, exp := n.logins.Mint(r.raw.ID, p.User.ID, p.User.ID)
 	u := n.baseURL(r.raw.ID) + "/notebooks/" + r.raw.ID + "/login?code=" + url.QueryEscape(code)
@@ -312,13 +323,9 @@ func (n *Notebooks) Login(ctx context.Context, p *auth.Principal, ref string) (*
 // opened; a new link signs in again. Only the owner may.
 func (n *Notebooks) SignOut(ctx context.Context, p *auth.Principal, ref string) (*api.Notebook, error) {
 	const op errs.Op = "notebook.SignOut"
-	r, err := n.load(ctx, op, p, ref, "Open")
+	r, err := n.loadOwn(ctx, op, p, ref, "sign out of it")
 	if err != nil {
 		return nil, err
-	}
-	if r.raw.OwnerID != p.User.ID {
-		return nil, errs.E(op, errs.PermissionDenied, CodeState, "only the owner of a notebook can sign out of it",
-			errs.Hint("a notebook's sessions are its owner's"))
 	}
 	u, err := n.endSessions(ctx, r.raw.ID)
 	if err != nil {

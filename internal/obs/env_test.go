@@ -132,9 +132,10 @@ func (e *env) mkBucket(c *Caller, name string) {
 	}
 }
 
-func (e *env) put(c *Caller, bucket, key, body string) *meta.Object {
+// put stores body at bucket/key as c, with tags.
+func (e *env) put(c *Caller, bucket, key, body string, tags ...Tag) *meta.Object {
 	e.t.Helper()
-	o, err := e.svc.PutObject(e.ctx, c, bucket, key, strings.NewReader(body), PutOptions{Size: int64(len(body))})
+	o, err := e.svc.PutObject(e.ctx, c, bucket, key, strings.NewReader(body), PutOptions{Size: int64(len(body)), Tags: tags})
 	if err != nil {
 		e.t.Fatalf("put %s/%s: %v", bucket, key, err)
 	}

@@ -163,13 +163,7 @@ func TestValidateLifecycleFilters(t *testing.T) {
 func TestApplyLifecycleFilters(t *testing.T) {
 	e := newEnv(t)
 	e.mkBucket(e.alice, "data")
-	put := func(key, body string, tags ...Tag) {
-		t.Helper()
-		opts := PutOptions{Size: int64(len(body)), Tags: tags}
-		if _, err := e.svc.PutObject(e.ctx, e.alice, "data", key, strings.NewReader(body), opts); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(key, body string, tags ...Tag) { t.Helper(); e.put(e.alice, "data", key, body, tags...) }
 	put("tmp/dev", "x", Tag{"env", "dev"})
 	put("tmp/prod", "x", Tag{"env", "prod"})
 	put("tmp/untagged", "x")
@@ -234,12 +228,7 @@ func TestApplyLifecycleNoncurrentFilters(t *testing.T) {
 	e := newEnv(t)
 	e.mkBucket(e.alice, "ver")
 	e.versioning("ver", "Enabled")
-	put := func(key, body string, tags ...Tag) {
-		t.Helper()
-		if _, err := e.svc.PutObject(e.ctx, e.alice, "ver", key, strings.NewReader(body), PutOptions{Size: int64(len(body)), Tags: tags}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(key, body string, tags ...Tag) { t.Helper(); e.put(e.alice, "ver", key, body, tags...) }
 	put("k", "old-dev", Tag{"env", "dev"})
 	put("k", "old-prod", Tag{"env", "prod"})
 	put("k", "new", Tag{"env", "dev"})
@@ -289,14 +278,9 @@ func TestApplyLifecycleDecidesAgain(t *testing.T) {
 			e := newEnv(t, withStore(func(s Store) Store { al = &afterList{Store: s}; return al }))
 			e.mkBucket(e.alice, "data")
 			if versioned {
-				must(t, e.svc.PutBucketVersioning(e.ctx, e.alice, "data", VersioningEnabled, ""))
+				e.versioning("data", VersioningEnabled)
 			}
-			tagged := func(key, body string, tags ...Tag) {
-				t.Helper()
-				if _, err := e.svc.PutObject(e.ctx, e.alice, "data", key, strings.NewReader(body), PutOptions{Size: int64(len(body)), Tags: tags}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			tagged := func(key, body string, tags ...Tag) { t.Helper(); e.put(e.alice, "data", key, body, tags...) }
 			tagged("overwritten", "old", Tag{"temp", "yes"})
 			tagged("untagged", "old", Tag{"temp", "yes"})
 			tagged("still", "old", Tag{"temp", "yes"})
