@@ -15,7 +15,9 @@ import (
 const TTL = 60 * time.Second
 
 // Bounds of the pending links: beyond them, minting drops the oldest
-// pending link (of the same owner first, then of anyone).
+// pending link of the same owner first; when all owners together hold
+// MaxPending, the oldest link of the owner who holds the most, so that
+// others minting many links cannot void the one link a user just asked for.
 const (
 	MaxPending  = 1024
 	MaxPerOwner = 8
@@ -79,10 +81,28 @@ func (l *Links) Mint(subject, owner, value string) (code string, expires time.Ti
 		}
 	}
 	if len(l.pending) >= MaxPending {
-		l.pending = slices.Delete(l.pending, 0, 1)
+		i := oldestOfBusiest(l.pending)
+		l.pending = slices.Delete(l.pending, i, i+1)
 	}
 	l.pending = append(l.pending, link{hash: sha256.Sum256([]byte(code)), subject: subject, owner: owner, value: value, expires: expires})
 	return code, expires
+}
+
+// oldestOfBusiest is the index of the oldest link of the owner with the
+// most links in pending (oldest first; not empty); ties go to the owner
+// whose oldest link is older.
+func oldestOfBusiest(pending []link) int {
+	count := map[string]int{}
+	for _, p := range pending {
+		count[p.owner]++
+	}
+	best := 0
+	for i, p := range pending {
+		if count[p.owner] > count[pending[best].owner] {
+			best = i
+		}
+	}
+	return best
 }
 
 // prune drops the expired links; l.mu is held.

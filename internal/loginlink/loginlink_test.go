@@ -59,7 +59,7 @@ func TestBounds(t *testing.T) {
 		t.Errorf("another user's link: %v", err)
 	}
 
-	// Overall: the oldest link goes.
+	// Overall, with one link per owner: the oldest link goes.
 	first, _ := l.Mint("nb0", "u0", "u0")
 	for i := 1; i < MaxPending+10; i++ {
 		l.Mint("nb", fmt.Sprint("u", i), fmt.Sprint("u", i))
@@ -69,6 +69,21 @@ func TestBounds(t *testing.T) {
 	}
 	if _, err := l.Redeem("nb0", first); err == nil {
 		t.Error("the oldest link was kept")
+	}
+
+	// Others filling the set with many links each take their own links
+	// out, not the one link carol asked for first.
+	l = New(c.Now)
+	carol, _ := l.Mint("nbc", "carol", "carol")
+	for i := range MaxPending + 100 {
+		owner := fmt.Sprint("m", i%(MaxPending/MaxPerOwner+5))
+		l.Mint("nbm", owner, owner)
+	}
+	if n := l.Pending(); n != MaxPending {
+		t.Errorf("%d pending, want %d", n, MaxPending)
+	}
+	if u, err := l.Redeem("nbc", carol); err != nil || u != "carol" {
+		t.Errorf("carol's link was evicted by others' links: %q %v", u, err)
 	}
 
 	// Expired ones are pruned by the next mint.
