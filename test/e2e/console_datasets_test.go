@@ -240,13 +240,34 @@ func TestConsoleDatasets(t *testing.T) {
 	if b.Label != "car" || !near(b.XMin, 4) || !near(b.YMin, 3) || !near(b.XMax, 12) || !near(b.YMax, 9) {
 		t.Errorf("the drawn box in the image's pixels: %+v", b)
 	}
+	// The keyboard alone: N adds a box, an arrow moves it a pixel (1 % of
+	// a 16x12 image, at least one), Shift+↓ moves its bottom edge, Enter
+	// saves.
+	tb.run("a box by keyboard", chromedp.WaitVisible(chromedp.CSS(`.ds-stage[data-sample-key="b1.png"][data-loaded="true"]`)),
+		chromedp.Focus(chromedp.CSS(`.ds-stage`)),
+		chromedp.KeyEvent("n"),
+		chromedp.WaitVisible(chromedp.CSS(`.ds-stage[data-boxes="1"] .ds-box.selected[data-label="car"]`)),
+		chromedp.KeyEvent(kb.ArrowLeft),
+		chromedp.KeyEvent(kb.ArrowDown, chromedp.KeyModifiers(chromedp.ModifierShift)),
+		chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS(`[data-saved="b1.png"]`)))
+	mustJSON(t, s.must(nil, "dataset", "samples", "boxes", "--labeled", "-o", "json"), &labelled)
+	var kbox *api.DatasetBox
+	for _, sm := range labelled.Samples {
+		if sm.Key == "b1.png" && len(sm.Annotations.Boxes) == 1 {
+			kbox = &sm.Annotations.Boxes[0]
+		}
+	}
+	if kbox == nil || kbox.Label != "car" || kbox.XMin != 3 || kbox.YMin != 3 || kbox.XMax != 11 || kbox.YMax != 10 {
+		t.Errorf("the keyboard box: %+v in %+v", kbox, labelled.Samples)
+	}
 	tb.run("publish v2 of boxes", chromedp.Click(chromedp.CSS(`.ds-publish button.primary`)),
 		chromedp.WaitVisible(chromedp.CSS(`.ds-published[data-status="published"][data-version="v2"]`)))
-	if n, _ := chromedp.Run(tb.ctx, chromedp.Text(chromedp.CSS(`.ds-published [data-count="car"]`))); n != "1" {
+	if n, _ := chromedp.Run(tb.ctx, chromedp.Text(chromedp.CSS(`.ds-published [data-count="car"]`))); n != "2" {
 		t.Errorf("boxes v2 car %q", n)
 	}
 	tb.run("the box in the grid", chromedp.Navigate(base+"/"+boxes.DatasetID+"/versions/v2/grid?class=car"), pageReady("dataset-grid"),
-		chromedp.WaitVisible(chromedp.CSS(`.ds-tile[data-sample-key="b0.png"] .ds-box[data-label="car"]`)), imagesLoaded(`.ds-grid img`, 1),
+		chromedp.WaitVisible(chromedp.CSS(`.ds-tile[data-sample-key="b0.png"] .ds-box[data-label="car"]`)), imagesLoaded(`.ds-grid img`, 2),
 		chromedp.Click(chromedp.CSS(`.ds-classes button[aria-pressed="false"]:not([data-class])`)),
 		chromedp.WaitVisible(chromedp.CSS(`.ds-grid[data-count="2"]`)), imagesLoaded(`.ds-grid img`, 2))
 	tb.screenshot("datasets-grid")

@@ -43,7 +43,7 @@ export function Boxes({ boxes, w, h, kind = 'label', selected = -1, onSelect }) 
 	if (!w || !h || !boxes || !boxes.length) return null;
 	return boxes.map((b, i) => html`<div key=${kind + i} class=${'ds-box ds-kind-' + kind + (i === selected ? ' selected' : '')}
 		data-box=${i} data-label=${b.label} style=${pct(b, w, h)}
-		onMouseDown=${onSelect ? (e) => { e.stopPropagation(); onSelect(i); } : undefined}>
+		onPointerDown=${onSelect ? (e) => { e.stopPropagation(); onSelect(i); } : undefined}>
 		${b.label && html`<span class="ds-box-tag">${b.label}</span>`}
 	</div>`);
 }

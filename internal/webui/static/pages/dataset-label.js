@@ -1,12 +1,15 @@
 // Labeling: the queue of unlabelled samples (or of those with a proposal),
 // filtered on the server; classification tags and bounding boxes drawn
-// with the mouse; keyboard shortcuts; auto-labeling proposals to accept
-// or reject; publish the draft as a new version.
+// with a pointer (mouse, pen, touch) or the keyboard; auto-labeling
+// proposals to accept or reject; publish the draft as a new version.
 //
 // Keys: 1–9 pick a class (classification: toggle the tag; detection: the
-// class of new boxes, and of the selected box); Delete removes the
-// selected box; Enter or → saves and opens the next sample of the queue;
-// Esc drops the selection.
+// class of new boxes, and of the selected box); N adds a box of the
+// class (half the image, centred, selected); [ and ] select the previous
+// and next box; with a box selected the arrows move it and Shift+arrows
+// move its right or bottom edge, by 1 % of the image (at least a pixel);
+// Delete removes the selected box; Enter (or →, with no box selected)
+// saves and opens the next sample of the queue; Esc drops the selection.
 import { html, useState, useEffect, useRef } from '../js/lib.js';
 import { get, post, put, del } from '../js/api.js';
 import { href, setQuery } from '../js/router.js';
@@ -101,6 +104,7 @@ export default function LabelPage({ route, id }) {
 	};
 
 	const change = (e) => { setEdit(e); setDirty(true); };
+	const round = (v) => Math.round(v * 100) / 100;
 	const pickClass = (i) => {
 		const c = classes[i];
 		if (c === undefined) return;
@@ -118,12 +122,47 @@ export default function LabelPage({ route, id }) {
 		setSel(-1);
 	};
 
+	// Boxes by keyboard: a new one of the active class, the selection
+	// moved along the boxes, the selected box moved or resized.
+	const newBox = () => {
+		const c = classes[active];
+		if (!c || !size) return;
+		const b = { label: c, xmin: round(size.w / 4), ymin: round(size.h / 4), xmax: round((size.w * 3) / 4), ymax: round((size.h * 3) / 4) };
+		const out = { ...edit, boxes: [...edit.boxes, b] };
+		change(out);
+		setSel(out.boxes.length - 1);
+	};
+	const cycle = (d) => {
+		const n = edit.boxes.length;
+		if (n) setSel(sel < 0 ? (d > 0 ? 0 : n - 1) : (sel + d + n) % n);
+	};
+	const nudge = (dx, dy, edge) => {
+		if (sel < 0 || !size) return;
+		const sx = dx * Math.max(1, Math.round(size.w / 100));
+		const sy = dy * Math.max(1, Math.round(size.h / 100));
+		change({ ...edit, boxes: edit.boxes.map((b, j) => {
+			if (j !== sel) return b;
+			if (edge) {
+				return { ...b, xmax: round(Math.min(size.w, Math.max(b.xmin + 1, b.xmax + sx))), ymax: round(Math.min(size.h, Math.max(b.ymin + 1, b.ymax + sy))) };
+			}
+			const mx = Math.min(Math.max(sx, -b.xmin), size.w - b.xmax);
+			const my = Math.min(Math.max(sy, -b.ymin), size.h - b.ymax);
+			return { ...b, xmin: round(b.xmin + mx), xmax: round(b.xmax + mx), ymin: round(b.ymin + my), ymax: round(b.ymax + my) };
+		}) });
+	};
+	const arrows = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
+
 	// Keyboard shortcuts, anywhere on the page but in a text field.
 	const keys = useRef(null);
 	keys.current = (e) => {
 		if (typing(e.target) || e.ctrlKey || e.metaKey || e.altKey || !cur) return;
 		if (document.querySelector('dialog[open]')) return;
 		const onControl = e.target && (e.target.tagName === 'BUTTON' || e.target.tagName === 'A');
+		if (detection) {
+			if (sel >= 0 && arrows[e.key]) { e.preventDefault(); nudge(...arrows[e.key], e.shiftKey); return; }
+			if (e.key === 'n' || e.key === 'N') { e.preventDefault(); newBox(); return; }
+			if (e.key === '[' || e.key === ']') { e.preventDefault(); cycle(e.key === ']' ? 1 : -1); return; }
+		}
 		if (/^[1-9]$/.test(e.key)) { e.preventDefault(); pickClass(Number(e.key) - 1); } else if (e.key === 'Delete' || e.key === 'Backspace') { e.preventDefault(); removeBox(); } else if ((e.key === 'Enter' && !onControl) || e.key === 'ArrowRight') { e.preventDefault(); save(); } else if (e.key === 'Escape') setSel(-1);
 	};
 	useEffect(() => {
@@ -132,15 +171,14 @@ export default function LabelPage({ route, id }) {
 		return () => document.removeEventListener('keydown', fn);
 	}, []);
 
-	// Drawing: a drag over the image makes a box of the active class, in
-	// the image's own pixels.
+	// Drawing: a drag over the image (mouse, pen or finger) makes a box of
+	// the active class, in the image's own pixels.
 	const at = (e) => {
 		const r = imgRef.current.getBoundingClientRect();
 		const x = Math.min(Math.max(e.clientX - r.left, 0), r.width);
 		const y = Math.min(Math.max(e.clientY - r.top, 0), r.height);
 		return { x: (x / r.width) * size.w, y: (y / r.height) * size.h, px: r.width / size.w };
 	};
-	const round = (v) => Math.round(v * 100) / 100;
 	const down = (e) => {
 		if (e.button !== 0 || !size) return;
 		e.preventDefault();
@@ -152,8 +190,10 @@ export default function LabelPage({ route, id }) {
 		setDrag(box);
 		const move = (ev) => { const q = at(ev); box = { ...box, x1: q.x, y1: q.y }; setDrag(box); };
 		const up = (ev) => {
-			window.removeEventListener('mousemove', move);
-			window.removeEventListener('mouseup', up);
+			window.removeEventListener('pointermove', move);
+			window.removeEventListener('pointerup', up);
+			window.removeEventListener('pointercancel', up);
+			if (ev.type === 'pointercancel') { setDrag(null); return; }
 			const q = at(ev);
 			box = { ...box, x1: q.x, y1: q.y };
 			setDrag(null);
@@ -166,8 +206,9 @@ export default function LabelPage({ route, id }) {
 			change(out);
 			setSel(out.boxes.length - 1);
 		};
-		window.addEventListener('mousemove', move);
-		window.addEventListener('mouseup', up);
+		window.addEventListener('pointermove', move);
+		window.addEventListener('pointerup', up);
+		window.addEventListener('pointercancel', up);
 	};
 
 	const addClass = (e) => {
@@ -203,7 +244,7 @@ export default function LabelPage({ route, id }) {
 						${dirty && html`<${Badge} status="WAIT" text="not saved" />`}</div>
 					<div ref=${stageRef} class=${'ds-stage ds-large' + (detection ? ' ds-draw' : '')} tabindex="0" data-sample-key=${cur.key}
 						data-boxes=${edit.boxes.length} data-loaded=${size ? 'true' : 'false'}
-						aria-label=${detection ? 'the image: drag to draw a box of the selected class' : 'the image'} onMouseDown=${down}>
+						aria-label=${detection ? 'the image: drag to draw a box of the selected class, or press N' : 'the image'} onPointerDown=${down}>
 						<img ref=${imgRef} src=${imageURL(id, cur.sample_id)} alt=${cur.key} draggable="false"
 							onLoad=${(e) => setSize({ w: e.target.naturalWidth, h: e.target.naturalHeight })} />
 						${size && html`<${Boxes} boxes=${edit.boxes} w=${size.w} h=${size.h} selected=${sel} onSelect=${setSel} />`}
@@ -211,7 +252,7 @@ export default function LabelPage({ route, id }) {
 						${size && draftBox && html`<${Boxes} boxes=${draftBox} w=${size.w} h=${size.h} kind="draft" />`}
 					</div>
 					${!detection && html`<p class="ds-tags" aria-live="polite">Tags: ${edit.tags.length ? edit.tags.map((t) => html`<${Badge} status="ok" text=${t} /> `) : html`<span class="muted">none</span>`}</p>`}
-					${detection && html`<p class="muted">${plural(edit.boxes.length, 'box', 'boxes')}${sel >= 0 ? ` — box ${sel + 1} selected (Delete removes it)` : ''}</p>`}
+					${detection && html`<p class="muted">${plural(edit.boxes.length, 'box', 'boxes')}${sel >= 0 ? ` — box ${sel + 1} selected (arrows move it, Shift+arrows resize it, Delete removes it)` : ''}</p>`}
 					${pr && html`<div class="panel ds-proposal" data-proposal=${labelsOf(pr).join(',')}>
 						<strong>Proposal</strong> from service <code>${pr.service_id}</code>, ${Math.round(pr.confidence * 100)}% sure:
 						${labelsOf(pr).map((l) => html` <${Badge} status="info" text=${l} />`)}
@@ -236,7 +277,7 @@ export default function LabelPage({ route, id }) {
 					<${Field} label="New class" id="ds-new-class"><input id="ds-new-class" value=${newClass} maxlength="128" onInput=${(e) => setNewClass(e.target.value)} /></${Field}>
 					<button type="submit">Add class</button>
 				</form>
-				<p class="muted ds-keys"><kbd>1</kbd>–<kbd>9</kbd> class · ${detection ? html`drag: box · <kbd>Delete</kbd> removes the selected box · ` : ''}<kbd>Enter</kbd>/<kbd>→</kbd> save and next · <kbd>Esc</kbd> deselect</p>
+				<p class="muted ds-keys"><kbd>1</kbd>–<kbd>9</kbd> class · ${detection ? html`drag or <kbd>N</kbd>: box · <kbd>[</kbd> <kbd>]</kbd> select a box · arrows move it, <kbd>Shift</kbd>+arrows resize it · <kbd>Delete</kbd> removes it · ` : ''}<kbd>Enter</kbd>/<kbd>→</kbd> save and next · <kbd>Esc</kbd> deselect</p>
 				<h2>Queue</h2>
 				<p class="muted">${q.length}${queue.data && queue.data.next ? '+' : ''} ${mode === 'proposed' ? 'with a proposal' : 'unlabelled'}</p>
 				<ul class="ds-queue">${q.map((s) => html`<li key=${s.sample_id}><button class="link" aria-current=${cur && cur.sample_id === s.sample_id ? 'true' : undefined} onClick=${() => open(s)}>${s.key}</button>${s.proposal ? ' •' : ''}</li>`)}</ul>
