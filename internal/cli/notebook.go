@@ -306,8 +306,7 @@ func (n *notebookCmds) signOut() *cobra.Command {
 set stop working at once, on every browser, and login links not yet opened
 are void. Use it after using a shared computer, or when a cookie may have
 leaked. A new link (notebook open, notebook url) signs in again. Websockets
-already open (a kernel running) stay until they close or the notebook stops:
-stop the notebook to cut them too.`,
+already open (a kernel's channels, a terminal) are closed within 30 seconds.`,
 		Args: exactArgs("NOTEBOOK"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := n.a.client()

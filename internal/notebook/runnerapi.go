@@ -219,21 +219,18 @@ func (rs *Runners) EndSessions(ctx context.Context, id string) error {
 	return err
 }
 
-// endSessions records that the notebook's sessions end now and drops its
-// login links not yet opened.
+// endSessions drops the notebook's login links not yet opened and records
+// that its sessions end now. The links go first: one opened meanwhile
+// gets a cookie issued before the time recorded, which is refused.
 func (s *shared) endSessions(ctx context.Context, id string) (*record, error) {
-	now := ms(s.now())
-	u, err := s.update(ctx, id, func(u *record) (bool, error) {
-		u.st.SessionsEnded = max(u.st.SessionsEnded, now)
-		return true, nil
-	})
-	if err != nil {
-		return nil, err
-	}
 	if s.logins != nil {
 		s.logins.Revoke(id)
 	}
-	return u, nil
+	now := ms(s.now())
+	return s.update(ctx, id, func(u *record) (bool, error) {
+		u.st.SessionsEnded = max(u.st.SessionsEnded, now)
+		return true, nil
+	})
 }
 
 // Target is what the proxy needs of notebook id: its owner, its socket

@@ -309,8 +309,14 @@ except OSError as e:
 	}
 	nb2 = openNotebook(t, s, nil, "dev")
 	other := openNotebook(t, s, nil, "dev") // a second browser
-	if st, b := other.do("GET", "logout", nil); st != http.StatusOK || !strings.Contains(string(b), "every browser") {
-		t.Fatalf("Jupyter's Logout: %d %s", st, b)
+	if st, b := other.do("GET", "logout", nil); st != http.StatusOK || !strings.Contains(string(b), "Sign out of every browser") {
+		t.Fatalf("Jupyter's Logout page: %d %s", st, b)
+	}
+	if st, _ := nb2.do("GET", "api/status", nil); st != http.StatusOK {
+		t.Fatalf("the Logout page alone signed a browser out: %d", st)
+	}
+	if st, b := other.do("POST", "logout?scope=all", nil); st != http.StatusOK || !strings.Contains(string(b), "every browser") {
+		t.Fatalf("the Logout page's sign-out everywhere: %d %s", st, b)
 	}
 	if st, _ := nb2.do("GET", "api/status", nil); st != http.StatusUnauthorized {
 		t.Fatalf("the first browser after the second signed out: %d", st)

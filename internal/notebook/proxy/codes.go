@@ -11,7 +11,7 @@ import (
 // them as plain text: "CODE: message", then the hint on a second line.
 const (
 	CodeNoCredentials    errs.Code = "ATL.NB.0101" // 401: no session cookie and no X-Auth-Token
-	CodeBadSession       errs.Code = "ATL.NB.0102" // 401: the session cookie is forged, tampered with, expired or for another notebook
+	CodeBadSession       errs.Code = "ATL.NB.0102" // 401: the session cookie is forged, tampered with, expired, for another notebook or signed out
 	CodeBadToken         errs.Code = "ATL.NB.0103" // 401: the X-Auth-Token was refused (unless the authenticator gave a code of its own)
 	CodeNotOwner         errs.Code = "ATL.NB.0104" // 403: the caller is not the notebook's owner
 	CodeServiceWorker    errs.Code = "ATL.NB.0109" // 403: a service worker script is requested (none may be registered on the notebook listener)
@@ -23,6 +23,7 @@ const (
 	CodeNotNotebook      errs.Code = "ATL.NB.0111" // 404: not a /notebooks/{id}/ path
 	CodeWrongHost        errs.Code = "ATL.NB.0113" // 404: with per-notebook origins, the request's host is not the notebook's own
 	CodeBadPath          errs.Code = "ATL.NB.0112" // 400: a path with dot segments, empty segments, encoded slashes or an escaped id
+	CodeBadLogout        errs.Code = "ATL.NB.0114" // 405/400: a sign-out (/logout) with another method than GET or POST, or a scope other than this or all
 	CodeNotRunning       errs.Code = "ATL.NB.0120" // 503: the notebook is not running (its status is given)
 	CodeUnavailable      errs.Code = "ATL.NB.0121" // 503: the notebook or the credentials could not be looked up (the store does not answer)
 	CodeUnreachable      errs.Code = "ATL.NB.0122" // 502: Jupyter's socket could not be reached or broke the exchange

@@ -17,6 +17,12 @@
 // /notebooks/{id}/logout — Jupyter's Logout button — calls for the
 // owner, as does the API's sign-out) makes Target report that time, and
 // cookies issued then or before are refused (401) from the next request.
+// GET /notebooks/{id}/logout only answers a page whose buttons POST the
+// sign-out (this browser, or every browser), so no cross-site link or
+// image can sign anyone out; a cookie issued in the future (beyond a
+// minute: a clock stepped back) is refused. An open websocket is checked
+// again every Options.Recheck (30 s) and closed with 1008 once its session
+// is signed out, the notebook changes owner or stops.
 //
 // Then, in order: no credentials 401, refused ones 401; a state-changing
 // method or a websocket upgrade whose Origin (or Referer) is not this

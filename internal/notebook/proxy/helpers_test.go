@@ -57,6 +57,13 @@ func (r *resolver) Target(_ context.Context, id string) (Target, error) {
 	return t, nil
 }
 
+// count is how many times a target was asked for.
+func (r *resolver) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.asked)
+}
+
 func (r *resolver) askedFor(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"html"
 	"log/slog"
 	"net"
 	"net/http"
@@ -65,6 +66,9 @@ const (
 // DefaultMaxMessage is the default bound of one websocket message.
 const DefaultMaxMessage = 64 << 20
 
+// DefaultRecheck is how often an open websocket's access is checked again.
+const DefaultRecheck = 30 * time.Second
+
 // Options configure a Proxy. Resolver, Logins and SessionKey are needed.
 type Options struct {
 	Resolver      Resolver
@@ -80,6 +84,10 @@ type Options struct {
 	// MaxMessage bounds one websocket message either way (default
 	// DefaultMaxMessage); a bigger one closes the websocket with 1009.
 	MaxMessage int64
+	// Recheck is how often an open websocket's access is checked again
+	// (default DefaultRecheck): after a sign-out, a change of owner or a
+	// stop, it is closed with 1008 within this time.
+	Recheck time.Duration
 	// Domain, when set, gives every notebook an origin of its own: it is
 	// served only at the host <id>.<Domain> (any port), so a page of one
 	// notebook can never script another (config notebook_domain). Empty:
@@ -122,6 +130,9 @@ func New(o Options) (*Proxy, error) {
 	}
 	if o.MaxMessage <= 0 {
 		o.MaxMessage = DefaultMaxMessage
+	}
+	if o.Recheck <= 0 {
+		o.Recheck = DefaultRecheck
 	}
 	p := &Proxy{o: o, seal: sealer{key: append([]byte(nil), o.SessionKey...)}}
 	p.transport = &http.Transport{
@@ -199,7 +210,20 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ws {
-		p.websocket(w, r, id, rest, t)
+		// An open websocket is checked again every Recheck: a sign-out, a
+		// change of owner or a stop ends it. A store that does not answer
+		// does not.
+		still := func(ctx context.Context) error {
+			t, err := p.target(ctx, id, user)
+			if err == nil {
+				err = sessionEnded(id, t, issued, byHeader)
+			}
+			if errs.CodeOf(err) == CodeUnavailable {
+				return nil
+			}
+			return err
+		}
+		p.websocket(w, r, id, rest, t, still)
 		return
 	}
 	p.forward(w, r, id, t)
@@ -238,15 +262,18 @@ func sessionEnded(id string, t Target, issued time.Time, byHeader bool) error {
 	return errs.E("proxy.Authenticate", errs.Unauthenticated, CodeBadSession, "the sessions of notebook "+id+" were signed out", openHint(id))
 }
 
-// logout is /notebooks/{id}/logout (Jupyter's Logout button): for the
-// notebook's owner it ends every session of the notebook (every browser
-// signed in to it, and every login link not yet opened), clears this
-// browser's cookie and says so. It needs no running notebook.
+// logout is /notebooks/{id}/logout, where Jupyter's Logout button
+// points. GET changes nothing: it answers a page whose two buttons POST
+// back, scope=this (clear this browser's cookie) and scope=all (end every
+// session of the notebook, Sessions.EndSessions, and clear the cookie),
+// so that a link or an image on another page cannot sign anyone out:
+// POSTs pass the Origin check first. Only the notebook's owner gets this
+// far; a stopped notebook can be signed out of too.
 func (p *Proxy) logout(w http.ResponseWriter, r *http.Request, id, user string, issued time.Time, byHeader bool) {
 	const op errs.Op = "proxy.Logout"
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
 		w.Header().Set("Allow", "GET, POST")
-		failStatus(w, http.StatusMethodNotAllowed, errs.E(op, errs.Invalid, CodeLoginMethod, "sign out with GET or POST, not "+r.Method))
+		failStatus(w, http.StatusMethodNotAllowed, errs.E(op, errs.Invalid, CodeBadLogout, "sign out with GET or POST, not "+r.Method))
 		return
 	}
 	t, err := p.target(r.Context(), id, user)
@@ -257,25 +284,58 @@ func (p *Proxy) logout(w http.ResponseWriter, r *http.Request, id, user string, 
 		fail(w, err)
 		return
 	}
-	// A session already ended only clears its cookie.
-	if p.o.Sessions != nil && sessionEnded(id, t, issued, byHeader) == nil {
-		if err := p.o.Sessions.EndSessions(r.Context(), id); err != nil {
-			p.o.Logger.Warn("notebook proxy: cannot end the sessions", "notebook", id, "err", err)
-			fail(w, errs.E(op, errs.Unavailable, CodeUnavailable, "the sessions of notebook "+id+" cannot be ended now", errs.Hint("try again in a moment")))
-			return
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Frame-Options", "DENY")
+	if r.Method == http.MethodGet {
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Content-Security-Policy", "default-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, logoutPage(id, p.o.Sessions != nil))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	scope := r.FormValue("scope") // the form's, or ?scope= of a script
+	switch scope {
+	case "", "this":
+	case "all":
+		// A session already ended only clears its cookie.
+		if p.o.Sessions != nil && sessionEnded(id, t, issued, byHeader) == nil {
+			if err := p.o.Sessions.EndSessions(r.Context(), id); err != nil {
+				p.o.Logger.Warn("notebook proxy: cannot end the sessions", "notebook", id, "err", err)
+				fail(w, errs.E(op, errs.Unavailable, CodeUnavailable, "the sessions of notebook "+id+" cannot be ended now", errs.Hint("try again in a moment")))
+				return
+			}
 		}
+	default:
+		failStatus(w, http.StatusBadRequest, errs.E(op, errs.Invalid, CodeBadLogout, "the scope of a sign-out is this (this browser) or all (every browser)"))
+		return
 	}
 	// Only this notebook's cookie goes: the others share the origin.
 	http.SetCookie(w, endedCookie(id, r.TLS != nil))
-	h := w.Header()
-	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprintf(w, "Signed out of notebook %s", id)
-	if p.o.Sessions != nil {
-		fmt.Fprint(w, " in every browser")
+	if scope == "all" {
+		fmt.Fprintf(w, "Signed out of notebook %s in every browser.\n", id)
+	} else {
+		fmt.Fprintf(w, "Signed out of notebook %s in this browser.\n", id)
 	}
-	fmt.Fprintf(w, ".\nSign in again with `atelier notebook open %s`.\n", id)
+	fmt.Fprintf(w, "Sign in again with `atelier notebook open %s`.\n", id)
+}
+
+// logoutPage is the page of GET /notebooks/{id}/logout: buttons that POST
+// the sign-out (everywhere only when the proxy can end sessions).
+func logoutPage(id string, everywhere bool) string {
+	action := html.EscapeString(notebookPath(id) + "logout")
+	var b strings.Builder
+	fmt.Fprintf(&b, "<!doctype html><meta charset=utf-8><title>Sign out of notebook %s</title>\n", html.EscapeString(id))
+	fmt.Fprintf(&b, "<h1>Sign out of notebook %s</h1>\n", html.EscapeString(id))
+	fmt.Fprintf(&b, "<form method=post action=\"%s\"><input type=hidden name=scope value=this><button>Sign out of this browser</button></form>\n", action)
+	if everywhere {
+		fmt.Fprintf(&b, "<form method=post action=\"%s\"><input type=hidden name=scope value=all><button>Sign out of every browser</button></form>\n", action)
+		b.WriteString("<p>Every browser signed in to this notebook, and every login link not yet opened, stops working at once.</p>\n")
+	}
+	return b.String()
 }
 
 // checkHost refuses, with per-notebook origins (Domain), a request for

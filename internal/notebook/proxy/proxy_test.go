@@ -517,9 +517,11 @@ func (s *sessions) EndSessions(_ context.Context, id string) error {
 
 // TestSignOut: a sign-out refuses every cookie issued until then (401
 // ATL.NB.0102, HTTP and websocket), not the X-Auth-Token nor cookies
-// issued after; /notebooks/{id}/logout signs the owner out everywhere,
-// voids pending links, clears the browser's cookie, works on a stopped
-// notebook, and is the owner's alone.
+// issued after. /notebooks/{id}/logout: GET only answers a page of POST
+// buttons (a link or an image elsewhere signs no one out); POST
+// scope=all, from the listener's origin, signs the owner out everywhere
+// and voids pending links; scope=this clears this browser's cookie only;
+// it works on a stopped notebook and is the owner's alone.
 func TestSignOut(t *testing.T) {
 	ss := &sessions{}
 	e := newEnv(t, func(o *Options) { o.Sessions = ss })
@@ -532,11 +534,39 @@ func TestSignOut(t *testing.T) {
 		res := e.do(http.MethodGet, "/notebooks/nb1/api/x", h, nil)
 		return res.StatusCode, text(t, res)
 	}
+	post := func(c *http.Cookie, path, scope string, h http.Header) *http.Response {
+		t.Helper()
+		if h == nil {
+			h = http.Header{"Origin": {e.origin}}
+		}
+		h.Set("Content-Type", "application/x-www-form-urlencoded")
+		return e.do(http.MethodPost, path, withCookie(c, h), strings.NewReader("scope="+scope))
+	}
 	before := e.login()
 	pending, _ := e.logins.Mint("nb1", "alice", "alice")
 	e.clock.Add(time.Second)
+
+	// GET: the page, nothing ended.
 	res := e.do(http.MethodGet, "/notebooks/nb1/logout", withCookie(before, nil), nil)
 	body := text(t, res)
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, `<form method=post action="/notebooks/nb1/logout">`) ||
+		!strings.Contains(body, "value=all") || len(ss.ended) != 0 || len(res.Cookies()) != 0 ||
+		!strings.Contains(res.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+		t.Fatalf("GET logout: %d %q %v (ended %v)", res.StatusCode, body, res.Header, ss.ended)
+	}
+	// A POST from another site, or with no origin at all: refused.
+	for _, h := range []http.Header{{"Origin": {"http://evil.example"}}, {}} {
+		res := post(before, "/notebooks/nb1/logout", "all", h)
+		if text(t, res); res.StatusCode != http.StatusForbidden || len(ss.ended) != 0 {
+			t.Fatalf("a cross-site sign-out %v: %d (ended %v)", h, res.StatusCode, ss.ended)
+		}
+	}
+	res = post(before, "/notebooks/nb1/logout", "bogus", nil)
+	if body := text(t, res); res.StatusCode != http.StatusBadRequest || !strings.HasPrefix(body, "ATL.NB.0114: ") {
+		t.Errorf("a bad scope: %d %q", res.StatusCode, body)
+	}
+	res = post(before, "/notebooks/nb1/logout", "all", nil)
+	body = text(t, res)
 	if res.StatusCode != http.StatusOK || !strings.Contains(body, "every browser") || len(ss.ended) != 1 {
 		t.Fatalf("logout: %d %q (ended %v)", res.StatusCode, body, ss.ended)
 	}
@@ -561,8 +591,13 @@ func TestSignOut(t *testing.T) {
 	if code, body := get(after, nil); code != http.StatusOK {
 		t.Errorf("a cookie from after the sign-out: %d %q", code, body)
 	}
+	// This browser only: its cookie goes, the sessions stay.
+	res = post(after, "/notebooks/nb1/logout", "this", nil)
+	if body := text(t, res); res.StatusCode != http.StatusOK || !strings.Contains(body, "this browser") || len(res.Cookies()) != 1 || len(ss.ended) != 1 {
+		t.Errorf("logout of this browser: %d %q %v (ended %v)", res.StatusCode, body, res.Cookies(), ss.ended)
+	}
 	// A session already ended only clears its own cookie.
-	res = e.do(http.MethodGet, "/notebooks/nb1/logout", withCookie(before, nil), nil)
+	res = post(before, "/notebooks/nb1/logout", "all", nil)
 	if text(t, res); res.StatusCode != http.StatusOK || len(res.Cookies()) != 1 || len(ss.ended) != 1 {
 		t.Errorf("logout with an ended session: %d %v (ended %v)", res.StatusCode, res.Cookies(), ss.ended)
 	}
@@ -575,12 +610,13 @@ func TestSignOut(t *testing.T) {
 		h      http.Header
 		status int
 	}{
-		{"/notebooks/nb1/logout", withCookie(e.cookie("nb1", "bob"), nil), http.StatusForbidden},
+		{"/notebooks/nb1/logout", withCookie(e.cookie("nb1", "bob"), http.Header{"Origin": {e.origin}}), http.StatusForbidden},
 		{"/notebooks/nb2/logout", http.Header{"X-Auth-Token": {"tok-alice"}}, http.StatusForbidden},
-		{"/notebooks/nb1/logout", nil, http.StatusUnauthorized},
+		{"/notebooks/nb1/logout", http.Header{"Origin": {e.origin}}, http.StatusUnauthorized},
 		{"/notebooks/nb9/logout", http.Header{"X-Auth-Token": {"tok-alice"}}, http.StatusNotFound},
 	} {
-		res := e.do(http.MethodGet, tc.path, tc.h, nil)
+		tc.h.Set("Content-Type", "application/x-www-form-urlencoded")
+		res := e.do(http.MethodPost, tc.path, tc.h, strings.NewReader("scope=all"))
 		if text(t, res); res.StatusCode != tc.status {
 			t.Errorf("%s %v: %d, want %d", tc.path, tc.h, res.StatusCode, tc.status)
 		}
@@ -589,12 +625,22 @@ func TestSignOut(t *testing.T) {
 		t.Errorf("sessions ended by others: %v", ss.ended)
 	}
 	// A stopped notebook of alice's can be signed out of; PUT cannot.
-	res = e.do(http.MethodGet, "/notebooks/nb3/logout", withCookie(e.cookie("nb3", "alice"), nil), nil)
+	res = post(e.cookie("nb3", "alice"), "/notebooks/nb3/logout", "all", nil)
 	if text(t, res); res.StatusCode != http.StatusOK || len(ss.ended) != 2 || ss.ended[1] != "nb3" {
 		t.Errorf("logout of a stopped notebook: %d (ended %v)", res.StatusCode, ss.ended)
 	}
 	res = e.do(http.MethodPut, "/notebooks/nb1/logout", withCookie(after, http.Header{"Origin": {e.origin}}), nil)
-	if text(t, res); res.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("PUT logout: %d", res.StatusCode)
+	if body := text(t, res); res.StatusCode != http.StatusMethodNotAllowed || !strings.HasPrefix(body, "ATL.NB.0114: ") {
+		t.Errorf("PUT logout: %d %q", res.StatusCode, body)
+	}
+	// A cookie that says it was issued in the future (a clock stepped
+	// back since) is refused: a sign-out on the right clock could not
+	// end it.
+	future := sealer{key: testKey}.cookie("nb1", "alice", e.clock.Now().Add(2*clockSlack), false)
+	if code, body := get(future, nil); code != http.StatusUnauthorized || !strings.HasPrefix(body, "ATL.NB.0102: ") {
+		t.Errorf("a cookie issued in the future: %d %q", code, body)
+	}
+	if code, _ := get(sealer{key: testKey}.cookie("nb1", "alice", e.clock.Now().Add(clockSlack/2), false), nil); code != http.StatusOK {
+		t.Errorf("a cookie issued within the clock slack: %d", code)
 	}
 }

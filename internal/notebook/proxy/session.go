@@ -40,7 +40,13 @@ var (
 	errSignature = errors.New("session cookie signature does not match")
 	errExpired   = errors.New("session expired")
 	errOther     = errors.New("session cookie of another notebook")
+	errFuture    = errors.New("session cookie issued in the future")
 )
+
+// clockSlack is how far in the future a session may say it was issued (a
+// clock stepped back since): beyond it the cookie is refused, since a
+// sign-out made on the corrected clock would not end it.
+const clockSlack = time.Minute
 
 // sealer signs and checks session cookies with one HMAC-SHA256 key.
 type sealer struct{ key []byte }
@@ -86,6 +92,9 @@ func (s sealer) open(value, notebookID string, now time.Time) (session, error) {
 	}
 	if ss.Notebook != notebookID {
 		return session{}, errOther
+	}
+	if ss.Issued > now.Add(clockSlack).UnixMilli() {
+		return session{}, errFuture
 	}
 	return ss, nil
 }

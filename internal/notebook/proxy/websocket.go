@@ -10,6 +10,7 @@ import (
 	"net/textproto"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 
@@ -44,7 +45,7 @@ func channelKind(rest string) string {
 // websocket relays a websocket between the browser and Jupyter: it
 // dials Jupyter first (so the browser gets Jupyter's refusal as a status
 // and the subprotocol Jupyter chose), then upgrades the browser's side.
-func (p *Proxy) websocket(w http.ResponseWriter, r *http.Request, id, rest string, t Target) {
+func (p *Proxy) websocket(w http.ResponseWriter, r *http.Request, id, rest string, t Target, still func(context.Context) error) {
 	const op errs.Op = "proxy.Websocket"
 	h := make(http.Header, len(r.Header))
 	for k, vs := range r.Header {
@@ -98,7 +99,7 @@ func (p *Proxy) websocket(w http.ResponseWriter, r *http.Request, id, rest strin
 			}
 		}
 	}
-	p.pipe(client, up, inspect)
+	p.pipe(r.Context(), client, up, inspect, still)
 }
 
 // removeHopByHop drops the hop-by-hop fields of h, those its Connection
@@ -119,8 +120,12 @@ func removeHopByHop(h http.Header) {
 
 // pipe relays messages between client and up until either ends, then
 // passes the close on and closes both. inspect, if any, sees the head of
-// each text message from the client, after it was relayed.
-func (p *Proxy) pipe(client, up *websocket.Conn, inspect func([]byte)) {
+// each text message from the client, after it was relayed. Every
+// Options.Recheck, still (if any) says whether the client may still use
+// the notebook: when it may not (signed out, no longer the owner, the
+// notebook stopped) the client gets close code 1008 with the reason, and
+// both sides are closed.
+func (p *Proxy) pipe(ctx context.Context, client, up *websocket.Conn, inspect func([]byte), still func(context.Context) error) {
 	for _, c := range []*websocket.Conn{client, up} {
 		c.SetReadLimit(p.o.MaxMessage)
 		// A close is not answered here but passed to the other side, whose
@@ -130,7 +135,37 @@ func (p *Proxy) pipe(client, up *websocket.Conn, inspect func([]byte)) {
 	done := make(chan struct{}, 2)
 	go func() { relayMessages(up, client, inspect); done <- struct{}{} }()
 	go func() { relayMessages(client, up, nil); done <- struct{}{} }()
-	<-done
+	var recheck <-chan time.Time
+	if still != nil {
+		tick := time.NewTicker(p.o.Recheck)
+		defer tick.Stop()
+		recheck = tick.C
+	}
+	for waiting := true; waiting; {
+		select {
+		case <-done:
+			waiting = false
+		case <-recheck:
+			cctx, cancel := context.WithTimeout(ctx, writeWait)
+			err := still(cctx)
+			cancel()
+			if err == nil {
+				continue
+			}
+			reason := errs.UserMessage(err)
+			if c := errs.CodeOf(err); c != "" {
+				reason = string(c) + ": " + reason
+			}
+			deadline := time.Now().Add(writeWait)
+			client.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, clipReason(reason)), deadline)
+			up.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, ""), deadline)
+			client.Close()
+			up.Close()
+			<-done
+			<-done
+			return
+		}
+	}
 	ended := 1
 	t := time.NewTimer(closeWait)
 	select {
@@ -223,4 +258,17 @@ func (h *headBuffer) Write(p []byte) (int, error) {
 		h.b = append(h.b, p[:min(room, len(p))]...)
 	}
 	return len(p), nil
+}
+
+// clipReason keeps a close reason within the 123 bytes a close frame
+// allows, cut at a rune.
+func clipReason(s string) string {
+	if len(s) <= 123 {
+		return s
+	}
+	i := 123
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
 }

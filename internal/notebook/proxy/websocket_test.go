@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -199,5 +200,63 @@ func TestWebsocketMessageLimit(t *testing.T) {
 	}
 	if got := <-e.jupyter.closes; got.Code != websocket.CloseMessageTooBig {
 		t.Errorf("Jupyter got close %v", got)
+	}
+}
+
+// TestWebsocketRecheck: an open websocket outlives the checks while its
+// session holds, and is closed with 1008 (the reason naming the code)
+// once the notebook's sessions are signed out, or its owner changes; an
+// X-Auth-Token websocket is not ended by a sign-out.
+func TestWebsocketRecheck(t *testing.T) {
+	ss := &sessions{}
+	e := newEnv(t, func(o *Options) { o.Sessions = ss; o.Recheck = 10 * time.Millisecond })
+	ss.e = e
+	cookie := e.login()
+	c, res, err := e.dialWS(kernelPath, withCookie(cookie, http.Header{"Origin": {e.origin}}))
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, res)
+	}
+	defer c.Close()
+	tok, _, err := e.dialWS(kernelPath, http.Header{"X-Auth-Token": {"tok-alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tok.Close()
+	// Many checks pass: the websocket stays.
+	want := e.resolver.count() + 10
+	for deadline := time.Now().Add(10 * time.Second); e.resolver.count() < want; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the websockets were checked %d times, want %d", e.resolver.count(), want)
+		}
+	}
+	roundTrip(t, c, websocket.TextMessage, "still here")
+	e.clock.Add(time.Millisecond)
+	if err := ss.EndSessions(t.Context(), "nb1"); err != nil {
+		t.Fatal(err)
+	}
+	closedWith := func(c *websocket.Conn) *websocket.CloseError {
+		t.Helper()
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for {
+			if _, _, err := c.ReadMessage(); err != nil {
+				var ce *websocket.CloseError
+				if errors.As(err, &ce) {
+					return ce
+				}
+				t.Fatalf("not a close: %v", err)
+			}
+		}
+	}
+	if ce := closedWith(c); ce.Code != websocket.ClosePolicyViolation || !strings.HasPrefix(ce.Text, "ATL.NB.0102: ") {
+		t.Errorf("after the sign-out: %d %q", ce.Code, ce.Text)
+	}
+	roundTrip(t, tok, websocket.TextMessage, "the token's websocket stays")
+	e.resolver.mu.Lock()
+	nb := e.resolver.targets["nb1"]
+	nb.OwnerID = "carol"
+	e.resolver.targets["nb1"] = nb
+	e.resolver.mu.Unlock()
+	if ce := closedWith(tok); ce.Code != websocket.ClosePolicyViolation || !strings.HasPrefix(ce.Text, "ATL.NB.0104: ") {
+		t.Errorf("after a change of owner: %d %q", ce.Code, ce.Text)
 	}
 }

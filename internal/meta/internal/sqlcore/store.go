@@ -278,9 +278,10 @@ func (s *Store) readTx(ctx context.Context, fn func(tx *snapshot) error) error {
 	if err != nil {
 		return err
 	}
+	defer tx.Rollback() // if fn panics; a second Rollback is a no-op
 	snap := &snapshot{Tx: tx}
 	err = fn(snap)
-	tx.Rollback() // nothing to commit
+	tx.Rollback() // nothing to commit; the connection goes back now
 	for _, query := range snap.unprepared {
 		s.prepared(ctx, s.r, query)
 	}
