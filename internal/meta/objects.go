@@ -157,8 +157,9 @@ type ListObjectsQuery struct {
 	Delimiter  string // "" = no grouping
 	StartAfter string // exclusive; keys and common prefixes <= StartAfter are skipped
 	MaxKeys    int    // objects + common prefixes in the page; 0 means 1000
-	// Tags lists each object's tags too (lifecycle rules select by them).
-	Tags bool
+	// Access lists each object's tags and ACL too: what authorizing a read
+	// of it looks at, and what lifecycle rules select by.
+	Access bool
 }
 
 // ListObjectsResult is a page. NextStartAfter is the last key or common

@@ -87,10 +87,13 @@ func (s *Service) ListAll(ctx context.Context, c *Caller, bucket, prefix string,
 // entry is written.
 //
 // Every key is validated and authorized (obs:GetObject) before the first
-// byte is written, so a refusal is an error, not a broken stream. Reading
-// the objects goes straight to the index and the blob store; keys that lie
+// byte is written, so a refusal is an error, not a broken stream: as a GET
+// is, with the object the index holds (its tags in the condition context,
+// its ACL), or as a GET of a missing key when there is none. Reading the
+// objects goes straight to the index and the blob store; keys that lie
 // close together in the bucket are looked up by range scans of the index
-// rather than one lookup each.
+// rather than one lookup each (twice: to authorize, then to write, when
+// each object is authorized again as it is then).
 func (s *Service) WriteObjects(ctx context.Context, c *Caller, bucket string, keys []string, w io.Writer) error {
 	const op errs.Op = "obs.WriteObjects"
 	b, err := s.bucket(ctx, op, bucket)
@@ -104,13 +107,31 @@ func (s *Service) WriteObjects(ctx context.Context, c *Caller, bucket string, ke
 		if err := ValidateKey(k); err != nil {
 			return err
 		}
-		if err := s.check(op, c, b, ActionGetObject, k, nil); err != nil {
-			return err
+	}
+	authz := func(key string, o *meta.Object) error {
+		return s.checkWithObject(op, c, b, ActionGetObject, key, o, tagContext(nil, o, nil))
+	}
+	found := make(map[string]bool, len(keys))
+	err = s.lookupKeys(ctx, op, bucket, keys, func(o *meta.Object) error {
+		found[o.Key] = true
+		return authz(o.Key, o)
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if !found[k] {
+			if err := authz(k, nil); err != nil {
+				return err
+			}
 		}
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	tw := tar.NewWriter(bw)
 	err = s.lookupKeys(ctx, op, bucket, keys, func(o *meta.Object) error {
+		if err := authz(o.Key, o); err != nil { // re-tagged since: the stream breaks
+			return err
+		}
 		return s.writeEntry(ctx, op, tw, bucket, o)
 	})
 	if err != nil {
@@ -157,7 +178,7 @@ func (s *Service) lookupKeys(ctx context.Context, op errs.Op, bucket string, key
 	start := before(keys[0])
 	for i := 0; i < len(keys); {
 		q := meta.ListObjectsQuery{Bucket: bucket, Prefix: prefix, StartAfter: start,
-			MaxKeys: min(DefaultMaxKeys, len(keys)-i+8)}
+			MaxKeys: min(DefaultMaxKeys, len(keys)-i+8), Access: true}
 		t := s.pins.begin()
 		page, err := s.store.ListObjects(ctx, q)
 		if err != nil {

@@ -382,7 +382,7 @@ func (s *Service) expire(ctx context.Context, b *meta.Bucket, r *LifecycleRule, 
 	const op errs.Op = "obs.expire"
 	bucket := b.Name
 	n := 0
-	q := meta.ListObjectsQuery{Bucket: bucket, Prefix: r.Prefix, MaxKeys: 1000, Tags: true}
+	q := meta.ListObjectsQuery{Bucket: bucket, Prefix: r.Prefix, MaxKeys: 1000, Access: true}
 	for {
 		if err := ctx.Err(); err != nil {
 			return n, err

@@ -20,12 +20,17 @@ func testObjectACL(t *testing.T, s meta.Store) {
 	got, err := s.GetObject(ctx, "b1", "k")
 	must(t, err)
 	sameObject(t, "object with an ACL", got, o)
-	// A listing carries no ACL (nor tags unless asked for).
-	res, err := s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1"})
-	must(t, err)
-	listedWant := *o
-	listedWant.ACL, listedWant.Tags = "", nil
-	sameObject(t, "listed object with an ACL", res.Objects[0], &listedWant)
+	// A listing carries no ACL nor tags unless asked for.
+	for _, delim := range []string{"", "/"} { // flat and grouped listings alike
+		res, err := s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1", Delimiter: delim})
+		must(t, err)
+		listedWant := *o
+		listedWant.ACL, listedWant.Tags = "", nil
+		sameObject(t, "listed object with an ACL", res.Objects[0], &listedWant)
+		res, err = s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1", Delimiter: delim, Access: true})
+		must(t, err)
+		sameObject(t, "listed with its tags and ACL", res.Objects[0], o)
+	}
 
 	set, err := s.SetObjectACL(ctx, "b1", "k", "")
 	must(t, err)

@@ -30,7 +30,7 @@ func testObjectTags(t *testing.T, s meta.Store) {
 	got, err := s.GetObject(ctx, "b1", "tagged")
 	must(t, err)
 	sameObject(t, "tagged object", got, o)
-	res, err := s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1", Tags: true})
+	res, err := s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1", Access: true})
 	must(t, err)
 	sameObject(t, "listed tagged object", res.Objects[0], o)
 	for _, delim := range []string{"", "/"} { // flat and grouped listings alike
@@ -39,7 +39,7 @@ func testObjectTags(t *testing.T, s meta.Store) {
 		untagged := *o
 		untagged.Tags = nil
 		sameObject(t, "listed without tags", res.Objects[0], &untagged)
-		res, err = s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1", Delimiter: delim, Tags: true})
+		res, err = s.ListObjects(ctx, meta.ListObjectsQuery{Bucket: "b1", Delimiter: delim, Access: true})
 		must(t, err)
 		sameObject(t, "listed with tags", res.Objects[0], o)
 	}

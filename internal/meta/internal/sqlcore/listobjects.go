@@ -50,7 +50,7 @@ func (s *Store) ListObjects(ctx context.Context, q meta.ListObjectsQuery) (*meta
 			return err
 		}
 		if q.Delimiter == "" {
-			return s.listFlat(ctx, tx, q.Bucket, kr, maxKeys, q.Tags, res)
+			return s.listFlat(ctx, tx, q.Bucket, kr, maxKeys, q.Access, res)
 		}
 		return s.listGrouped(ctx, tx, q, kr, maxKeys, res)
 	})
@@ -61,19 +61,19 @@ func (s *Store) ListObjects(ctx context.Context, q meta.ListObjectsQuery) (*meta
 }
 
 // listFlat lists the objects in kr, without grouping.
-func (s *Store) listFlat(ctx context.Context, tx *snapshot, bucket string, kr keyRange, maxKeys int, withTags bool, res *meta.ListObjectsResult) error {
+func (s *Store) listFlat(ctx context.Context, tx *snapshot, bucket string, kr keyRange, maxKeys int, withAccess bool, res *meta.ListObjectsResult) error {
 	if kr.empty() {
 		return nil
 	}
 	cond, args := kr.where(`key`)
 	objects, err := listIn(ctx, s, tx, func(sc scanner) (*meta.Object, error) {
 		var r objectRow
-		if err := r.scanListed(sc, withTags); err != nil {
+		if err := r.scanListed(sc, withAccess); err != nil {
 			return nil, err
 		}
 		return r.object()
 	},
-		`SELECT `+listCols(withTags)+` FROM objects WHERE bucket = ? AND `+cond+` ORDER BY key `+limitArg,
+		`SELECT `+listCols(withAccess)+` FROM objects WHERE bucket = ? AND `+cond+` ORDER BY key `+limitArg,
 		append(append([]any{bucket}, args...), maxKeys+1)...) // one past the page tells it is truncated
 	if err != nil {
 		return err
@@ -163,7 +163,7 @@ func (g *grouper) next(ctx context.Context) error {
 	limit := min(g.batch, g.max+1-g.n) // one entry past the page tells it is truncated
 	cond, args := g.kr.where(`key`)
 	rows, err := g.s.query(ctx, g.tx,
-		`SELECT `+listCols(g.q.Tags)+` FROM objects WHERE bucket = ? AND `+cond+` ORDER BY key `+limitArg,
+		`SELECT `+listCols(g.q.Access)+` FROM objects WHERE bucket = ? AND `+cond+` ORDER BY key `+limitArg,
 		append(append([]any{g.q.Bucket}, args...), limit)...)
 	if err != nil {
 		return err
@@ -174,7 +174,7 @@ func (g *grouper) next(ctx context.Context) error {
 	var r objectRow
 	for rows.Next() {
 		read++
-		if err := r.scanListed(rows, g.q.Tags); err != nil {
+		if err := r.scanListed(rows, g.q.Access); err != nil {
 			return err
 		}
 		key := r.o.Key
@@ -228,10 +228,10 @@ func (g *grouper) next(ctx context.Context) error {
 	return nil
 }
 
-// listCols are the columns of a listing, with the tags or without.
-func listCols(withTags bool) string {
-	if withTags {
-		return listTagColumns
+// listCols are the columns of a listing, with the tags and ACL or without.
+func listCols(withAccess bool) string {
+	if withAccess {
+		return listAccessColumns
 	}
 	return listColumns
 }

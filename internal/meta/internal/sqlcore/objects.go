@@ -38,22 +38,22 @@ func (r *objectRow) dests() []any {
 
 func (r *objectRow) scan(sc scanner) error { return sc.Scan(r.dests()...) }
 
-// listColumns are the columns a listing reads (listDests); with tags,
-// listTagColumns.
+// listColumns are the columns a listing reads (scanListed); with the
+// tags and ACL (ListObjectsQuery.Access), listAccessColumns.
 const (
 	listColumns = `bucket, key, size, etag, content_type, metadata, headers, checksums,
 	storage_class, owner_id, last_modified, blob_id, blobs, version_id`
-	listTagColumns = listColumns + `, tags`
+	listAccessColumns = listColumns + `, tags, acl`
 )
 
-// scanListed scans a row of listColumns (withTags: listTagColumns).
-func (r *objectRow) scanListed(sc scanner, withTags bool) error {
+// scanListed scans a row of listColumns (withAccess: listAccessColumns).
+func (r *objectRow) scanListed(sc scanner, withAccess bool) error {
 	r.tags = "{}"
 	d := []any{&r.o.Bucket, &r.o.Key, &r.o.Size, &r.o.ETag, &r.o.ContentType,
 		&r.metadata, &r.headers, &r.checksums, &r.o.StorageClass, &r.o.OwnerID, &r.lastModified, &r.blobID, &r.blobs,
-		&r.o.VersionID, &r.tags}
-	if !withTags {
-		d = d[:len(d)-1]
+		&r.o.VersionID, &r.tags, &r.o.ACL}
+	if !withAccess {
+		d = d[:len(d)-2]
 	}
 	return sc.Scan(d...)
 }
