@@ -99,19 +99,22 @@ func (s *Service) archiveObject(ctx context.Context, op errs.Op, tw *tar.Writer,
 	if err := checkArchivePath(op, b.Name, key, name); err != nil {
 		return err
 	}
-	if err := s.check(op, c, b, ActionGetObject, key, nil); err != nil {
-		return err
-	}
 	t := s.pins.begin()
 	o, err := s.store.GetObject(ctx, b.Name, key)
-	if err != nil || strings.HasSuffix(name, "/") {
+	if err != nil && !errs.Is(err, errs.NotFound) {
 		s.abandon(ctx, t)
-	}
-	if errs.Is(err, errs.NotFound) {
-		return nil
-	}
-	if err != nil {
 		return storeErr(op, fmt.Sprintf("reading object %q", key), err)
+	}
+	// Authorized as a GET of it is: with the object (its tags, its ACL),
+	// or as a missing key.
+	if aerr := s.checkWithObject(op, c, b, ActionGetObject, key, o, tagContext(nil, o, nil)); aerr != nil || err != nil || strings.HasSuffix(name, "/") {
+		s.abandon(ctx, t)
+		if aerr != nil {
+			return aerr
+		}
+		if err != nil {
+			return nil // deleted since it was listed
+		}
 	}
 	if strings.HasSuffix(name, "/") {
 		if o.Size != 0 {

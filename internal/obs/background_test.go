@@ -253,6 +253,22 @@ func TestWriteArchive(t *testing.T) {
 		t.Errorf("denial does not name the key: %q", m)
 	}
 
+	// Each object is authorized with its tags, as a GET: a Deny on a tag
+	// stops the archive at the tagged object, even for its owner.
+	e.put(e.alice, "data", "tagged/open", "o")
+	e.put(e.alice, "data", "tagged/secret", "s", Tag{"class", "secret"})
+	doc = `{"Version":"2012-10-17","Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:GetObject",
+		"Resource":"arn:aws:s3:::data/*","Condition":{"StringEquals":{"s3:ExistingObjectTag/class":"secret"}}}]}`
+	must(t, e.svc.PutBucketPolicy(e.ctx, e.alice, "data", []byte(doc)))
+	_, err = archive(e.alice, "tagged/")
+	if m := errs.UserMessage(err); S3Code(err) != "AccessDenied" || !strings.Contains(m, `key "tagged/secret"`) {
+		t.Errorf("the archive of a tag-denied object: %v", err)
+	}
+	if got, err := archive(e.alice, "tagged/open"); err != nil || len(got) != 1 {
+		t.Errorf("an object the Deny does not name: %v %v", got, err)
+	}
+	must(t, e.svc.DeleteBucketPolicy(e.ctx, e.alice, "data"))
+
 	// Keys that are not safe paths fail the archive.
 	for _, k := range []string{"unsafe/../../etc/passwd", "unsafe//x", "unsafe/./x"} {
 		e.put(e.alice, "data", k, "x")
