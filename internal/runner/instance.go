@@ -228,8 +228,8 @@ type ending struct {
 func (in *instance) requestStop(reason, why string) {
 	in.stop.once.Do(func() {
 		in.stop.reason, in.stop.why = reason, why
+		close(in.stop.ch) // in force before it is logged, as for jobs
 		in.sink.Runner("stopping: %s", why)
-		close(in.stop.ch)
 	})
 }
 

@@ -279,13 +279,15 @@ type stopper struct {
 
 func newStopper() *stopper { return &stopper{ch: make(chan struct{})} }
 
-// requestStop asks to stop the attempt for reason (an api.Failure*).
+// requestStop asks to stop the attempt for reason (an api.Failure*). The
+// stop is in force (stopping reports it) before it is logged, so whatever
+// follows the log line sees it.
 func (r *run) requestStop(reason, why string) {
 	r.stop.once.Do(func() {
 		r.stop.reason, r.stop.why = reason, why
+		close(r.stop.ch)
 		r.sink.Runner("stopping: %s", why)
 		r.event("Warning", "stopping: "+why)
-		close(r.stop.ch)
 	})
 }
 
