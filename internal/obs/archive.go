@@ -101,20 +101,22 @@ func (s *Service) archiveObject(ctx context.Context, op errs.Op, tw *tar.Writer,
 	}
 	t := s.pins.begin()
 	o, err := s.store.GetObject(ctx, b.Name, key)
-	if err != nil && !errs.Is(err, errs.NotFound) {
-		s.abandon(ctx, t)
-		return storeErr(op, fmt.Sprintf("reading object %q", key), err)
+	switch {
+	case errs.Is(err, errs.NotFound):
+		o, err = nil, nil // deleted since it was listed: left out
+	case err != nil:
+		err = storeErr(op, fmt.Sprintf("reading object %q", key), err)
 	}
-	// Authorized as a GET of it is: with the object (its tags, its ACL),
-	// or as a missing key.
-	if aerr := s.checkWithObject(op, c, b, ActionGetObject, key, o, tagContext(nil, o, nil)); aerr != nil || err != nil || strings.HasSuffix(name, "/") {
-		s.abandon(ctx, t)
-		if aerr != nil {
-			return aerr
-		}
-		if err != nil {
-			return nil // deleted since it was listed
-		}
+	if err == nil {
+		// Authorized as a GET of it is: with the object (its tags, its
+		// ACL), or as a missing key.
+		err = s.checkWithObject(op, c, b, ActionGetObject, key, o, tagContext(nil, o, nil))
+	}
+	if err != nil || o == nil || strings.HasSuffix(name, "/") {
+		s.abandon(ctx, t) // no blob of it is read
+	}
+	if err != nil || o == nil {
+		return err
 	}
 	if strings.HasSuffix(name, "/") {
 		if o.Size != 0 {

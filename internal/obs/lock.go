@@ -396,20 +396,26 @@ func (r LockRequest) lock() meta.ObjectLock {
 // single PUTs without a checksum (minio-go, which `atelier obs cp` uses)
 // could then not write into such a bucket at all.
 func needsIntegrity(op errs.Op, r LockRequest, require bool, contentMD5 []byte, ck Checksum) error {
-	if !require || r.IsZero() || contentMD5 != nil || ck.Value != "" || ck.Trailer {
-		return nil
+	if lacksIntegrity(r, require, contentMD5, ck) {
+		return fail(op, CodeLockNeedsIntegrity, msgNeedsIntegrity, hintIntegrityForLocks)
 	}
-	return fail(op, CodeLockNeedsIntegrity, msgNeedsIntegrity, hintIntegrityForLocks)
+	return nil
 }
 
 // partNeedsIntegrity is needsIntegrity for a part of an upload whose
 // request asked for an object lock (u.Lock: not a bucket default).
 func partNeedsIntegrity(op errs.Op, u *meta.Upload, require bool, contentMD5 []byte, ck Checksum) error {
 	r := LockRequest{Mode: u.Lock.Mode, RetainUntil: u.Lock.RetainUntil, LegalHold: u.Lock.LegalHold}
-	if needsIntegrity(op, r, require, contentMD5, ck) == nil {
-		return nil
+	if lacksIntegrity(r, require, contentMD5, ck) {
+		return fail(op, CodeLockNeedsIntegrity, msgPartNeedsIntegrity, hintIntegrityForLocks)
 	}
-	return fail(op, CodeLockNeedsIntegrity, msgPartNeedsIntegrity, hintIntegrityForLocks)
+	return nil
+}
+
+// lacksIntegrity reports whether a body written with the lock r comes
+// without the Content-MD5 or checksum the front end requires.
+func lacksIntegrity(r LockRequest, require bool, contentMD5 []byte, ck Checksum) bool {
+	return require && !r.IsZero() && contentMD5 == nil && ck.Value == "" && !ck.Trailer
 }
 
 // CreateBucket's object lock: the bucket starts with versioning Enabled
