@@ -177,7 +177,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.login(w, r, id)
 		return
 	}
-	user, issued, byHeader, err := p.authenticate(r, id)
+	c, err := p.authenticate(r, id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -192,19 +192,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ws := websocket.IsWebSocketUpgrade(r)
 	if ws || !safeMethod(r.Method) {
-		if err := checkOrigin(r, byHeader); err != nil {
+		if err := checkOrigin(r, c.byHeader); err != nil {
 			fail(w, err)
 			return
 		}
 	}
 	if rest == "/logout" {
-		p.logout(w, r, id, user, issued, byHeader)
+		p.logout(w, r, id, c)
 		return
 	}
-	t, err := p.target(r.Context(), id, user)
-	if err == nil {
-		err = sessionEnded(id, t, issued, byHeader)
-	}
+	t, err := p.access(r.Context(), id, c)
 	if err != nil {
 		fail(w, err)
 		return
@@ -214,10 +211,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// change of owner or a stop ends it. A store that does not answer
 		// does not.
 		still := func(ctx context.Context) error {
-			t, err := p.target(ctx, id, user)
-			if err == nil {
-				err = sessionEnded(id, t, issued, byHeader)
-			}
+			_, err := p.access(ctx, id, c)
 			if errs.CodeOf(err) == CodeUnavailable {
 				return nil
 			}
@@ -253,10 +247,19 @@ func (p *Proxy) login(w http.ResponseWriter, r *http.Request, id string) {
 	http.Redirect(w, r, notebookPath(id)+"tree", http.StatusSeeOther)
 }
 
-// sessionEnded refuses a session cookie issued before the notebook's
-// sessions were last ended (the time of t.SessionsEnded or earlier).
-func sessionEnded(id string, t Target, issued time.Time, byHeader bool) error {
-	if byHeader || t.SessionsEnded.IsZero() || issued.After(t.SessionsEnded) {
+// caller is who a request comes from: a user, by an X-Auth-Token
+// (byHeader) or by a session cookie issued at issued.
+type caller struct {
+	user     string
+	issued   time.Time
+	byHeader bool
+}
+
+// ended refuses a session cookie issued before the notebook's sessions
+// were last ended (the time of t.SessionsEnded or earlier). A token is no
+// session.
+func (c caller) ended(id string, t Target) error {
+	if c.byHeader || t.SessionsEnded.IsZero() || c.issued.After(t.SessionsEnded) {
 		return nil
 	}
 	return errs.E("proxy.Authenticate", errs.Unauthenticated, CodeBadSession, "the sessions of notebook "+id+" were signed out", openHint(id))
@@ -269,14 +272,14 @@ func sessionEnded(id string, t Target, issued time.Time, byHeader bool) error {
 // so that a link or an image on another page cannot sign anyone out:
 // POSTs pass the Origin check first. Only the notebook's owner gets this
 // far; a stopped notebook can be signed out of too.
-func (p *Proxy) logout(w http.ResponseWriter, r *http.Request, id, user string, issued time.Time, byHeader bool) {
+func (p *Proxy) logout(w http.ResponseWriter, r *http.Request, id string, c caller) {
 	const op errs.Op = "proxy.Logout"
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
 		w.Header().Set("Allow", "GET, POST")
 		failStatus(w, http.StatusMethodNotAllowed, errs.E(op, errs.Invalid, CodeBadLogout, "sign out with GET or POST, not "+r.Method))
 		return
 	}
-	t, err := p.target(r.Context(), id, user)
+	t, err := p.target(r.Context(), id, c.user)
 	if errs.CodeOf(err) == CodeNotRunning {
 		err = nil // the owner's, not running: it can be signed out of all the same
 	}
@@ -300,7 +303,7 @@ func (p *Proxy) logout(w http.ResponseWriter, r *http.Request, id, user string, 
 	case "", "this":
 	case "all":
 		// A session already ended only clears its cookie.
-		if p.o.Sessions != nil && sessionEnded(id, t, issued, byHeader) == nil {
+		if p.o.Sessions != nil && c.ended(id, t) == nil {
 			if err := p.o.Sessions.EndSessions(r.Context(), id); err != nil {
 				p.o.Logger.Warn("notebook proxy: cannot end the sessions", "notebook", id, "err", err)
 				fail(w, errs.E(op, errs.Unavailable, CodeUnavailable, "the sessions of notebook "+id+" cannot be ended now", errs.Hint("try again in a moment")))
@@ -356,9 +359,9 @@ func openHint(id string) errs.Hint {
 	return errs.Hint("open the notebook with `atelier notebook open " + id + "` or `atelier notebook url " + id + "`")
 }
 
-// authenticate is the caller's user id, by the X-Auth-Token first
-// (byHeader), else by a session cookie for notebook id, issued at issued.
-func (p *Proxy) authenticate(r *http.Request, id string) (user string, issued time.Time, byHeader bool, err error) {
+// authenticate is the caller: by the X-Auth-Token first, else by a
+// session cookie for notebook id.
+func (p *Proxy) authenticate(r *http.Request, id string) (caller, error) {
 	const op errs.Op = "proxy.Authenticate"
 	if p.o.Authenticator != nil {
 		user, err := p.o.Authenticator.Authenticate(r)
@@ -371,10 +374,10 @@ func (p *Proxy) authenticate(r *http.Request, id string) (user string, issued ti
 			if c := errs.CodeOf(err); c != "" {
 				code = c
 			}
-			return "", time.Time{}, false, errs.E(op, kind, code, "the X-Auth-Token was refused", err)
+			return caller{}, errs.E(op, kind, code, "the X-Auth-Token was refused", err)
 		}
 		if user != "" {
-			return user, time.Time{}, true, nil
+			return caller{user: user, byHeader: true}, nil
 		}
 	}
 	var bad error
@@ -384,18 +387,27 @@ func (p *Proxy) authenticate(r *http.Request, id string) (user string, issued ti
 		}
 		ss, err := p.seal.open(c.Value, id, p.now())
 		if err == nil {
-			return ss.User, time.UnixMilli(ss.Issued), false, nil
+			return caller{user: ss.User, issued: time.UnixMilli(ss.Issued)}, nil
 		}
 		bad = err
 	}
 	switch bad {
 	case nil:
-		return "", time.Time{}, false, errs.E(op, errs.Unauthenticated, CodeNoCredentials, "not signed in to notebook "+id, openHint(id))
+		return caller{}, errs.E(op, errs.Unauthenticated, CodeNoCredentials, "not signed in to notebook "+id, openHint(id))
 	case errExpired:
-		return "", time.Time{}, false, errs.E(op, errs.Unauthenticated, CodeBadSession, "the session of notebook "+id+" has expired", openHint(id))
+		return caller{}, errs.E(op, errs.Unauthenticated, CodeBadSession, "the session of notebook "+id+" has expired", openHint(id))
 	default:
-		return "", time.Time{}, false, errs.E(op, errs.Unauthenticated, CodeBadSession, "the session cookie is not valid for notebook "+id, openHint(id))
+		return caller{}, errs.E(op, errs.Unauthenticated, CodeBadSession, "the session cookie is not valid for notebook "+id, openHint(id))
 	}
+}
+
+// access is target for c, whose session must not have been signed out.
+func (p *Proxy) access(ctx context.Context, id string, c caller) (Target, error) {
+	t, err := p.target(ctx, id, c.user)
+	if err == nil {
+		err = c.ended(id, t)
+	}
+	return t, err
 }
 
 // target resolves notebook id for user: found, user's own and running.
