@@ -22,6 +22,18 @@ export function useLoad(load, deps = []) {
 	return { ...st, reload: run };
 }
 
+// useFollow is editable state that starts as value and is replaced when
+// value changes (a reload, a new route) — never on mount, where an effect
+// would run after the first paint and could wipe what was typed before it.
+export function useFollow(value) {
+	const [v, setV] = useState(value);
+	const seen = useRef(value);
+	useEffect(() => {
+		if (seen.current !== value) { seen.current = value; setV(value); }
+	}, [value]);
+	return [v, setV];
+}
+
 // usePoll calls fn every ms while the page is visible.
 export function usePoll(fn, ms, deps = []) {
 	useEffect(() => {

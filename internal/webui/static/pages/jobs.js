@@ -3,7 +3,7 @@
 // (?ids=A,B,…) and /jobs/ID (detail).
 import { html, useState, useEffect } from '../js/lib.js';
 import { get } from '../js/api.js';
-import { Page, useLoad, usePoll, pageState, Table, Pager } from '../js/ui.js';
+import { Page, useLoad, useFollow, usePoll, pageState, Table, Pager } from '../js/ui.js';
 import { href, setQuery, navigate } from '../js/router.js';
 import { time, duration } from '../js/format.js';
 import { JobStatus, PHASES, isTerminal, runningTime } from './job-common.js';
@@ -17,9 +17,8 @@ function JobList({ route }) {
 	const sort = q.get('sort') || '-create_time';
 	const offset = Math.max(0, parseInt(q.get('offset') || '0', 10) || 0);
 	const limit = Math.min(1000, Math.max(1, parseInt(q.get('limit') || String(LIMIT), 10) || LIMIT));
-	const [search, setSearch] = useState(name);
+	const [search, setSearch] = useFollow(name);
 	const [picked, setPicked] = useState([]);
-	useEffect(() => setSearch(name), [name]);
 	const jobs = useLoad(() => get('/api/v1/training-jobs', { name, phase, sort, offset, limit }), [name, phase, sort, offset, limit]);
 	const items = (jobs.data && jobs.data.items) || [];
 	usePoll(() => jobs.reload(), items.some((j) => !isTerminal(j)) ? 5000 : 0, [jobs.reload]);

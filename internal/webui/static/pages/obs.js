@@ -7,7 +7,7 @@
 // the REST API again when the S3 endpoint cannot be reached).
 import { html, useState, useEffect, useRef } from '../js/lib.js';
 import { get, post, put, del, request, ApiError } from '../js/api.js';
-import { Page, useLoad, pageState, ErrorBox, Badge, Field, Table, Pager, Confirm, Live } from '../js/ui.js';
+import { Page, useLoad, useFollow, pageState, ErrorBox, Badge, Field, Table, Pager, Confirm, Live } from '../js/ui.js';
 import { href, navigate, setQuery } from '../js/router.js';
 import { bytes, time } from '../js/format.js';
 
@@ -375,11 +375,10 @@ const checked = (v) => (v.valid ? null : { code: v.error_code, message: v.error_
 // Save validates first and stores only a valid document. Errors show their
 // code, message and hint.
 function Editor({ id, label, help, value, onSave, onValidate, onDelete, name }) {
-	const [text, setText] = useState(value);
+	const [text, setText] = useFollow(value);
 	const [err, setErr] = useState(null);
 	const [status, setStatus] = useState('');
 	const [busy, setBusy] = useState(false);
-	useEffect(() => setText(value), [value]);
 	const act = async (fn, ok) => {
 		setBusy(true); setErr(null); setStatus('');
 		try { await fn(text); setStatus(ok); } catch (e) { setErr(e); } finally { setBusy(false); }
