@@ -379,7 +379,12 @@ func TestConsoleModelsServices(t *testing.T) {
 	}
 	tb.run("save 70/30", setField(`.svc-weights tr[data-model="`+v2+`"] input[aria-label^="weight"]`, "30"),
 		chromedp.Click(chromedp.CSS(`.svc-weights button[type=submit]`)),
-		jsUntil(`!document.querySelector('.svc-weights .error-box') && /Saved/.test(document.body.innerText) || document.querySelector('.svc-weights tr[data-model="`+v2+`"] input[aria-label^="weight"]')?.value === '30' && !document.querySelector('.svc-weights .error-box')`, 30*time.Second))
+		// data-saved is set once the PUT has answered, and outlives the
+		// editor's remount from the saved service.
+		chromedp.WaitVisible(chromedp.CSS(`form.svc-weights[data-saved]`)))
+	if msg := tb.textOf(`form.svc-weights [role=status]`); !strings.Contains(msg, "Saved") {
+		t.Errorf("after saving the weights: %q", msg)
+	}
 	weights := map[string]int{}
 	for _, c := range s.service(id).Config {
 		weights[c.ModelID] = int(c.Weight)

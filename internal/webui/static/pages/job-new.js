@@ -146,7 +146,10 @@ export default function JobNew({ route }) {
 	const [errors, setErrors] = useState({});
 	const [busy, setBusy] = useState('');
 	const [checked, setChecked] = useState('');
-	useEffect(() => { if (source.data) setF(fromJob(source.data)); }, [source.data]);
+	// The page is ready once the clone's form is filled, not when the job
+	// arrives: what is typed before the fill would be replaced by it.
+	const [filledFrom, setFilledFrom] = useState(null);
+	useEffect(() => { if (source.data) { setF(fromJob(source.data)); setFilledFrom(source.data); } }, [source.data]);
 	useEffect(() => {
 		setF((x) => ({
 			...x,
@@ -206,7 +209,7 @@ export default function JobNew({ route }) {
 	const size = files.files.reduce((n, x) => n + x.file.size, 0);
 	const pyFiles = files.files.map((x) => x.rel).filter((r) => r.endsWith('.py')).slice(0, 200);
 	const inv = (k) => (errors[k] ? 'true' : undefined);
-	const state = pageState(engines, flavors, source);
+	const state = source.data && filledFrom !== source.data ? 'loading' : pageState(engines, flavors, source);
 	return html`<${Page} name="job-new" title=${clone ? 'Clone a training job' : 'New training job'} state=${state} error=${engines.error || flavors.error || source.error}>
 		<p><a href=${href('jobs')}>All training jobs</a></p>
 		<form class="job-form panel" onSubmit=${submit} novalidate aria-describedby="job-form-error">

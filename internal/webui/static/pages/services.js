@@ -5,7 +5,7 @@
 // come), start/stop, events, and "try it" — an image or JSON sent through
 // POST …/predict (the console's session stands in for the service's
 // token; the answer is shown as text, never as HTML).
-import { html, useState, useEffect, useMemo } from '../js/lib.js';
+import { html, useState, useMemo } from '../js/lib.js';
 import { get, put, request } from '../js/api.js';
 import { Page, useLoad, usePoll, pageState, Badge, Table, Pager, KV, Field, ErrorBox, Live, Events } from '../js/ui.js';
 import { href, setQuery } from '../js/router.js';
@@ -82,27 +82,28 @@ function StatsCharts({ st }) {
 // Weights is the canary editor: the weight and instance count of each
 // model version, versions added from the same model's other versions, or
 // removed. The server validates (weights 0–100 summing to 100, …).
-function Weights({ svc, onSaved }) {
+// Weights and Autoscale are remounted from the service after each save
+// (their key is the saved configuration); the message of a save lives in
+// Detail, so it outlives the remount.
+function Weights({ svc, onSaved, saved, onEdit }) {
 	const first = svc.config[0];
 	const others = useLoad(() => get('/api/v1/models', { name: first.model_name, limit: 50 }), [first.model_name]);
 	const [rows, setRows] = useState(() => svc.config.map((c) => ({ model_id: c.model_id, label: `${c.model_name || c.model_id} ${c.model_version || ''}`, weight: String(c.weight), count: String(c.instance_count) })));
 	const [add, setAdd] = useState('');
 	const [error, setError] = useState(null);
-	const [msg, setMsg] = useState('');
 	const [busy, setBusy] = useState(false);
-	const setRow = (i, k) => (e) => { const r = rows.slice(); r[i] = { ...r[i], [k]: e.target.value }; setRows(r); };
+	const setRow = (i, k) => (e) => { const r = rows.slice(); r[i] = { ...r[i], [k]: e.target.value }; setRows(r); onEdit(); };
 	const candidates = ((others.data && others.data.items) || []).filter((m) => m.model_name === first.model_name && m.model_status === 'published' && !rows.some((r) => r.model_id === m.model_id));
 	const sum = rows.reduce((a, r) => a + (Number(r.weight) || 0), 0);
 	const save = async (e) => {
 		e.preventDefault();
-		setBusy(true); setError(null); setMsg('');
+		setBusy(true); setError(null); onEdit();
 		try {
 			await put(`/api/v1/services/${enc(svc.service_id)}`, { config: rows.map((r) => ({ model_id: r.model_id, weight: Number(r.weight), instance_count: Number(r.count) || 0 })) });
-			setMsg('Saved: the gateway splits traffic by the new weights.');
-			onSaved();
+			onSaved('Saved: the gateway splits traffic by the new weights.');
 		} catch (err) { setError(err); } finally { setBusy(false); }
 	};
-	return html`<form class="panel svc-weights" onSubmit=${save} aria-label="canary weights">
+	return html`<form class="panel svc-weights" onSubmit=${save} aria-label="canary weights" data-saved=${saved ? 'true' : null}>
 		<h2>Versions and weights</h2>
 		<table class="data"><thead><tr><th scope="col">Version</th><th scope="col">Weight %</th><th scope="col">Instances</th><th scope="col"></th></tr></thead>
 		<tbody>${rows.map((r, i) => html`<tr key=${r.model_id} data-model=${r.model_id}>
@@ -120,20 +121,19 @@ function Weights({ svc, onSaved }) {
 			<button type="button" disabled=${!add} onClick=${() => { const m = candidates.find((x) => x.model_id === add); setRows([...rows, { model_id: m.model_id, label: `${m.model_name} ${m.model_version}`, weight: '0', count: '1' }]); setAdd(''); }}>Add</button>
 		</div>`}
 		<${ErrorBox} error=${error} />
-		${msg && html`<${Live} text=${msg} />`}
+		${saved && html`<${Live} text=${saved} />`}
 		<button type="submit" class="primary" disabled=${busy}>Save weights</button>
 	</form>`;
 }
 
-function Autoscale({ svc, onSaved }) {
+function Autoscale({ svc, onSaved, saved, onEdit }) {
 	const a = svc.autoscale || {};
 	const [f, setF] = useState({ min: String(a.min ?? ''), max: String(a.max ?? ''), target_inflight: String(a.target_inflight ?? ''), target_qps: String(a.target_qps ?? ''), cooldown_seconds: String(a.cooldown_seconds ?? '') });
 	const [error, setError] = useState(null);
-	const [msg, setMsg] = useState('');
-	const set = (k) => (e) => setF({ ...f, [k]: e.target.value });
+	const set = (k) => (e) => { setF({ ...f, [k]: e.target.value }); onEdit(); };
 	const send = async (body, done) => {
-		setError(null); setMsg('');
-		try { await put(`/api/v1/services/${enc(svc.service_id)}`, { autoscale: body }); setMsg(done); onSaved(); } catch (err) { setError(err); }
+		setError(null); onEdit();
+		try { await put(`/api/v1/services/${enc(svc.service_id)}`, { autoscale: body }); onSaved(done); } catch (err) { setError(err); }
 	};
 	const n = (v) => (v === '' ? undefined : Number(v));
 	const save = (e) => {
@@ -141,7 +141,7 @@ function Autoscale({ svc, onSaved }) {
 		send({ min: n(f.min) ?? 0, max: n(f.max) ?? 0, target_inflight: n(f.target_inflight), target_qps: n(f.target_qps), cooldown_seconds: n(f.cooldown_seconds) },
 			'Saved: the autoscaler follows the new policy.');
 	};
-	return html`<form class="panel" onSubmit=${save} aria-label="autoscaling">
+	return html`<form class="panel svc-autoscale" onSubmit=${save} aria-label="autoscaling" data-saved=${saved ? 'true' : null}>
 		<h2>Autoscaling</h2>
 		<p class="muted">${svc.autoscale ? `On: ${a.min}–${a.max} instances per version.` : 'Off: instance counts are fixed.'} Min 0 scales to zero when idle.</p>
 		<div class="grid3">
@@ -152,7 +152,7 @@ function Autoscale({ svc, onSaved }) {
 			<${Field} label="Cooldown (s)" id="as-cd" help="before scaling down; default 60"><input id="as-cd" type="number" min="0" value=${f.cooldown_seconds} onInput=${set('cooldown_seconds')} /></${Field}>
 		</div>
 		<${ErrorBox} error=${error} />
-		${msg && html`<${Live} text=${msg} />`}
+		${saved && html`<${Live} text=${saved} />`}
 		<div class="toolbar"><button type="submit" class="primary">Save autoscaling</button>
 			${svc.autoscale && html`<button type="button" onClick=${() => send({ min: 0, max: 0 }, 'Autoscaling is off.')}>Turn off</button>`}</div>
 	</form>`;
@@ -225,10 +225,19 @@ function Detail({ id }) {
 	const evs = useLoad(() => get(`/api/v1/services/${enc(id)}/events`, { offset: evOff, limit: 20 }), [id, evOff]);
 	usePoll(() => { svc.reload(); stats.reload(); evs.reload(); }, 5000, [id, evOff]);
 	const [stateErr, setStateErr] = useState(null);
-	const [edits, setEdits] = useState(0); // remount the editors after a save, from the saved service
 	const s = svc.data;
+	// The editors start from the stored configuration and start again when
+	// it changes (a save, or another user's on a poll): computed here, not
+	// in an effect, which would run after the first paint and wipe what was
+	// typed before it.
+	const stored = s ? s.config.map((c) => c.model_id + ':' + c.weight + ':' + c.instance_count).join() + '|' + JSON.stringify(s.autoscale || null) : '';
+	const [saved, setSaved] = useState({ weights: '', autoscale: '' });
 	const reloadAll = () => { svc.reload(); stats.reload(); evs.reload(); };
-	useEffect(() => { setEdits((n) => n + 1); }, [s && s.update_time && s.config.map((c) => c.model_id + c.weight + c.instance_count).join(), s && JSON.stringify(s.autoscale)]);
+	const editor = (name) => ({
+		saved: saved[name],
+		onEdit: () => { if (saved[name]) setSaved((v) => ({ ...v, [name]: '' })); },
+		onSaved: (msg) => { setSaved((v) => ({ ...v, [name]: msg })); reloadAll(); },
+	});
 	const setStatus = async (status) => {
 		setStateErr(null);
 		try { await put(`/api/v1/services/${enc(id)}`, { status }); reloadAll(); } catch (e) { setStateErr(e); }
@@ -266,8 +275,8 @@ function Detail({ id }) {
 		${stats.data ? html`<${StatsCharts} st=${stats.data} />` : stats.error ? html`<${ErrorBox} error=${stats.error} />` : html`<p class="muted">Loading…</p>`}
 		<${TryIt} svc=${s} onCalled=${() => stats.reload()} />
 		<div class="grid2">
-			<${Weights} key=${'w' + edits} svc=${s} onSaved=${reloadAll} />
-			<${Autoscale} key=${'a' + edits} svc=${s} onSaved=${reloadAll} />
+			<${Weights} key=${'w' + stored} svc=${s} ...${editor('weights')} />
+			<${Autoscale} key=${'a' + stored} svc=${s} ...${editor('autoscale')} />
 		</div>
 		<h2>Events</h2>
 		<${Events} page=${evs.data} offset=${evOff} onPage=${setEvOff} />`}
