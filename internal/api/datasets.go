@@ -179,7 +179,11 @@ type DatasetVersion struct {
 	// PinnedObjects is how many of the objects the manifest pins by
 	// version id (those of a versioned bucket): overwriting or deleting
 	// their keys does not change the version.
-	PinnedObjects int                      `json:"pinned_objects,omitempty"`
+	PinnedObjects int `json:"pinned_objects,omitempty"`
+	// HeldObjects is how many pinned object versions lifecycle rules
+	// keep while the version exists: every one in a bucket of the
+	// dataset's owner, none in another user's bucket.
+	HeldObjects   int                      `json:"held_objects,omitempty"`
 	Bytes         int64                    `json:"bytes"`
 	Classes       []string                 `json:"classes,omitempty"`
 	PerClass      map[string]int           `json:"per_class,omitempty"`

@@ -24,6 +24,7 @@ import (
 	"github.com/atelier-dev/atelier/internal/capacity"
 	"github.com/atelier-dev/atelier/internal/cgroup"
 	"github.com/atelier-dev/atelier/internal/config"
+	"github.com/atelier-dev/atelier/internal/dataset"
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/fastmd5"
 	"github.com/atelier-dev/atelier/internal/job"
@@ -103,7 +104,8 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	md5s := fastmd5.New(fastmd5.Options{})
 	defer md5s.Close()
 	log.Debug("ETag MD5 of large uploads", "simd_lanes", md5s.SIMD())
-	objects := obs.New(store, blobs, obs.Options{Region: cfg.Region, Logger: log, Users: iam, MD5: md5s})
+	objects := obs.New(store, blobs, obs.Options{Region: cfg.Region, Logger: log, Users: iam, MD5: md5s,
+		Holds: dataset.Holds(store)})
 
 	apiLn, err := listen(cfg.Listen, "--listen")
 	if err != nil {

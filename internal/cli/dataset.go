@@ -884,7 +884,7 @@ func versionDetail(w io.Writer, v *api.DatasetVersion) {
 		field(w, "Samples", fmt.Sprintf("%d (%d labeled), %s, %s", v.TotalSampleCount, v.AnnotatedSampleCount,
 			text.Count(v.ObjectCount, "object"), text.Bytes(v.Bytes)))
 		if v.PinnedObjects > 0 {
-			field(w, "Pinned", fmt.Sprintf("%s by version id", text.Count(v.PinnedObjects, "object")))
+			field(w, "Pinned", fmt.Sprintf("%s by version id, %s", text.Count(v.PinnedObjects, "object"), heldText(v)))
 		}
 		field(w, "Classes", strings.Join(v.Classes, ", "))
 		for _, c := range v.Classes {
@@ -1002,4 +1002,15 @@ func diffDetail(w io.Writer, d *api.DatasetDiff) {
 	if d.Truncated {
 		field(w, "  …", "more changes not shown (-o json has the first ones)")
 	}
+}
+
+// heldText says what lifecycle rules may do to a version's pinned objects.
+func heldText(v *api.DatasetVersion) string {
+	switch {
+	case v.HeldObjects >= v.PinnedObjects:
+		return "kept from lifecycle expiry"
+	case v.HeldObjects == 0:
+		return "not kept from lifecycle expiry"
+	}
+	return fmt.Sprintf("%d kept from lifecycle expiry", v.HeldObjects)
 }

@@ -199,21 +199,49 @@ func TestForgedVersionIDsAreNotServed(t *testing.T) {
 	}
 }
 
-// TestLifecycleExpiryDegradesAPinnedVersion: lifecycle rules are not held
-// back by dataset versions (docs/datasets.md): a noncurrent version a
-// dataset version pins, expired by NoncurrentVersionExpiration, degrades
-// it, naming the key and the version.
-func TestLifecycleExpiryDegradesAPinnedVersion(t *testing.T) {
+// TestLifecycleSparesPinnedVersions: a noncurrent version that a dataset
+// version of the bucket's owner pins survives NoncurrentVersionExpiration
+// while the dataset version exists, and goes on the first pass after it is
+// deleted. Another user's dataset over the bucket holds nothing: once the
+// owner's hold is gone, its version degrades, naming the key and the
+// version (docs/datasets.md).
+func TestLifecycleSparesPinnedVersions(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	e := newEnv(t, func(o *obs.Options) { o.Now = func() time.Time { return now } })
 	alice := obs.As(e.alice)
 	if err := e.obs.PutBucketVersioning(e.ctx, alice, "alice-bkt", obs.VersioningEnabled, ""); err != nil {
 		t.Fatal(err)
 	}
+	readers := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":["user/bob"]},` +
+		`"Action":["obs:ListBucket","obs:GetObject","obs:GetObjectVersion"],"Resource":["obs:::alice-bkt","obs:::alice-bkt/*"]}]}`
+	if err := e.obs.PutBucketPolicy(e.ctx, alice, "alice-bkt", []byte(readers)); err != nil {
+		t.Fatal(err)
+	}
 	e.flowers("f/", 1)
 	e.create("f", "f/")
-	if v := e.version("f", api.CreateDatasetVersionRequest{}); v.Status != api.DatasetVersionPublished || v.PinnedObjects != 2 {
-		t.Fatalf("version %+v", v)
+	if v := e.version("f", api.CreateDatasetVersionRequest{}); v.Status != api.DatasetVersionPublished || v.PinnedObjects != 2 || v.HeldObjects != 2 {
+		t.Fatalf("alice's version %+v", v)
+	}
+	// Bob's dataset over alice's bucket pins the same versions, holding none.
+	if _, err := e.svc.Create(e.ctx, e.bob, &api.CreateDatasetRequest{DatasetName: "g", DatasetType: "image_classification",
+		DataSources: []api.DatasetSource{{DataPath: "obs://alice-bkt/f/"}}}); err != nil {
+		t.Fatal(err)
+	}
+	bv, err := e.svc.CreateVersion(e.ctx, e.bob, "g", &api.CreateDatasetVersionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.svc.Wait()
+	bobs := func() *api.DatasetVersion {
+		t.Helper()
+		v, err := e.svc.GetVersion(e.ctx, e.bob, "g", bv.VersionID, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if v := bobs(); v.Status != api.DatasetVersionPublished || v.PinnedObjects != 2 || v.HeldObjects != 0 {
+		t.Fatalf("bob's version %+v", v)
 	}
 	var pinned string
 	for _, l := range e.manifestLines("f", "v1") {
@@ -221,23 +249,95 @@ func TestLifecycleExpiryDegradesAPinnedVersion(t *testing.T) {
 			pinned = l.SourceVersion
 		}
 	}
+	orig := pngOf(t, 8, 6, 0)
 	e.put("f/", map[string][]byte{"cat/000.png": pngOf(t, 8, 6, 5)})
 	if err := e.obs.PutLifecycle(e.ctx, alice, "alice-bkt", []obs.LifecycleRule{{ID: "old", Status: obs.LifecycleEnabled, NoncurrentDays: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.obs.ApplyLifecycle(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := e.svc.GetVersion(e.ctx, e.alice, "f", "v1", true); err != nil || got.Status != api.DatasetVersionPublished {
-		t.Fatalf("before the rule's day: %+v, %v", got, err)
-	}
 	now = now.Add(50 * time.Hour)
-	if _, err := e.obs.ApplyLifecycle(e.ctx); err != nil {
+	res, err := e.obs.ApplyLifecycle(e.ctx)
+	if err != nil || res.Held != 1 || res.Versions != 0 {
+		t.Fatalf("with alice's version: %+v, %v", res, err)
+	}
+	if got, err := e.read(alice, "alice-bkt", "f/cat/000.png", pinned); err != nil || !bytes.Equal(got, orig) {
+		t.Fatalf("the held version: %v", err)
+	}
+	for _, v := range []*api.DatasetVersion{e.checked("f", "v1"), bobs()} {
+		if v.Status != api.DatasetVersionPublished {
+			t.Fatalf("a version over the held object: %+v", v)
+		}
+	}
+
+	// Alice deletes her version: the rule's next pass expires the object
+	// version, and bob's version, which never held it, degrades.
+	if err := e.svc.DeleteVersion(e.ctx, e.alice, "f", "v1"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.svc.GetVersion(e.ctx, e.alice, "f", "v1", true)
-	if err != nil || got.Status != api.DatasetVersionDegraded || len(got.Changes) != 1 || got.Changes[0].VersionID != pinned ||
+	if res, err := e.obs.ApplyLifecycle(e.ctx); err != nil || res.Held != 0 || res.Versions != 1 {
+		t.Fatalf("after the release: %+v, %v", res, err)
+	}
+	got := bobs()
+	if got.Status != api.DatasetVersionDegraded || len(got.Changes) != 1 || got.Changes[0].VersionID != pinned ||
 		got.Changes[0].Change != "deleted" || got.Changes[0].Object != "obs://alice-bkt/f/cat/000.png" {
-		t.Fatalf("after the noncurrent version expired: %+v, %v", got, err)
+		t.Fatalf("bob's version after the noncurrent version expired: %+v", got)
+	}
+}
+
+// checked is a version as its owner alice sees it, checked now.
+func (e *env) checked(ds, version string) *api.DatasetVersion {
+	e.t.Helper()
+	v, err := e.svc.GetVersion(e.ctx, e.alice, ds, version, true)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return v
+}
+
+// TestInitHoldsEarlierPins: a version published before pins were recorded
+// (pinned objects, none held) gets its pins at the next start.
+func TestInitHoldsEarlierPins(t *testing.T) {
+	e := newEnv(t)
+	alice := obs.As(e.alice)
+	if err := e.obs.PutBucketVersioning(e.ctx, alice, "alice-bkt", obs.VersioningEnabled, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.flowers("f/", 1)
+	e.create("f", "f/")
+	v := e.version("f", api.CreateDatasetVersionRequest{})
+	var src manifest.Line
+	for _, l := range e.manifestLines("f", "v1") {
+		src = l
+	}
+	pinned := func() bool {
+		t.Helper()
+		ok, err := e.store.DatasetPinned(e.ctx, "alice-bkt", strings.TrimPrefix(src.Source, "obs://alice-bkt/"), src.SourceVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !pinned() {
+		t.Fatal("a new version pins nothing")
+	}
+	// As the version was before: no pins, none held.
+	rec, err := e.store.GetDatasetVersion(e.ctx, v.VersionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.HeldObjects = 0
+	rec.Record = encode(v)
+	if err := e.store.PublishDatasetVersion(e.ctx, rec, nil); err != nil {
+		t.Fatal(err)
+	}
+	if pinned() {
+		t.Fatal("the pins were not cleared")
+	}
+	svc := e.newService()
+	if err := svc.Init(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := svc.GetVersion(e.ctx, e.alice, "f", "v1", true)
+	if err != nil || got.HeldObjects != 2 || got.Status != api.DatasetVersionPublished || !pinned() {
+		t.Fatalf("after Init: %+v, %v (pinned %v)", got, err, pinned())
 	}
 }

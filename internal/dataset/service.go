@@ -139,7 +139,73 @@ func (s *Service) Init(ctx context.Context) error {
 		s.log.Info("resuming the creation of a dataset version", "dataset", r.DatasetID, "version", r.Name)
 		s.start(r.ID)
 	}
+	return s.holdEarlierPins(ctx)
+}
+
+// holdEarlierPins records the pins of the versions published before pins
+// were recorded (pinned objects, none held), so that lifecycle rules keep
+// theirs too. A version it cannot do is logged and left as it was; one
+// over another user's bucket is read again at each start (it holds
+// nothing), which costs a bucket lookup, not a read of its manifest.
+func (s *Service) holdEarlierPins(ctx context.Context) error {
+	const op errs.Op = "dataset.holdEarlierPins"
+	for _, status := range []string{api.DatasetVersionPublished, api.DatasetVersionDegraded} {
+		recs, err := s.store.ListDatasetVersionsByStatus(ctx, status)
+		if err != nil {
+			return errs.E(op, err)
+		}
+		for _, r := range recs {
+			if err := s.holdPinsOf(ctx, r); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				s.log.Warn("the objects an earlier dataset version pins cannot be kept from lifecycle rules",
+					"dataset", r.DatasetID, "version", r.Name, "err", errs.UserMessage(err))
+			}
+		}
+	}
 	return nil
+}
+
+func (s *Service) holdPinsOf(ctx context.Context, r *meta.DatasetVersionRecord) error {
+	v, err := decodeVersion(r)
+	if err != nil || v.PinnedObjects == 0 || v.HeldObjects > 0 {
+		return err
+	}
+	ds, err := s.store.GetDataset(ctx, r.DatasetID)
+	if err != nil {
+		return err
+	}
+	d, err := decodeDataset(ds)
+	if err != nil {
+		return err
+	}
+	p, err := s.o.Principal(ctx, ds.OwnerID)
+	if err != nil {
+		return err
+	}
+	// A dataset's source never changes: over another user's bucket, its
+	// manifest need not be read.
+	bucket, _ := source(d)
+	if b, err := s.obs.HeadBucket(ctx, obs.As(p), bucket); errs.Is(err, errs.PermissionDenied) || errs.Is(err, errs.NotFound) ||
+		(err == nil && b.OwnerID != ds.OwnerID) {
+		return nil // not the owner's, or gone with every version it held
+	} else if err != nil {
+		return err
+	}
+	s.log.Info("recording the pins of a dataset version published before pins were recorded",
+		"dataset", r.DatasetID, "version", r.Name, "pinned_objects", v.PinnedObjects)
+	data, err := s.manifestBytes(ctx, r.DatasetID, v)
+	if err != nil {
+		return err
+	}
+	pins, err := s.holdable(ctx, obs.As(p), ds.OwnerID, data)
+	if err != nil || len(pins) == 0 {
+		return err
+	}
+	v.HeldObjects = len(pins)
+	r.Record = encode(v)
+	return s.store.PublishDatasetVersion(ctx, r, pins)
 }
 
 // Close stops the creations in progress (they resume at the next Init)

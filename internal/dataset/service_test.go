@@ -55,7 +55,7 @@ func newEnv(t *testing.T, opts ...func(*obs.Options)) *env {
 	if _, _, err := iam.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}
-	oo := obs.Options{Users: iam}
+	oo := obs.Options{Users: iam, Holds: Holds(store)} // as the server wires it
 	for _, f := range opts {
 		f(&oo)
 	}

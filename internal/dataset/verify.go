@@ -394,3 +394,21 @@ func (s *Service) Validate(ctx context.Context, p *auth.Principal, ref string, r
 	out.ElapsedMsec = time.Since(start).Milliseconds()
 	return out, nil
 }
+
+// Holds is what lifecycle rules ask before they expire an object version
+// (obs.Options.Holds): one that a dataset version pins is kept. Only the
+// versions of a bucket of the dataset's owner are pinned this way (see
+// holdable), so no user keeps another's bytes.
+func Holds(store PinStore) obs.Holds { return pinHolds{store} }
+
+// PinStore answers whether a dataset version pins an object version
+// (meta.Datasets has it).
+type PinStore interface {
+	DatasetPinned(ctx context.Context, bucket, key, versionID string) (bool, error)
+}
+
+type pinHolds struct{ store PinStore }
+
+func (h pinHolds) Held(ctx context.Context, bucket, key, versionID string) (bool, error) {
+	return h.store.DatasetPinned(ctx, bucket, key, versionID)
+}

@@ -431,6 +431,16 @@ func (c *creation) run(ctx context.Context) error {
 	if err := manifest.Encode(&buf, h, samples); err != nil {
 		return c.fail(ctx, "the manifest cannot be written: "+err.Error())
 	}
+	// What the version will hold is decided before any manifest is
+	// written: a failure here leaves nothing behind.
+	pins, err := s.holdable(ctx, c.user, c.ds.OwnerID, buf.Bytes())
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return c.fail(ctx, "the source bucket cannot be read: "+errs.UserMessage(err))
+	}
+	v.HeldObjects = len(pins)
 	sum := sha256.Sum256(buf.Bytes())
 	sys, err := s.systemCaller(ctx)
 	if err != nil {
@@ -477,7 +487,10 @@ func (c *creation) run(ctx context.Context) error {
 	v.Status, v.Progress = api.DatasetVersionPublished, nil
 	now := s.o.Now()
 	v.PublishTime, v.CheckTime = now.UnixMilli(), now.UnixMilli()
-	return c.save(context.WithoutCancel(ctx))
+	// The version and what it pins are published together: a restart in
+	// between leaves it "creating", pinning nothing.
+	c.rec.Record, c.rec.Status = encode(v), v.Status
+	return c.s.store.PublishDatasetVersion(context.WithoutCancel(ctx), c.rec, pins)
 }
 
 // dirURLOrFile parses an obs:// URL of an object.
@@ -510,6 +523,42 @@ func countPinned(data []byte) int {
 		return nil
 	})
 	return len(pinned)
+}
+
+// holdable is what a version keeps from lifecycle rules: the object
+// versions its manifest pins by version id in buckets of the dataset's
+// owner. In another user's bucket nothing is held (a reader must not keep
+// an owner's bytes forever): those pins degrade the version when the
+// owner's rules expire them. Buckets are read as user, the owner, who has
+// just listed them.
+func (s *Service) holdable(ctx context.Context, user *obs.Caller, owner string, data []byte) ([]meta.ObjectPin, error) {
+	owned := map[string]bool{}
+	seen := map[meta.ObjectPin]bool{}
+	var out []meta.ObjectPin
+	err := manifest.Decode(bytes.NewReader(data), func(_ int, l *manifest.Line) error {
+		for _, r := range l.Refs() {
+			p := meta.ObjectPin{Bucket: r.Bucket, Key: r.Key, VersionID: r.VersionID}
+			if r.VersionID == "" || seen[p] {
+				continue
+			}
+			mine, ok := owned[r.Bucket]
+			if !ok {
+				// A bucket the owner may not even look at is not theirs.
+				b, err := s.obs.HeadBucket(ctx, user, r.Bucket)
+				if err != nil && !errs.Is(err, errs.PermissionDenied) {
+					return err
+				}
+				mine = err == nil && b.OwnerID == owner
+				owned[r.Bucket] = mine
+			}
+			if mine {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+		return nil
+	})
+	return out, err
 }
 
 // applySplit sets each sample's usage: the version's split or pattern, and

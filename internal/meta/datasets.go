@@ -40,7 +40,9 @@ type DatasetVersionRecord struct {
 	Record     []byte
 }
 
-// Datasets stores datasets and their versions.
+// Datasets stores datasets, their versions and the object versions those
+// pin. DeleteDataset and DeleteDatasetVersion remove the pins with the
+// versions.
 type Datasets interface {
 	// CreateDataset stores r; Exists if the id is taken or the owner
 	// already has a dataset with the name.
@@ -72,8 +74,24 @@ type Datasets interface {
 	// UpdateDatasetVersion replaces the status and the record of r.ID;
 	// NotFound if none.
 	UpdateDatasetVersion(ctx context.Context, r *DatasetVersionRecord) error
-	// DeleteDatasetVersion removes the version; NotFound if none.
+	// DeleteDatasetVersion removes the version and its pins; NotFound if
+	// none.
 	DeleteDatasetVersion(ctx context.Context, id string) error
+
+	// PublishDatasetVersion replaces the status and the record of r.ID,
+	// as UpdateDatasetVersion does, and sets the object versions it pins
+	// (replacing any it had), in one transaction; NotFound if none.
+	// Duplicate pins count once.
+	PublishDatasetVersion(ctx context.Context, r *DatasetVersionRecord, pins []ObjectPin) error
+	// DatasetPinned reports whether a dataset version pins the object
+	// version.
+	DatasetPinned(ctx context.Context, bucket, key, versionID string) (bool, error)
+}
+
+// ObjectPin names one version of an object that a dataset version keeps:
+// lifecycle rules do not expire it while the dataset version exists.
+type ObjectPin struct {
+	Bucket, Key, VersionID string
 }
 
 // DatasetLabel is a sample's label in a dataset's draft: what a person set

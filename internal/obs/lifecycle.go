@@ -305,6 +305,7 @@ type LifecycleResult struct {
 	Expired  int // objects deleted (in versioned buckets: delete markers added)
 	Aborted  int // multipart uploads aborted
 	Versions int // noncurrent versions and expired delete markers deleted
+	Held     int // noncurrent versions a rule selected but Options.Holds kept
 }
 
 // ApplyLifecycle runs every enabled lifecycle rule of every bucket once:
@@ -337,8 +338,9 @@ func (s *Service) ApplyLifecycle(ctx context.Context) (LifecycleResult, error) {
 				continue
 			}
 			if r.NoncurrentDays > 0 || r.ExpiredObjectDeleteMarker {
-				n, err := s.expireVersions(ctx, b.Name, r, now)
+				n, held, err := s.expireVersions(ctx, b.Name, r, now)
 				res.Versions += n
+				res.Held += held
 				if err != nil {
 					failures = append(failures, fmt.Errorf("bucket %q rule %q: %w", b.Name, r.ID, err))
 				}
@@ -436,9 +438,9 @@ func (s *Service) expire(ctx context.Context, b *meta.Bucket, r *LifecycleRule, 
 // is read a page at a time; a key's versions are decided once all of them
 // are read, and deleted once the listing has moved past the key (the next
 // page starts after the last version read, which must still exist).
-func (s *Service) expireVersions(ctx context.Context, bucket string, r LifecycleRule, now time.Time) (int, error) {
+// A version Holds keeps is not deleted (held counts them).
+func (s *Service) expireVersions(ctx context.Context, bucket string, r LifecycleRule, now time.Time) (n, held int, err error) {
 	const op errs.Op = "obs.expireVersions"
-	n := 0
 	var group, doomed []*meta.Object // the versions of the key at hand; those to delete
 	decide := func() {
 		for i, v := range group {
@@ -458,6 +460,12 @@ func (s *Service) expireVersions(ctx context.Context, bucket string, r Lifecycle
 	}
 	flush := func() error {
 		for _, v := range doomed {
+			if kept, err := s.held(ctx, bucket, v); err != nil {
+				return storeErr(op, fmt.Sprintf("asking whether version %s of object %q is held", VersionID(v), v.Key), err)
+			} else if kept {
+				held++
+				continue
+			}
 			// A version that object lock protects is never expired: the
 			// decision is taken on the version as stored, in the delete's
 			// transaction.
@@ -479,11 +487,11 @@ func (s *Service) expireVersions(ctx context.Context, bucket string, r Lifecycle
 	q := meta.ListVersionsQuery{Bucket: bucket, Prefix: r.Prefix, MaxKeys: 1000}
 	for {
 		if err := ctx.Err(); err != nil {
-			return n, err
+			return n, held, err
 		}
 		page, err := s.store.ListObjectVersions(ctx, q)
 		if err != nil {
-			return n, storeErr(op, "listing object versions", err)
+			return n, held, storeErr(op, "listing object versions", err)
 		}
 		for _, v := range page.Versions {
 			if len(group) > 0 && group[0].Key != v.Key {
@@ -493,13 +501,23 @@ func (s *Service) expireVersions(ctx context.Context, bucket string, r Lifecycle
 		}
 		if !page.Truncated {
 			decide()
-			return n, flush()
+			err := flush()
+			return n, held, err
 		}
 		if err := flush(); err != nil {
-			return n, err
+			return n, held, err
 		}
 		q.KeyMarker, q.VersionIDMarker, q.VersionMarker = page.NextKeyMarker, page.NextVersionIDMarker, page.NextVersionMarker
 	}
+}
+
+// held reports whether Holds keeps v: only a version with an id (not the
+// null version, which any write replaces) and not a delete marker.
+func (s *Service) held(ctx context.Context, bucket string, v *meta.Object) (bool, error) {
+	if s.holds == nil || v.VersionID == "" || v.DeleteMarker {
+		return false, nil
+	}
+	return s.holds.Held(ctx, bucket, v.Key, v.VersionID)
 }
 
 // abortStale aborts the uploads under prefix initiated before cutoff.
@@ -566,9 +584,9 @@ func (s *Service) Background(ctx context.Context, lifecycleInterval time.Duratio
 		case <-lc.C:
 			if res, err := s.ApplyLifecycle(ctx); err != nil {
 				s.log.Warn("applying lifecycle rules failed", "err", err)
-			} else if res.Expired+res.Aborted+res.Versions > 0 {
+			} else if res.Expired+res.Aborted+res.Versions+res.Held > 0 {
 				s.log.Info("lifecycle rules applied", "expired_objects", res.Expired, "aborted_uploads", res.Aborted,
-					"deleted_versions", res.Versions)
+					"deleted_versions", res.Versions, "held_versions", res.Held)
 			}
 		case <-gc.C:
 			if _, err := s.CollectGarbage(ctx, time.Hour); err != nil {

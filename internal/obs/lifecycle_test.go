@@ -2,6 +2,7 @@ package obs
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -316,5 +317,61 @@ func TestApplyLifecycleDecidesAgain(t *testing.T) {
 			e.get(e.alice, "data", "overwritten", GetOptions{})
 			e.noLeaks()
 		})
+	}
+}
+
+// holdSet is a Holds over a fixed set of "bucket/key/version" names.
+type holdSet struct {
+	held map[string]bool
+	err  error
+}
+
+func (h *holdSet) Held(_ context.Context, bucket, key, versionID string) (bool, error) {
+	return h.held[bucket+"/"+key+"/"+versionID], h.err
+}
+
+// TestApplyLifecycleHolds: a noncurrent version that Holds keeps survives
+// the rule that selects it (and is counted), its neighbours do not; the
+// null version and delete markers are never asked about; a failing Holds
+// stops the pass before it deletes anything it could not ask about.
+func TestApplyLifecycleHolds(t *testing.T) {
+	holds := &holdSet{held: map[string]bool{}}
+	e := newEnv(t, func(o *Options, _ *env) { o.Holds = holds })
+	e.mkBucket(e.alice, "ver")
+	e.versioning("ver", "Enabled")
+	kept := e.put(e.alice, "ver", "k", "pinned")
+	e.put(e.alice, "ver", "k", "middle")
+	e.put(e.alice, "ver", "k", "new")
+	e.put(e.alice, "ver", "gone", "x")
+	if err := e.svc.DeleteObject(e.ctx, e.alice, "ver", "gone"); err != nil {
+		t.Fatal(err)
+	}
+	holds.held["ver/k/"+kept.VersionID] = true
+	holds.held["ver/k/"] = true // the null version: never asked about
+	rules := []LifecycleRule{{ID: "old", Status: LifecycleEnabled, NoncurrentDays: 1}}
+	if err := e.svc.PutLifecycle(e.ctx, e.alice, "ver", rules); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(2 * day)
+
+	holds.err = errors.New("store down")
+	if _, err := e.svc.ApplyLifecycle(e.ctx); err == nil || !strings.Contains(err.Error(), "store down") {
+		t.Errorf("a failing Holds: %v", err)
+	}
+	if got, want := strings.Join(e.versions("ver"), ","), "gone/(m)*,gone/x,k/new*,k/middle,k/pinned"; got != want {
+		t.Errorf("after a failing Holds: %s\nwant %s", got, want)
+	}
+	holds.err = nil
+	res, err := e.svc.ApplyLifecycle(e.ctx)
+	if err != nil || res.Versions != 2 || res.Held != 1 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if got, want := strings.Join(e.versions("ver"), ","), "gone/(m)*,k/new*,k/pinned"; got != want {
+		t.Errorf("left %s\nwant %s", got, want)
+	}
+	// Released, it goes on the next pass.
+	delete(holds.held, "ver/k/"+kept.VersionID)
+	if res, err := e.svc.ApplyLifecycle(e.ctx); err != nil || res.Versions != 1 || res.Held != 0 {
+		t.Fatalf("after the release: %+v, %v", res, err)
 	}
 }

@@ -37,6 +37,14 @@ type UserNamer interface {
 	UserName(ctx context.Context, id string) string
 }
 
+// Holds says which object versions the platform still needs beyond what
+// their bucket says (a dataset version of the bucket's owner that pins
+// them; the dataset package has it). Lifecycle rules do not expire them;
+// a delete by version id still does.
+type Holds interface {
+	Held(ctx context.Context, bucket, key, versionID string) (bool, error)
+}
+
 // SystemBucket is the platform's own bucket: uploaded code, job logs, the
 // model registry's copies and dataset manifests. Only the platform user
 // reads or writes it.
@@ -59,6 +67,7 @@ type Options struct {
 	MinPartSize int64     // default DefaultMinPartSize
 	MaxPutSize  int64     // default DefaultMaxPutSize
 	MD5         MD5Pool   // default: crypto/md5, pooled
+	Holds       Holds     // versions lifecycle rules spare; nil: none
 }
 
 // Service is object storage: buckets, objects and multipart uploads over a
@@ -77,6 +86,7 @@ type Service struct {
 	policies  policyCache
 	pins      *pins // blobs open readers still use
 	md5       MD5Pool
+	holds     Holds
 }
 
 // New returns a Service over store and blobs.
@@ -108,6 +118,7 @@ func New(store Store, blobs blob.Store, o Options) *Service {
 		policies: policyCache{m: map[string]cachedPolicy{}},
 		pins:     newPins(),
 		md5:      o.MD5,
+		holds:    o.Holds,
 	}
 }
 

@@ -349,7 +349,7 @@ func TestDatasetVersionPinsVersionedObjects(t *testing.T) {
 	s.must(nil, "obs", "rm", "obs://data/flowers/daisy/1.png")
 
 	got := s.must(nil, "dataset", "get", "flowers", "--version", "v1")
-	if !strings.Contains(got, "published") || strings.Contains(got, "degraded") || !strings.Contains(got, "4 objects by version id") {
+	if !strings.Contains(got, "published") || strings.Contains(got, "degraded") || !strings.Contains(got, "4 objects by version id, kept from lifecycle expiry") {
 		t.Errorf("dataset get after overwriting an image:\n%s", got)
 	}
 	src := codeDir(t, map[string]string{"train.py": pinnedScript})

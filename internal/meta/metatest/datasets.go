@@ -186,6 +186,87 @@ func testDatasetUpdateDelete(t *testing.T, s meta.Store) {
 	must(t, s.CreateDatasetVersion(ctx, datasetVersion("v1", "d2", "v1")))
 }
 
+// testDatasetPins: a published version's pins are found exactly (bucket,
+// key and version id, case-sensitive), replaced by a publish again, and
+// gone with the version or its dataset; a refused publish changes nothing.
+func testDatasetPins(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	pinned := func(b, k, v string) bool {
+		t.Helper()
+		ok, err := s.DatasetPinned(ctx, b, k, v)
+		must(t, err)
+		return ok
+	}
+	must(t, s.CreateDataset(ctx, dataset("d1", "u1", "a")))
+	must(t, s.CreateDataset(ctx, dataset("d2", "u1", "b")))
+	v1, v2, v3 := datasetVersion("v1", "d1", "v1"), datasetVersion("v2", "d1", "v2"), datasetVersion("v3", "d2", "v1")
+	for _, v := range []*meta.DatasetVersionRecord{v1, v2, v3} {
+		must(t, s.CreateDatasetVersion(ctx, v))
+	}
+	// More pins than one insert batch, a duplicate, and keys that differ
+	// only by case or a trailing byte.
+	var many []meta.ObjectPin
+	for i := range 700 {
+		many = append(many, meta.ObjectPin{Bucket: "bkt", Key: fmt.Sprintf("img/%04d.png", i), VersionID: fmt.Sprintf("ver-%d", i)})
+	}
+	many = append(many, many[3], meta.ObjectPin{Bucket: "bkt", Key: "Img/0001.png", VersionID: "ver-1"})
+	v1.Status, v1.Record = "published", []byte(`{"version_name":"v1","status":"published"}`)
+	must(t, s.PublishDatasetVersion(ctx, v1, many))
+	got, err := s.GetDatasetVersion(ctx, "v1")
+	must(t, err)
+	if got.Status != "published" || string(got.Record) != string(v1.Record) {
+		t.Errorf("after PublishDatasetVersion: %+v", got)
+	}
+	for _, c := range []struct {
+		b, k, v string
+		want    bool
+	}{
+		{"bkt", "img/0000.png", "ver-0", true},
+		{"bkt", "img/0699.png", "ver-699", true},
+		{"bkt", "Img/0001.png", "ver-1", true},
+		{"bkt", "img/0000.png", "ver-1", false}, // another version of the key
+		{"bkt", "img/0000.pn", "ver-0", false},
+		{"bkt", "IMG/0000.png", "ver-0", false},
+		{"other", "img/0000.png", "ver-0", false},
+		{"bkt", "img/0000.png", "", false},
+	} {
+		if got := pinned(c.b, c.k, c.v); got != c.want {
+			t.Errorf("DatasetPinned(%q, %q, %q) = %v, want %v", c.b, c.k, c.v, got, c.want)
+		}
+	}
+	// Two versions pin one object version; it stays pinned until both go.
+	shared := meta.ObjectPin{Bucket: "bkt", Key: "img/0000.png", VersionID: "ver-0"}
+	must(t, s.PublishDatasetVersion(ctx, v2, []meta.ObjectPin{shared}))
+	must(t, s.PublishDatasetVersion(ctx, v3, []meta.ObjectPin{{Bucket: "bkt", Key: "solo", VersionID: "x"}}))
+	// Publishing again replaces the version's pins.
+	must(t, s.PublishDatasetVersion(ctx, v1, many[1:2]))
+	if pinned("bkt", "img/0002.png", "ver-2") || !pinned("bkt", "img/0001.png", "ver-1") || !pinned("bkt", "img/0000.png", "ver-0") {
+		t.Error("publishing again did not replace the pins")
+	}
+	must(t, s.DeleteDatasetVersion(ctx, "v2"))
+	if pinned(shared.Bucket, shared.Key, shared.VersionID) {
+		t.Error("a pin outlived its version")
+	}
+	must(t, s.DeleteDataset(ctx, "d1"))
+	if pinned("bkt", "img/0001.png", "ver-1") {
+		t.Error("a pin outlived its dataset")
+	}
+	if !pinned("bkt", "solo", "x") {
+		t.Error("deleting one dataset dropped another's pins")
+	}
+	wantKind(t, "PublishDatasetVersion unknown", s.PublishDatasetVersion(ctx, datasetVersion("v9", "d2", "x"), many[:1]), errs.NotFound)
+	wantKind(t, "a pin without a version id", s.PublishDatasetVersion(ctx, v3, []meta.ObjectPin{{Bucket: "bkt", Key: "k"}}), errs.Invalid)
+	wantKind(t, "a pin with a NUL", s.PublishDatasetVersion(ctx, v3, []meta.ObjectPin{{Bucket: "bkt", Key: "k\x00", VersionID: "v"}}), errs.Invalid)
+	if !pinned("bkt", "solo", "x") {
+		t.Error("a refused publish changed the pins")
+	}
+	// Publishing with no pins clears them.
+	must(t, s.PublishDatasetVersion(ctx, v3, nil))
+	if pinned("bkt", "solo", "x") {
+		t.Error("publishing with no pins kept the old ones")
+	}
+}
+
 // testConcurrentDatasetVersions races versions of the same name: exactly
 // one is stored.
 func testConcurrentDatasetVersions(t *testing.T, s meta.Store) {

@@ -142,6 +142,7 @@ func Run(t *testing.T, open func(t *testing.T) meta.Store) {
 		{"DatasetUpdateDelete", testDatasetUpdateDelete},
 		{"ConcurrentDatasetVersions", testConcurrentDatasetVersions},
 		{"DatasetLabels", testDatasetLabels},
+		{"DatasetPins", testDatasetPins},
 
 		{"NotebookRoundTrip", testNotebookRoundTrip},
 		{"NotebookExists", testNotebookExists},

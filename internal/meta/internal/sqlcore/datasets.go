@@ -1,10 +1,13 @@
 package sqlcore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/atelier-dev/atelier/internal/errs"
 	"github.com/atelier-dev/atelier/internal/meta"
@@ -135,6 +138,7 @@ func (s *Store) DeleteDataset(ctx context.Context, id string) error {
 		return err
 	}
 	return s.deleteWithChildren(ctx, op, "datasets", id, datasetNotFound,
+		`DELETE FROM dataset_pins WHERE version_id IN (SELECT id FROM dataset_versions WHERE dataset_id = ?)`,
 		`DELETE FROM dataset_versions WHERE dataset_id = ?`, `DELETE FROM dataset_labels WHERE dataset_id = ?`)
 }
 
@@ -248,13 +252,75 @@ func (s *Store) UpdateDatasetVersion(ctx context.Context, r *meta.DatasetVersion
 		`UPDATE dataset_versions SET status = ?, record = ? WHERE id = ?`, r.Status, string(r.Record), r.ID))
 }
 
-// DeleteDatasetVersion removes the version; NotFound if none.
+// DeleteDatasetVersion removes the version and its pins; NotFound if none.
 func (s *Store) DeleteDatasetVersion(ctx context.Context, id string) error {
 	const op errs.Op = "meta.DeleteDatasetVersion"
 	if err := validText(op, "version id", id); err != nil {
 		return err
 	}
-	return s.wrap(op, s.execOne(ctx, s.w, datasetVersionNotFound(op, id), `DELETE FROM dataset_versions WHERE id = ?`, id))
+	return s.deleteWithChildren(ctx, op, "dataset_versions", id, datasetVersionNotFound,
+		`DELETE FROM dataset_pins WHERE version_id = ?`)
+}
+
+// PublishDatasetVersion replaces the status, the record and the pins of
+// r.ID in one transaction; NotFound if none.
+func (s *Store) PublishDatasetVersion(ctx context.Context, r *meta.DatasetVersionRecord, pins []meta.ObjectPin) error {
+	const op errs.Op = "meta.PublishDatasetVersion"
+	if err := required(op, "version id", r.ID); err != nil {
+		return err
+	}
+	if err := validText(op, "version id", r.ID, "version status", r.Status, "version record", string(r.Record)); err != nil {
+		return err
+	}
+	pins = slices.Clone(pins)
+	for _, p := range pins {
+		if err := required(op, "pinned bucket", p.Bucket, "pinned key", p.Key, "pinned version id", p.VersionID); err != nil {
+			return err
+		}
+		if err := validText(op, "pinned bucket", p.Bucket, "pinned key", p.Key, "pinned version id", p.VersionID); err != nil {
+			return err
+		}
+	}
+	slices.SortFunc(pins, func(a, b meta.ObjectPin) int {
+		return cmp.Or(strings.Compare(a.Bucket, b.Bucket), strings.Compare(a.Key, b.Key), strings.Compare(a.VersionID, b.VersionID))
+	})
+	pins = slices.Compact(pins)
+	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.execOne(ctx, tx, datasetVersionNotFound(op, r.ID),
+			`UPDATE dataset_versions SET status = ?, record = ? WHERE id = ?`, r.Status, string(r.Record), r.ID); err != nil {
+			return err
+		}
+		if _, err := s.exec(ctx, tx, `DELETE FROM dataset_pins WHERE version_id = ?`, r.ID); err != nil {
+			return err
+		}
+		for chunk := range slices.Chunk(pins, batchSize) {
+			args := make([]any, 0, 4*len(chunk))
+			for _, p := range chunk {
+				args = append(args, r.ID, p.Bucket, p.Key, p.VersionID)
+			}
+			if _, err := s.exec(ctx, tx, batchInsert(`INSERT INTO dataset_pins (version_id, bucket, object_key, object_version_id) VALUES `,
+				``, 4, len(chunk)), args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return s.wrap(op, err)
+}
+
+// DatasetPinned reports whether a dataset version pins the object version.
+func (s *Store) DatasetPinned(ctx context.Context, bucket, key, versionID string) (bool, error) {
+	const op errs.Op = "meta.DatasetPinned"
+	if err := validText(op, "bucket", bucket, "key", key, "version id", versionID); err != nil {
+		return false, err
+	}
+	var one int
+	err := s.queryRow(ctx, s.r, `SELECT 1 FROM dataset_pins WHERE bucket = ? AND object_key = ? AND object_version_id = ? LIMIT 1`,
+		bucket, key, versionID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, s.wrap(op, err)
 }
 
 func labelNotFound(op errs.Op, key string) error {

@@ -237,7 +237,8 @@ export default function LabelPage({ route, id }) {
 		${curErr && html`<${ErrorBox} error=${curErr} />`}
 		<div class="ds-label">
 			<div class="ds-work">
-				${cur === null && html`<p class="notice ds-done" role="status">The queue is empty: every sample has a label${mode === 'proposed' ? ' or no proposal' : ''}. Publish a new version below.</p>`}
+				${cur === null && html`<p class="notice ds-done" role="status">The queue is empty: every sample has a label${mode === 'proposed' ? ' or no proposal' : ''}. Publish a new version below.</p>
+					${saved && html`<p class="muted ds-saved" data-saved=${saved}>Saved ${saved}.</p>`}`}
 				${cur && html`<div class="ds-current">
 					<div class="toolbar"><strong class="grow ds-key">${cur.key}</strong>
 						${cur.labeled && html`<${Badge} status="info" text=${'label from ' + cur.label_source} />`}

@@ -2,10 +2,10 @@
 // form, a dataset's versions with counts, publish and diff, a version's
 // counts per class and validation report, a sample, and the validation of
 // the source as it is now. The grid and labeling are sub-modules.
-import { html, useState, useEffect } from '../js/lib.js';
+import { html, useState } from '../js/lib.js';
 import { get, post, del } from '../js/api.js';
 import { href, navigate, setQuery } from '../js/router.js';
-import { Page, useLoad, usePoll, pageState, Badge, Table, Pager, Field, ErrorBox, KV, Confirm, Live } from '../js/ui.js';
+import { Page, useLoad, useFollow, usePoll, pageState, Badge, Table, Pager, Field, ErrorBox, KV, Confirm, Live } from '../js/ui.js';
 import { bytes, time, ago, number, plural } from '../js/format.js';
 import { dsPath, imageURL, SampleImage, Findings, ClassCounts, labelsOf, published, Publish, versionCounts } from './dataset-common.js';
 import GridPage from './dataset-grid.js';
@@ -38,10 +38,10 @@ function List({ route }) {
 	const q = route.query;
 	const offset = Number(q.get('offset')) || 0;
 	const name = q.get('name') || '';
-	const [filter, setFilter] = useState(name);
+	const [filter, setFilter] = useFollow(name);
 	const list = useLoad(() => get('/api/v1/datasets', { offset, limit: PAGE, name }), [offset, name]);
 	const creating = list.data && list.data.items.some((d) => d.latest_version && d.latest_version.status === 'creating');
-	usePoll(() => list.reload(), creating ? 2000 : 0, [creating]);
+	usePoll(() => list.reload(), creating ? 2000 : 0, [creating, list.reload]);
 	return html`<${Page} name="datasets" title="Datasets" state=${pageState(list)} error=${list.error}>
 		<form class="toolbar" role="search" onSubmit=${(e) => { e.preventDefault(); setQuery({ name: filter.trim(), offset: '' }); }}>
 			<label class="sr-only" for="ds-filter">Filter by name</label>
@@ -102,7 +102,7 @@ function DatasetPage({ id }) {
 	const vs = useLoad(() => get(dsPath(id, 'versions'), { offset, limit: PAGE }), [id, offset]);
 	const [confirm, setConfirm] = useState(false);
 	const creating = vs.data && vs.data.items.some((v) => v.status === 'creating');
-	usePoll(() => { vs.reload(); ds.reload(); }, creating ? 1500 : 0, [creating]);
+	usePoll(() => { vs.reload(); ds.reload(); }, creating ? 1500 : 0, [creating, vs.reload, ds.reload]);
 	const d = ds.data;
 	const state = pageState(ds, vs);
 	const items = (vs.data && vs.data.items) || [];
@@ -143,7 +143,7 @@ function DatasetPage({ id }) {
 function VersionPage({ id, version }) {
 	const ds = useLoad(() => get(dsPath(id)), [id]);
 	const v = useLoad(() => get(dsPath(id, 'versions', version)), [id, version]);
-	usePoll(() => v.reload(), v.data && v.data.status === 'creating' ? 1500 : 0, [v.data && v.data.status]);
+	usePoll(() => v.reload(), v.data && v.data.status === 'creating' ? 1500 : 0, [v.data && v.data.status, v.reload]);
 	const x = v.data;
 	return html`<${Page} name="dataset-version" title=${x ? `${ds.data ? ds.data.dataset_name : ''} ${x.version_name}` : 'Version'} state=${pageState(ds, v)} error=${ds.error || v.error}
 		actions=${x && published(x) && html`<a class="button primary" href=${href('datasets', id, 'versions', x.version_name, 'grid')}>Image grid</a>`}>
@@ -161,6 +161,7 @@ function VersionPage({ id, version }) {
 				<div><h2>Samples per class</h2><${ClassCounts} datasetID=${id} version=${x} /></div>
 				<div><h2>Details</h2><div class="panel"><${KV} items=${[
 					['Layout', x.data_format], ['Objects', number(x.object_count)], ['Bytes', bytes(x.bytes)],
+					x.pinned_objects > 0 && ['Pinned', html`<span data-testid="pinned">${number(x.pinned_objects)} by version id, ${pinsKept(x)}</span>`],
 					['Split', Object.entries(x.per_usage || {}).map(([k, n]) => `${k || 'none'} ${n}`).join(', ') || 'none'],
 					x.parent_version_id && ['Parent', x.parent_version_id], ['From the draft', number(x.draft_labels || 0)],
 					['Created', `${time(x.create_time)}${x.created_by ? ' by ' + x.created_by : ''}`], ['Published', time(x.publish_time)],
@@ -182,9 +183,8 @@ function DiffPage({ route, id }) {
 	const ds = useLoad(() => get(dsPath(id)), [id]);
 	const vs = useLoad(() => get(dsPath(id, 'versions'), { limit: 100 }), [id]);
 	const diff = useLoad(() => (from && to ? get(dsPath(id, 'diff'), { from, to }) : Promise.resolve(null)), [id, from, to]);
-	const [f, setF] = useState(from);
-	const [t, setT] = useState(to);
-	useEffect(() => { setF(from); setT(to); }, [from, to]);
+	const [f, setF] = useFollow(from);
+	const [t, setT] = useFollow(to);
 	const names = ((vs.data && vs.data.items) || []).filter(published).map((v) => v.version_name);
 	const x = diff.data;
 	const classes = x ? Object.entries(x.per_class || {}).map(([c, n]) => ({ c, ...n })) : [];
@@ -278,4 +278,13 @@ function SamplePage({ route, id }) {
 		</div>`}
 		${findings.length > 0 && html`<h2>Findings about this object</h2><${Findings} datasetID=${id} version=${version} findings=${findings} />`}
 	</${Page}>`;
+}
+
+// pinsKept says what lifecycle rules may do to a version's pinned objects
+// (as the CLI's dataset get does).
+function pinsKept(v) {
+	const held = v.held_objects || 0;
+	if (held >= v.pinned_objects) return 'kept from lifecycle expiry';
+	if (held === 0) return "not kept from lifecycle expiry";
+	return `${number(held)} kept from lifecycle expiry`;
 }

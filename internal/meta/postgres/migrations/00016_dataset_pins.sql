@@ -1,0 +1,19 @@
+-- The object versions each dataset version pins: the versions its manifest
+-- names by version id, in a bucket of the dataset's owner. Lifecycle rules
+-- do not expire a pinned version. A version's pins are set when it is
+-- published and go with it; the versions published before this table get
+-- theirs when the server starts (the dataset package reads their
+-- manifests).
+
+-- +goose Up
+CREATE TABLE dataset_pins (
+    version_id        TEXT COLLATE "C" NOT NULL REFERENCES dataset_versions (id),
+    bucket            TEXT COLLATE "C" NOT NULL,
+    object_key        TEXT COLLATE "C" NOT NULL,
+    object_version_id TEXT COLLATE "C" NOT NULL,
+    PRIMARY KEY (version_id, bucket, object_key, object_version_id)
+);
+CREATE INDEX dataset_pins_object ON dataset_pins (bucket, object_key, object_version_id);
+
+-- +goose Down
+DROP TABLE dataset_pins;
