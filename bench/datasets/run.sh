@@ -10,12 +10,17 @@
 #   (b) `atelier dataset validate` (the same reads, no manifest);
 #   (c) `atelier dataset get --version` (the tamper check: every object's ETag
 #       against the version's);
-#   (d) `atelier dataset diff` of two versions.
+#   (d) `atelier dataset diff` of two versions;
+#   (e) with VERSIONED=1, (a) and (c) again over a copy of the data in a
+#       versioned bucket, where the version pins every object's version id
+#       and records those pins (the rows lifecycle rules consult) — against
+#       (a) and (c) over the unversioned bucket, in the same rounds.
 # Writes bench/results/datasets.md.
 #
 # Knobs (defaults in brackets):
 #   OBJECTS [100000] CLASSES [100]   the data set (bench/datasets/gendata.py)
 #   ROUNDS [3]           interleaved rounds of (a)–(d) and the listing peer
+#   VERSIONED [1]        also measure (e)
 #   COPY_OBJECTS [10000] objects the copy peer copies (a prefix of the data set;
 #                        its time is scaled to OBJECTS in the ratio, and said so)
 #   ATL_BIN              use this atelier binary instead of building bench/.bin/atelier
@@ -31,6 +36,7 @@ CLASSES=${CLASSES:-100}
 ROUNDS=${ROUNDS:-3}
 COPY_OBJECTS=${COPY_OBJECTS:-10000}
 KEEP=${KEEP:-0}
+VERSIONED=${VERSIONED:-1}
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 now() { printf '%s' "$EPOCHREALTIME"; }
@@ -86,6 +92,14 @@ t0=$(now)
 UPLOAD=$(sub "$(now)" "$t0")
 log "uploaded in ${UPLOAD}s"
 "$ATL" dataset create --name big --type image_classification --source obs://bench/data/ -o json >"$WORK/create.json"
+if [[ $VERSIONED == 1 ]]; then
+	"$ATL" obs mb obs://vbench >/dev/null
+	"$ATL" obs versioning enable obs://vbench >/dev/null
+	t0=$(now)
+	"$ATL" obs cp -r "$WORK/data" obs://vbench/data/ >/dev/null
+	log "uploaded to the versioned bucket in $(sub "$(now)" "$t0")s"
+	"$ATL" dataset create --name vbig --type image_classification --source obs://vbench/data/ -o json >/dev/null
+fi
 FORMAT=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["data_format"], round(d["detection"]["confidence"], 2))' "$WORK/create.json")
 
 : >"$WORK/times"
@@ -110,6 +124,16 @@ for r in $(seq 1 "$ROUNDS"); do
 	"$ATL" dataset get big --version "r$r" -o json >"$WORK/get$r.json"
 	rec check "$(sub "$(now)" "$t0")"
 
+	if [[ $VERSIONED == 1 ]]; then
+		t0=$(now)
+		"$ATL" dataset version vbig --name "r$r" --follow -o json >"$WORK/vv$r.json" 2>/dev/null
+		rec vversion "$(sub "$(now)" "$t0")"
+		/usr/bin/python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); n=int(sys.argv[2]); assert v["status"]=="published" and v["pinned_objects"]==n and v["held_objects"]==n, v' "$WORK/vv$r.json" "$OBJECTS"
+		t0=$(now)
+		"$ATL" dataset get vbig --version "r$r" -o json >/dev/null
+		rec vcheck "$(sub "$(now)" "$t0")"
+	fi
+
 	if [[ $r -gt 1 ]]; then
 		t0=$(now)
 		"$ATL" dataset diff big "r$((r - 1))" "r$r" -o json >/dev/null
@@ -130,10 +154,27 @@ copied=$(awss3 ls --recursive s3://bench/snap/ | wc -l)
 COPY_SCALED=$(awk -v t="$COPY" -v n="$copied" -v N="$OBJECTS" 'BEGIN { printf "%.1f", t * N / n }')
 
 m() { awk -v k="$1" '$1 == k { print $2 }' "$WORK/times" | median; }
-LIST=$(m list) VERSION=$(m version) VALIDATE=$(m validate) CHECK=$(m check) DIFF=$(m diff)
+LIST=$(m list) VERSION=$(m version) VALIDATE=$(m validate) CHECK=$(m check) DIFF=$(m diff) VVERSION=$(m vversion) VCHECK=$(m vcheck)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 rounds() { awk -v k="$1" '$1 == k { printf "%s%.2f", sep, $2; sep = ", " }' "$WORK/times"; }
 VERR=$(/usr/bin/python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); print("%d errors and %d warnings" % (v["errors"], v["warnings"]))' "$WORK/val1.json")
+
+VSECTION=""
+if [[ $VERSIONED == 1 ]]; then
+	VSECTION=$(cat <<VMD
+Over a versioned bucket (the same $OBJECTS objects, uploaded again to a bucket with versioning
+Enabled): each version pins every object's version id and, the bucket being its owner's, records
+$OBJECTS pins that lifecycle rules consult before they expire a noncurrent version.
+
+| what | seconds | against the same over the unversioned bucket | rounds |
+|---|---:|---:|---|
+| \`atelier dataset version --follow\`, $OBJECTS pins recorded | $VVERSION | $(ratio "$VVERSION" "$VERSION")× | $(rounds vversion) |
+| \`atelier dataset get --version\` (every pinned version checked) | $VCHECK | $(ratio "$VCHECK" "$CHECK")× | $(rounds vcheck) |
+
+
+VMD
+)
+fi
 
 cat >"$OUT" <<MD
 # Datasets: a version of $OBJECTS objects
@@ -155,6 +196,8 @@ the CLI.
 A version that copies its objects (ModelArts' export, or a tool that snapshots by copying): \`aws s3 cp
 --recursive\` copied $copied objects server-side in ${COPY}s, **${COPY_SCALED}s for $OBJECTS** at that rate — the
 Atelier version is **$(ratio "$COPY_SCALED" "$VERSION")× faster** and keeps no bytes alive.
+
+${VSECTION}
 
 Validation of the data found $VERR. \`--follow\` polls the version every 150 ms, so the
 version's figure includes up to that much waiting.
