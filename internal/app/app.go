@@ -104,8 +104,8 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	md5s := fastmd5.New(fastmd5.Options{})
 	defer md5s.Close()
 	log.Debug("ETag MD5 of large uploads", "simd_lanes", md5s.SIMD())
-	objects := obs.New(store, blobs, obs.Options{Region: cfg.Region, Logger: log, Users: iam, MD5: md5s,
-		Holds: dataset.Holds(store)})
+	holds := dataset.NewHolds(store) // the object versions dataset versions keep from lifecycle rules
+	objects := obs.New(store, blobs, obs.Options{Region: cfg.Region, Logger: log, Users: iam, MD5: md5s, Holds: holds})
 
 	apiLn, err := listen(cfg.Listen, "--listen")
 	if err != nil {
@@ -145,7 +145,7 @@ func Run(ctx context.Context, cfg *config.Server, version string, log *slog.Logg
 	// gateway (auto-labeling), and jobs read datasets.
 	wake := serving.NewWakeup()
 	gw := gateway.New(gateway.Options{Authenticator: iam, Logger: log, Registry: reg, Demand: wake.Demand})
-	datasets := newDatasetService(ctx, store, iam, objects, gw, log)
+	datasets := newDatasetService(ctx, store, iam, objects, holds, gw, log)
 	defer datasets.Close()
 	jobs, err := newJobService(ctx, cfg, iso, store, iam, objects, ledger, datasets, apiLn.Addr().String(), "http://"+s3Ln.Addr().String(), log)
 	if err != nil {

@@ -15,9 +15,9 @@ import (
 // their owner, and those a restart interrupted resume; auto-labeling calls
 // services through predictor (the gateway). A failed start-up is
 // logged: the API still answers and reports its own errors.
-func newDatasetService(ctx context.Context, store meta.Store, iam *auth.Service, objects *obs.Service, predictor dataset.Predictor,
+func newDatasetService(ctx context.Context, store meta.Store, iam *auth.Service, objects *obs.Service, holds *dataset.Holds, predictor dataset.Predictor,
 	log *slog.Logger) *dataset.Service {
-	svc := dataset.New(store, objects, iam, dataset.Options{Logger: log, Predictor: predictor,
+	svc := dataset.New(store, objects, iam, dataset.Options{Logger: log, Predictor: predictor, Holds: holds,
 		Principal: func(ctx context.Context, userID string) (*auth.Principal, error) {
 			return iam.PrincipalOf(ctx, userID, "dataset")
 		}})

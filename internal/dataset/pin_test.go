@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"strings"
 	"testing"
@@ -339,5 +340,31 @@ func TestInitHoldsEarlierPins(t *testing.T) {
 	got, err := svc.GetVersion(e.ctx, e.alice, "f", "v1", true)
 	if err != nil || got.HeldObjects != 2 || got.Status != api.DatasetVersionPublished || !pinned() {
 		t.Fatalf("after Init: %+v, %v (pinned %v)", got, err, pinned())
+	}
+}
+
+type pinSet map[string]bool
+
+func (p pinSet) DatasetPinned(_ context.Context, bucket, key, versionID string) (bool, error) {
+	return p[bucket+"/"+key+"/"+versionID], nil
+}
+
+// TestHoldsWaitForEarlierPins: while earlier versions' pins are being
+// recorded, Held answers Unavailable (a lifecycle pass stops before any
+// delete), then the store's answer.
+func TestHoldsWaitForEarlierPins(t *testing.T) {
+	h := NewHolds(pinSet{"b/k/v1": true})
+	h.pending.Add(1)
+	if _, err := h.Held(t.Context(), "b", "k", "v1"); !errs.Is(err, errs.Unavailable) {
+		t.Fatalf("while recording: %v", err)
+	}
+	h.pending.Add(-1)
+	for _, c := range []struct {
+		v    string
+		want bool
+	}{{"v1", true}, {"v2", false}} {
+		if got, err := h.Held(t.Context(), "b", "k", c.v); err != nil || got != c.want {
+			t.Errorf("Held(%s) = %v, %v", c.v, got, err)
+		}
 	}
 }

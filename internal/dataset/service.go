@@ -59,6 +59,9 @@ type Options struct {
 	// Principal is who a background version creation acts as: the
 	// dataset's owner with its policies (required).
 	Principal PrincipalOf
+	// Holds is what lifecycle rules ask (NewHolds; nil: none): Init holds
+	// its answers while it records the pins of earlier versions.
+	Holds *Holds
 	// Predictor calls deployed services for auto-labeling (nil: none).
 	Predictor Predictor
 	Logger    *slog.Logger
@@ -118,8 +121,9 @@ func (s *Service) systemCaller(ctx context.Context) (*obs.Caller, error) {
 	return obs.As(p), nil
 }
 
-// Init makes sure the system bucket exists and resumes the versions whose
-// creation a restart interrupted. Call it once at start.
+// Init makes sure the system bucket exists, resumes the versions whose
+// creation a restart interrupted and starts recording the pins of versions
+// published before pins were. Call it once at start.
 func (s *Service) Init(ctx context.Context) error {
 	const op errs.Op = "dataset.Init"
 	sys, err := s.systemCaller(ctx)
@@ -139,12 +143,24 @@ func (s *Service) Init(ctx context.Context) error {
 		s.log.Info("resuming the creation of a dataset version", "dataset", r.DatasetID, "version", r.Name)
 		s.start(r.ID)
 	}
-	return s.holdEarlierPins(ctx)
+	// The pins of earlier versions are recorded in the background: a
+	// manifest of a million lines must not keep the server from serving.
+	if h := s.o.Holds; h != nil {
+		h.pending.Add(1)
+		s.wg.Go(func() {
+			defer h.pending.Add(-1)
+			if err := s.holdEarlierPins(s.base); err != nil && s.base.Err() == nil {
+				s.log.Error("the pins of earlier dataset versions could not all be recorded", "err", errs.UserMessage(err))
+			}
+		})
+	}
+	return nil
 }
 
 // holdEarlierPins records the pins of the versions published before pins
 // were recorded (pinned objects, none held), so that lifecycle rules keep
-// theirs too. A version it cannot do is logged and left as it was; one
+// theirs too. Init runs it in the background, with Holds answering
+// Unavailable meanwhile. A version it cannot do is logged and left as it was; one
 // over another user's bucket is read again at each start (it holds
 // nothing), which costs a bucket lookup, not a read of its manifest.
 func (s *Service) holdEarlierPins(ctx context.Context) error {

@@ -31,6 +31,7 @@ type env struct {
 	obs        *obs.Service
 	iam        *auth.Service
 	svc        *Service
+	holds      *Holds
 	alice, bob *auth.Principal
 }
 
@@ -55,11 +56,12 @@ func newEnv(t *testing.T, opts ...func(*obs.Options)) *env {
 	if _, _, err := iam.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}
-	oo := obs.Options{Users: iam, Holds: Holds(store)} // as the server wires it
+	holds := NewHolds(store) // as the server wires it
+	oo := obs.Options{Users: iam, Holds: holds}
 	for _, f := range opts {
 		f(&oo)
 	}
-	e := &env{t: t, ctx: ctx, store: store, iam: iam, obs: obs.New(store, blobs, oo)}
+	e := &env{t: t, ctx: ctx, store: store, iam: iam, obs: obs.New(store, blobs, oo), holds: holds}
 	user := func(name string) *auth.Principal {
 		u := &meta.User{ID: "id-" + name, Name: name, CreateTime: time.Now()}
 		if err := store.CreateUser(ctx, u); err != nil {
@@ -79,12 +81,13 @@ func newEnv(t *testing.T, opts ...func(*obs.Options)) *env {
 
 func (e *env) newService() *Service {
 	e.t.Helper()
-	svc := New(e.store, e.obs, e.iam, Options{Principal: func(ctx context.Context, id string) (*auth.Principal, error) {
+	svc := New(e.store, e.obs, e.iam, Options{Holds: e.holds, Principal: func(ctx context.Context, id string) (*auth.Principal, error) {
 		return e.iam.PrincipalOf(ctx, id, "dataset")
 	}})
 	if err := svc.Init(e.ctx); err != nil {
 		e.t.Fatal(err)
 	}
+	svc.Wait() // the pins of earlier versions are recorded
 	e.t.Cleanup(svc.Close)
 	return svc
 }
