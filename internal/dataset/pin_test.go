@@ -311,7 +311,7 @@ func TestInitHoldsEarlierPins(t *testing.T) {
 	}
 	pinned := func() bool {
 		t.Helper()
-		ok, err := e.store.DatasetPinned(e.ctx, "alice-bkt", strings.TrimPrefix(src.Source, "obs://alice-bkt/"), src.SourceVersion)
+		ok, err := e.store.DatasetPinned(e.ctx, e.alice.User.ID, "alice-bkt", strings.TrimPrefix(src.Source, "obs://alice-bkt/"), src.SourceVersion)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,17 +345,17 @@ func TestInitHoldsEarlierPins(t *testing.T) {
 
 type pinSet map[string]bool
 
-func (p pinSet) DatasetPinned(_ context.Context, bucket, key, versionID string) (bool, error) {
-	return p[bucket+"/"+key+"/"+versionID], nil
+func (p pinSet) DatasetPinned(_ context.Context, owner, bucket, key, versionID string) (bool, error) {
+	return p[owner+":"+bucket+"/"+key+"/"+versionID], nil
 }
 
 // TestHoldsWaitForEarlierPins: while earlier versions' pins are being
 // recorded, Held answers Unavailable (a lifecycle pass stops before any
 // delete), then the store's answer.
 func TestHoldsWaitForEarlierPins(t *testing.T) {
-	h := NewHolds(pinSet{"b/k/v1": true})
+	h := NewHolds(pinSet{"o:b/k/v1": true})
 	h.pending.Add(1)
-	if _, err := h.Held(t.Context(), "b", "k", "v1"); !errs.Is(err, errs.Unavailable) {
+	if _, err := h.Held(t.Context(), "o", "b", "k", "v1"); !errs.Is(err, errs.Unavailable) {
 		t.Fatalf("while recording: %v", err)
 	}
 	h.pending.Add(-1)
@@ -363,7 +363,7 @@ func TestHoldsWaitForEarlierPins(t *testing.T) {
 		v    string
 		want bool
 	}{{"v1", true}, {"v2", false}} {
-		if got, err := h.Held(t.Context(), "b", "k", c.v); err != nil || got != c.want {
+		if got, err := h.Held(t.Context(), "o", "b", "k", c.v); err != nil || got != c.want {
 			t.Errorf("Held(%s) = %v, %v", c.v, got, err)
 		}
 	}

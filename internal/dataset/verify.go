@@ -415,14 +415,15 @@ func NewHolds(store PinStore) *Holds { return &Holds{store: store} }
 // PinStore answers whether a dataset version pins an object version
 // (meta.Datasets has it).
 type PinStore interface {
-	DatasetPinned(ctx context.Context, bucket, key, versionID string) (bool, error)
+	DatasetPinned(ctx context.Context, owner, bucket, key, versionID string) (bool, error)
 }
 
-// Held reports whether a dataset version pins the object version.
-func (h *Holds) Held(ctx context.Context, bucket, key, versionID string) (bool, error) {
+// Held reports whether a version of a dataset of owner (the bucket's)
+// pins the object version.
+func (h *Holds) Held(ctx context.Context, owner, bucket, key, versionID string) (bool, error) {
 	if h.pending.Load() > 0 {
 		return false, errs.E("dataset.Held", errs.Unavailable,
 			"the pins of dataset versions published before pins were recorded are still being recorded")
 	}
-	return h.store.DatasetPinned(ctx, bucket, key, versionID)
+	return h.store.DatasetPinned(ctx, owner, bucket, key, versionID)
 }

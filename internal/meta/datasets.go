@@ -83,9 +83,9 @@ type Datasets interface {
 	// (replacing any it had), in one transaction; NotFound if none.
 	// Duplicate pins count once.
 	PublishDatasetVersion(ctx context.Context, r *DatasetVersionRecord, pins []ObjectPin) error
-	// DatasetPinned reports whether a dataset version pins the object
-	// version.
-	DatasetPinned(ctx context.Context, bucket, key, versionID string) (bool, error)
+	// DatasetPinned reports whether a version of a dataset of owner pins
+	// the object version.
+	DatasetPinned(ctx context.Context, owner, bucket, key, versionID string) (bool, error)
 }
 
 // ObjectPin names one version of an object that a dataset version keeps:

@@ -338,7 +338,7 @@ func (s *Service) ApplyLifecycle(ctx context.Context) (LifecycleResult, error) {
 				continue
 			}
 			if r.NoncurrentDays > 0 || r.ExpiredObjectDeleteMarker {
-				n, held, err := s.expireVersions(ctx, b.Name, r, now)
+				n, held, err := s.expireVersions(ctx, b, r, now)
 				res.Versions += n
 				res.Held += held
 				if err != nil {
@@ -439,8 +439,9 @@ func (s *Service) expire(ctx context.Context, b *meta.Bucket, r *LifecycleRule, 
 // are read, and deleted once the listing has moved past the key (the next
 // page starts after the last version read, which must still exist).
 // A version Holds keeps is not deleted (held counts them).
-func (s *Service) expireVersions(ctx context.Context, bucket string, r LifecycleRule, now time.Time) (n, held int, err error) {
+func (s *Service) expireVersions(ctx context.Context, b *meta.Bucket, r LifecycleRule, now time.Time) (n, held int, err error) {
 	const op errs.Op = "obs.expireVersions"
+	bucket := b.Name
 	var group, doomed []*meta.Object // the versions of the key at hand; those to delete
 	decide := func() {
 		for i, v := range group {
@@ -460,7 +461,7 @@ func (s *Service) expireVersions(ctx context.Context, bucket string, r Lifecycle
 	}
 	flush := func() error {
 		for _, v := range doomed {
-			if kept, err := s.held(ctx, bucket, v); err != nil {
+			if kept, err := s.held(ctx, b, v); err != nil {
 				return storeErr(op, fmt.Sprintf("asking whether version %s of object %q is held", VersionID(v), v.Key), err)
 			} else if kept {
 				held++
@@ -513,11 +514,11 @@ func (s *Service) expireVersions(ctx context.Context, bucket string, r Lifecycle
 
 // held reports whether Holds keeps v: only a version with an id (not the
 // null version, which any write replaces) and not a delete marker.
-func (s *Service) held(ctx context.Context, bucket string, v *meta.Object) (bool, error) {
+func (s *Service) held(ctx context.Context, b *meta.Bucket, v *meta.Object) (bool, error) {
 	if s.holds == nil || v.VersionID == "" || v.DeleteMarker {
 		return false, nil
 	}
-	return s.holds.Held(ctx, bucket, v.Key, v.VersionID)
+	return s.holds.Held(ctx, b.OwnerID, b.Name, v.Key, v.VersionID)
 }
 
 // abortStale aborts the uploads under prefix initiated before cutoff.

@@ -326,8 +326,8 @@ type holdSet struct {
 	err  error
 }
 
-func (h *holdSet) Held(_ context.Context, bucket, key, versionID string) (bool, error) {
-	return h.held[bucket+"/"+key+"/"+versionID], h.err
+func (h *holdSet) Held(_ context.Context, owner, bucket, key, versionID string) (bool, error) {
+	return h.held[owner+":"+bucket+"/"+key+"/"+versionID], h.err
 }
 
 // TestApplyLifecycleHolds: a noncurrent version that Holds keeps survives
@@ -346,8 +346,9 @@ func TestApplyLifecycleHolds(t *testing.T) {
 	if err := e.svc.DeleteObject(e.ctx, e.alice, "ver", "gone"); err != nil {
 		t.Fatal(err)
 	}
-	holds.held["ver/k/"+kept.VersionID] = true
-	holds.held["ver/k/"] = true // the null version: never asked about
+	holds.held["id-alice:ver/k/"+kept.VersionID] = true
+	holds.held["id-alice:ver/k/"] = true              // the null version: never asked about
+	holds.held["id-bob:ver/k/"+kept.VersionID] = true // not the owner: no hold
 	rules := []LifecycleRule{{ID: "old", Status: LifecycleEnabled, NoncurrentDays: 1}}
 	if err := e.svc.PutLifecycle(e.ctx, e.alice, "ver", rules); err != nil {
 		t.Fatal(err)
@@ -370,7 +371,7 @@ func TestApplyLifecycleHolds(t *testing.T) {
 		t.Errorf("left %s\nwant %s", got, want)
 	}
 	// Released, it goes on the next pass.
-	delete(holds.held, "ver/k/"+kept.VersionID)
+	delete(holds.held, "id-alice:ver/k/"+kept.VersionID)
 	if res, err := e.svc.ApplyLifecycle(e.ctx); err != nil || res.Versions != 1 || res.Held != 0 {
 		t.Fatalf("after the release: %+v, %v", res, err)
 	}

@@ -40,9 +40,10 @@ type UserNamer interface {
 // Holds says which object versions the platform still needs beyond what
 // their bucket says (a dataset version of the bucket's owner that pins
 // them; the dataset package has it). Lifecycle rules do not expire them;
-// a delete by version id still does.
+// a delete by version id still does. owner is the bucket's owner: only
+// what the owner holds counts.
 type Holds interface {
-	Held(ctx context.Context, bucket, key, versionID string) (bool, error)
+	Held(ctx context.Context, owner, bucket, key, versionID string) (bool, error)
 }
 
 // SystemBucket is the platform's own bucket: uploaded code, job logs, the

@@ -191,12 +191,13 @@ func testDatasetUpdateDelete(t *testing.T, s meta.Store) {
 // gone with the version or its dataset; a refused publish changes nothing.
 func testDatasetPins(t *testing.T, s meta.Store) {
 	ctx := t.Context()
-	pinned := func(b, k, v string) bool {
+	pinnedBy := func(owner, b, k, v string) bool {
 		t.Helper()
-		ok, err := s.DatasetPinned(ctx, b, k, v)
+		ok, err := s.DatasetPinned(ctx, owner, b, k, v)
 		must(t, err)
 		return ok
 	}
+	pinned := func(b, k, v string) bool { t.Helper(); return pinnedBy("u1", b, k, v) }
 	must(t, s.CreateDataset(ctx, dataset("d1", "u1", "a")))
 	must(t, s.CreateDataset(ctx, dataset("d2", "u1", "b")))
 	v1, v2, v3 := datasetVersion("v1", "d1", "v1"), datasetVersion("v2", "d1", "v2"), datasetVersion("v3", "d2", "v1")
@@ -233,6 +234,14 @@ func testDatasetPins(t *testing.T, s meta.Store) {
 		if got := pinned(c.b, c.k, c.v); got != c.want {
 			t.Errorf("DatasetPinned(%q, %q, %q) = %v, want %v", c.b, c.k, c.v, got, c.want)
 		}
+	}
+	// Only the pins of the owner's datasets count.
+	must(t, s.CreateDataset(ctx, dataset("d3", "u2", "a")))
+	v4 := datasetVersion("v4", "d3", "v1")
+	must(t, s.CreateDatasetVersion(ctx, v4))
+	must(t, s.PublishDatasetVersion(ctx, v4, []meta.ObjectPin{{Bucket: "bkt", Key: "theirs", VersionID: "t"}}))
+	if pinned("bkt", "theirs", "t") || !pinnedBy("u2", "bkt", "theirs", "t") || pinnedBy("u2", "bkt", "img/0000.png", "ver-0") {
+		t.Error("pins counted for another owner")
 	}
 	// Two versions pin one object version; it stays pinned until both go.
 	shared := meta.ObjectPin{Bucket: "bkt", Key: "img/0000.png", VersionID: "ver-0"}

@@ -308,15 +308,18 @@ func (s *Store) PublishDatasetVersion(ctx context.Context, r *meta.DatasetVersio
 	return s.wrap(op, err)
 }
 
-// DatasetPinned reports whether a dataset version pins the object version.
-func (s *Store) DatasetPinned(ctx context.Context, bucket, key, versionID string) (bool, error) {
+// DatasetPinned reports whether a version of a dataset of owner pins the
+// object version.
+func (s *Store) DatasetPinned(ctx context.Context, owner, bucket, key, versionID string) (bool, error) {
 	const op errs.Op = "meta.DatasetPinned"
-	if err := validText(op, "bucket", bucket, "key", key, "version id", versionID); err != nil {
+	if err := validText(op, "owner id", owner, "bucket", bucket, "key", key, "version id", versionID); err != nil {
 		return false, err
 	}
 	var one int
-	err := s.queryRow(ctx, s.r, `SELECT 1 FROM dataset_pins WHERE bucket = ? AND object_key = ? AND object_version_id = ? LIMIT 1`,
-		bucket, key, versionID).Scan(&one)
+	err := s.queryRow(ctx, s.r, `SELECT 1 FROM dataset_pins p
+		JOIN dataset_versions v ON v.id = p.version_id JOIN datasets d ON d.id = v.dataset_id
+		WHERE p.bucket = ? AND p.object_key = ? AND p.object_version_id = ? AND d.owner_id = ? LIMIT 1`,
+		bucket, key, versionID, owner).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}

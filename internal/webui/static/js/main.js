@@ -5,7 +5,7 @@ import { html, render, useState, useEffect } from './lib.js';
 import { get, del, setCSRF, onUnauthenticated } from './api.js';
 import { useRoute, navigate, linkClick, BASE } from './router.js';
 import { SessionContext } from './session.js';
-import { ErrorBox } from './ui.js';
+import { ErrorBox, useModule } from './ui.js';
 import SignIn from '../pages/signin.js';
 
 export const sections = [
@@ -23,16 +23,8 @@ const loaded = new Map();
 
 function Routed({ route }) {
 	const section = sections.find((s) => s.path === (route.parts[0] || '')) || null;
-	const [mod, setMod] = useState(() => (section && loaded.get(section.module)) || null);
-	const [error, setError] = useState(null);
-	useEffect(() => {
-		setError(null);
-		if (!section) return;
-		if (loaded.has(section.module)) { setMod(loaded.get(section.module)); return; }
-		setMod(null);
-		import(`../pages/${section.module}.js`).then((m) => { loaded.set(section.module, m); setMod(m); })
-			.catch((e) => setError({ code: 'console', message: `The ${section.label} page could not be loaded: ${e.message}`, hint: 'reload the page' }));
-	}, [section && section.module]);
+	const { mod, error: failed } = useModule(loaded, section && section.module, () => import(`../pages/${section.module}.js`));
+	const error = failed && { code: 'console', message: `The ${section.label} page could not be loaded: ${failed.message}`, hint: 'reload the page' };
 	if (!section) {
 		return html`<main id="main" class="page" data-page="notfound" data-state="ready"><h1>Not found</h1>
 			<p>There is no console page at <code>${location.pathname}</code>.</p><p><a href=${BASE}>Go to the overview</a></p></main>`;

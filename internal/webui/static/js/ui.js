@@ -34,6 +34,24 @@ export function useFollow(value) {
 	return [v, setV];
 }
 
+// useModule is the page module named key (null: none), imported once by
+// load (a closure of the caller: import() resolves against its module)
+// and kept in cache. It is read from the cache while rendering, so a route
+// change never renders the previous page's module with the new route.
+// error is load's failure for this key.
+export function useModule(cache, key, load) {
+	const [, setLoaded] = useState(0);
+	const [failed, setFailed] = useState(null); // { key, error }
+	useEffect(() => {
+		if (key == null || cache.has(key)) return undefined;
+		let live = true;
+		load().then((m) => { cache.set(key, m); if (live) setLoaded((n) => n + 1); })
+			.catch((error) => { if (live) setFailed({ key, error }); });
+		return () => { live = false; };
+	}, [key]);
+	return { mod: (key != null && cache.get(key)) || null, error: failed && failed.key === key ? failed.error : null };
+}
+
 // usePoll calls fn every ms while the page is visible.
 export function usePoll(fn, ms, deps = []) {
 	useEffect(() => {

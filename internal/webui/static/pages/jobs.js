@@ -1,9 +1,9 @@
 // Training jobs: the list (paged, sorted and filtered on the server), and
 // the sub-pages: /jobs/new (create, or clone with ?clone=ID), /jobs/compare
 // (?ids=A,B,…) and /jobs/ID (detail).
-import { html, useState, useEffect } from '../js/lib.js';
+import { html, useState } from '../js/lib.js';
 import { get } from '../js/api.js';
-import { Page, useLoad, useFollow, usePoll, pageState, Table, Pager } from '../js/ui.js';
+import { Page, useLoad, useFollow, useModule, usePoll, pageState, Table, Pager } from '../js/ui.js';
 import { href, setQuery, navigate } from '../js/router.js';
 import { time, duration } from '../js/format.js';
 import { JobStatus, PHASES, isTerminal, runningTime } from './job-common.js';
@@ -63,14 +63,8 @@ const loadedSub = new Map();
 
 function Sub({ route, sub }) {
 	const [file, page] = subPages[sub] || ['./job-detail.js', 'job'];
-	const [mod, setMod] = useState(() => loadedSub.get(file) || null);
-	const [error, setError] = useState(null);
-	useEffect(() => {
-		if (loadedSub.has(file)) { setMod(loadedSub.get(file)); return; }
-		setMod(null);
-		import(file).then((m) => { loadedSub.set(file, m); setMod(m); })
-			.catch((e) => setError({ code: 'console', message: 'The page could not be loaded: ' + e.message, hint: 'reload the page' }));
-	}, [file]);
+	const { mod, error: failed } = useModule(loadedSub, file, () => import(file));
+	const error = failed && { code: 'console', message: 'The page could not be loaded: ' + failed.message, hint: 'reload the page' };
 	if (error) return html`<${Page} name=${page} title="Training jobs" state="error" error=${error} />`;
 	if (!mod) return html`<main id="main" class="page" data-page=${page} data-state="loading" aria-busy="true"><p class="muted">Loading…</p></main>`;
 	const P = mod.default;
