@@ -215,7 +215,11 @@ func (s *Service) holdPinsOf(ctx context.Context, r *meta.DatasetVersionRecord) 
 	if err != nil {
 		return err
 	}
-	pins, err := s.holdable(ctx, obs.As(p), ds.OwnerID, data)
+	pinned, _, err := pinnedBy(data)
+	if err != nil {
+		return err
+	}
+	pins, err := s.holdable(ctx, obs.As(p), ds.OwnerID, pinned)
 	if err != nil || len(pins) == 0 {
 		return err
 	}

@@ -433,7 +433,11 @@ func (c *creation) run(ctx context.Context) error {
 	}
 	// What the version will hold is decided before any manifest is
 	// written: a failure here leaves nothing behind.
-	pins, err := s.holdable(ctx, c.user, c.ds.OwnerID, buf.Bytes())
+	pinned, objects, err := pinnedBy(buf.Bytes())
+	if err != nil {
+		return c.fail(ctx, "the manifest cannot be read back: "+err.Error())
+	}
+	pins, err := s.holdable(ctx, c.user, c.ds.OwnerID, pinned)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -479,7 +483,7 @@ func (c *creation) run(ctx context.Context) error {
 	v.TotalSampleCount, v.AnnotatedSampleCount = counts.Samples, counts.Labeled
 	v.PerClass, v.PerUsage, v.Bytes = counts.PerClass, counts.PerUsage, counts.Bytes
 	v.ObjectCount = countRefs(samples)
-	v.PinnedObjects = countPinned(buf.Bytes())
+	v.PinnedObjects = objects
 	v.SizeHistogram = apiHistogram(manifest.SizeHistogram(samples))
 	if format.Type(d.DatasetType) == format.ObjectDetection {
 		v.BoxHistogram = apiHistogram(manifest.BoxHistogram(samples))
@@ -510,55 +514,50 @@ func countRefs(samples []format.Sample) int {
 	return len(seen)
 }
 
-// countPinned is how many distinct objects the manifest pins by version
-// id.
-func countPinned(data []byte) int {
-	pinned := map[manifest.Ref]bool{}
-	_ = manifest.Decode(bytes.NewReader(data), func(_ int, l *manifest.Line) error {
-		for _, r := range l.Refs() {
-			if r.VersionID != "" {
-				pinned[manifest.Ref{Bucket: r.Bucket, Key: r.Key}] = true
-			}
-		}
-		return nil
-	})
-	return len(pinned)
-}
-
-// holdable is what a version keeps from lifecycle rules: the object
-// versions its manifest pins by version id in buckets of the dataset's
-// owner. In another user's bucket nothing is held (a reader must not keep
-// an owner's bytes forever): those pins degrade the version when the
-// owner's rules expire them. Buckets are read as user, the owner, who has
-// just listed them.
-func (s *Service) holdable(ctx context.Context, user *obs.Caller, owner string, data []byte) ([]meta.ObjectPin, error) {
-	owned := map[string]bool{}
+// pinnedBy is what the manifest pins by version id: the distinct object
+// versions, and how many distinct objects they are (one decode of it).
+func pinnedBy(data []byte) (pins []meta.ObjectPin, objects int, err error) {
 	seen := map[meta.ObjectPin]bool{}
-	var out []meta.ObjectPin
-	err := manifest.Decode(bytes.NewReader(data), func(_ int, l *manifest.Line) error {
+	keys := map[manifest.Ref]bool{}
+	err = manifest.Decode(bytes.NewReader(data), func(_ int, l *manifest.Line) error {
 		for _, r := range l.Refs() {
 			p := meta.ObjectPin{Bucket: r.Bucket, Key: r.Key, VersionID: r.VersionID}
 			if r.VersionID == "" || seen[p] {
 				continue
 			}
-			mine, ok := owned[r.Bucket]
-			if !ok {
-				// A bucket the owner may not even look at is not theirs.
-				b, err := s.obs.HeadBucket(ctx, user, r.Bucket)
-				if err != nil && !errs.Is(err, errs.PermissionDenied) {
-					return err
-				}
-				mine = err == nil && b.OwnerID == owner
-				owned[r.Bucket] = mine
-			}
-			if mine {
-				seen[p] = true
-				out = append(out, p)
-			}
+			seen[p] = true
+			pins = append(pins, p)
+			keys[manifest.Ref{Bucket: r.Bucket, Key: r.Key}] = true
 		}
 		return nil
 	})
-	return out, err
+	return pins, len(keys), err
+}
+
+// holdable is what of pins a version keeps from lifecycle rules: those in
+// buckets of the dataset's owner. In another user's bucket nothing is held
+// (a reader must not keep an owner's bytes forever): those pins degrade
+// the version when the owner's rules expire them. Buckets are read as
+// user, the owner, who has just listed them.
+func (s *Service) holdable(ctx context.Context, user *obs.Caller, owner string, pins []meta.ObjectPin) ([]meta.ObjectPin, error) {
+	owned := map[string]bool{}
+	var out []meta.ObjectPin
+	for _, p := range pins {
+		mine, ok := owned[p.Bucket]
+		if !ok {
+			// A bucket the owner may not even look at is not theirs.
+			b, err := s.obs.HeadBucket(ctx, user, p.Bucket)
+			if err != nil && !errs.Is(err, errs.PermissionDenied) {
+				return nil, err
+			}
+			mine = err == nil && b.OwnerID == owner
+			owned[p.Bucket] = mine
+		}
+		if mine {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // applySplit sets each sample's usage: the version's split or pattern, and
