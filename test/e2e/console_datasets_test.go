@@ -268,7 +268,7 @@ func TestConsoleDatasets(t *testing.T) {
 	}
 	tb.run("the box in the grid", chromedp.Navigate(base+"/"+boxes.DatasetID+"/versions/v2/grid?class=car"), pageReady("dataset-grid"),
 		chromedp.WaitVisible(chromedp.CSS(`.ds-tile[data-sample-key="b0.png"] .ds-box[data-label="car"]`)), imagesLoaded(`.ds-grid img`, 2),
-		chromedp.Click(chromedp.CSS(`.ds-classes button[aria-pressed="false"]:not([data-class])`)),
+		chromedp.Click(chromedp.CSS(`.ds-classes button[aria-pressed="false"]:not([data-class])`)), pageReady("dataset-grid"),
 		chromedp.WaitVisible(chromedp.CSS(`.ds-grid[data-count="2"]`)), imagesLoaded(`.ds-grid img`, 2))
 	tb.screenshot("datasets-grid")
 

@@ -3,23 +3,26 @@
 import { html, useState, useEffect, useRef, useCallback } from './lib.js';
 import { statusClass, time } from './format.js';
 
-// useLoad runs load() now and whenever deps change; reload() runs it again.
-// While a reload runs, the previous data stays on screen.
+// useLoad runs load() now and whenever deps (primitives) change; reload()
+// runs it again. While a reload runs, the previous data stays on screen;
+// stale says it was loaded for other deps (a new query, a new route), and
+// pageState counts it as loading until the new answer is in.
 export function useLoad(load, deps = []) {
-	const [st, set] = useState({ data: undefined, error: null, loading: true });
+	const key = JSON.stringify(deps);
+	const [st, set] = useState({ data: undefined, error: null, loading: true, key: undefined });
 	const seq = useRef(0);
 	const run = useCallback(async () => {
 		const n = ++seq.current;
 		set((s) => ({ ...s, loading: true }));
 		try {
 			const data = await load();
-			if (n === seq.current) set({ data, error: null, loading: false });
+			if (n === seq.current) set({ data, error: null, loading: false, key });
 		} catch (error) {
-			if (n === seq.current) set((s) => ({ data: s.data, error, loading: false }));
+			if (n === seq.current) set((s) => ({ data: s.data, error, loading: false, key }));
 		}
 	}, deps);
 	useEffect(() => { run(); }, [run]);
-	return { ...st, reload: run };
+	return { ...st, stale: st.key !== key, reload: run };
 }
 
 // useFollow is editable state that starts as value and is replaced when
@@ -72,7 +75,7 @@ export function Page({ name, title, state, error, actions, children }) {
 
 // pageState is the data-state of a page from one or more useLoad results.
 export function pageState(...loads) {
-	if (loads.some((l) => l.data === undefined && l.loading)) return 'loading';
+	if (loads.some((l) => (l.data === undefined && l.loading) || l.stale)) return 'loading';
 	if (loads.some((l) => l.error && l.data === undefined)) return 'error';
 	return 'ready';
 }
