@@ -80,8 +80,11 @@ type Datasets interface {
 
 	// PublishDatasetVersion replaces the status and the record of r.ID,
 	// as UpdateDatasetVersion does, and sets the object versions it pins
-	// (replacing any it had), in one transaction; NotFound if none.
-	// Duplicate pins count once.
+	// (replacing any it had); NotFound if none. Duplicate pins count once.
+	// The pins are written in short transactions and count from the last
+	// one, which sets the status and record: cut short, the version pins
+	// nothing (its old pins are gone first) and a publication again
+	// replaces what was written.
 	PublishDatasetVersion(ctx context.Context, r *DatasetVersionRecord, pins []ObjectPin) error
 	// DatasetPinned reports whether a version of a dataset of owner pins
 	// the object version.

@@ -204,10 +204,11 @@ func testDatasetPins(t *testing.T, s meta.Store) {
 	for _, v := range []*meta.DatasetVersionRecord{v1, v2, v3} {
 		must(t, s.CreateDatasetVersion(ctx, v))
 	}
-	// More pins than one insert batch, a duplicate, and keys that differ
-	// only by case or a trailing byte.
+	// More pins than one transaction writes (they are written and deleted
+	// 4096 at a time), a duplicate, and keys that differ only by case or a
+	// trailing byte.
 	var many []meta.ObjectPin
-	for i := range 700 {
+	for i := range 9000 {
 		many = append(many, meta.ObjectPin{Bucket: "bkt", Key: fmt.Sprintf("img/%04d.png", i), VersionID: fmt.Sprintf("ver-%d", i)})
 	}
 	many = append(many, many[3], meta.ObjectPin{Bucket: "bkt", Key: "Img/0001.png", VersionID: "ver-1"})
@@ -223,7 +224,8 @@ func testDatasetPins(t *testing.T, s meta.Store) {
 		want    bool
 	}{
 		{"bkt", "img/0000.png", "ver-0", true},
-		{"bkt", "img/0699.png", "ver-699", true},
+		{"bkt", "img/8999.png", "ver-8999", true},
+		{"bkt", "img/4096.png", "ver-4096", true},
 		{"bkt", "Img/0001.png", "ver-1", true},
 		{"bkt", "img/0000.png", "ver-1", false}, // another version of the key
 		{"bkt", "img/0000.pn", "ver-0", false},

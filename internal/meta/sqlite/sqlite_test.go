@@ -368,3 +368,38 @@ func TestSchemaNewerThanTheBinary(t *testing.T) {
 		t.Fatalf("opening a store of a newer schema: %v", err)
 	}
 }
+
+// TestPinsOfAnUnpublishedVersionHoldNothing: pins written for a version
+// whose publication was cut short (a crash between the pins' transactions
+// and the last one) hold nothing; its publication makes them count.
+func TestPinsOfAnUnpublishedVersionHoldNothing(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "meta.db")
+	s := open(t, path)
+	if err := s.CreateDataset(ctx, &meta.DatasetRecord{ID: "d", Name: "d", OwnerID: "u"}); err != nil {
+		t.Fatal(err)
+	}
+	v := &meta.DatasetVersionRecord{ID: "v", DatasetID: "d", Name: "v1", Status: "creating"}
+	if err := s.CreateDatasetVersion(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	// What a cut-short publication leaves: the pins, not the flag.
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `INSERT INTO dataset_pins (version_id, bucket, object_key, object_version_id) VALUES ('v', 'b', 'k', 'x')`); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := s.DatasetPinned(ctx, "u", "b", "k", "x"); err != nil || held {
+		t.Fatalf("an unpublished version's pin: %v, %v", held, err)
+	}
+	v.Status = "published"
+	if err := s.PublishDatasetVersion(ctx, v, []meta.ObjectPin{{Bucket: "b", Key: "k", VersionID: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := s.DatasetPinned(ctx, "u", "b", "k", "x"); err != nil || !held {
+		t.Fatalf("after the publication: %v, %v", held, err)
+	}
+}

@@ -137,6 +137,15 @@ func (s *Store) DeleteDataset(ctx context.Context, id string) error {
 	if err := validText(op, "dataset id", id); err != nil {
 		return err
 	}
+	versions, err := listIn(ctx, s, s.w, scanString, `SELECT id FROM dataset_versions WHERE dataset_id = ?`, id)
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	for _, v := range versions {
+		if err := s.deletePins(ctx, v); err != nil {
+			return s.wrap(op, err)
+		}
+	}
 	return s.deleteWithChildren(ctx, op, "datasets", id, datasetNotFound,
 		`DELETE FROM dataset_pins WHERE version_id IN (SELECT id FROM dataset_versions WHERE dataset_id = ?)`,
 		`DELETE FROM dataset_versions WHERE dataset_id = ?`, `DELETE FROM dataset_labels WHERE dataset_id = ?`)
@@ -258,12 +267,43 @@ func (s *Store) DeleteDatasetVersion(ctx context.Context, id string) error {
 	if err := validText(op, "version id", id); err != nil {
 		return err
 	}
+	if err := s.deletePins(ctx, id); err != nil {
+		return s.wrap(op, err)
+	}
 	return s.deleteWithChildren(ctx, op, "dataset_versions", id, datasetVersionNotFound,
 		`DELETE FROM dataset_pins WHERE version_id = ?`)
 }
 
-// PublishDatasetVersion replaces the status, the record and the pins of
-// r.ID in one transaction; NotFound if none.
+// pinsPerTx is how many pins one transaction writes or deletes: the pins
+// of a version of a million objects go in short transactions that other
+// writers interleave with, not in one that holds the writer for seconds.
+const pinsPerTx = 4096
+
+// deletePins removes the pins of a version, pinsPerTx at a time.
+func (s *Store) deletePins(ctx context.Context, versionID string) error {
+	for {
+		var n int64
+		err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			res, err := s.exec(ctx, tx, `DELETE FROM dataset_pins WHERE version_id = ? AND (bucket, object_key, object_version_id) IN
+				(SELECT bucket, object_key, object_version_id FROM dataset_pins WHERE version_id = ? `+limitArg+`)`,
+				versionID, versionID, pinsPerTx)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		if err != nil || n < pinsPerTx {
+			return err
+		}
+	}
+}
+
+// PublishDatasetVersion replaces the status and the record of r.ID and the
+// object versions it pins; NotFound if none. The version stops holding
+// anything first; its pins are written pinsPerTx at a time; the last
+// transaction sets its status, record and pins_held, from which on its
+// pins count. Cut short, it leaves pins that hold nothing.
 func (s *Store) PublishDatasetVersion(ctx context.Context, r *meta.DatasetVersionRecord, pins []meta.ObjectPin) error {
 	const op errs.Op = "meta.PublishDatasetVersion"
 	if err := required(op, "version id", r.ID); err != nil {
@@ -285,31 +325,37 @@ func (s *Store) PublishDatasetVersion(ctx context.Context, r *meta.DatasetVersio
 		return cmp.Or(strings.Compare(a.Bucket, b.Bucket), strings.Compare(a.Key, b.Key), strings.Compare(a.VersionID, b.VersionID))
 	})
 	pins = slices.Compact(pins)
-	err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if err := s.execOne(ctx, tx, datasetVersionNotFound(op, r.ID),
-			`UPDATE dataset_versions SET status = ?, record = ? WHERE id = ?`, r.Status, string(r.Record), r.ID); err != nil {
-			return err
-		}
-		if _, err := s.exec(ctx, tx, `DELETE FROM dataset_pins WHERE version_id = ?`, r.ID); err != nil {
-			return err
-		}
-		for chunk := range slices.Chunk(pins, batchSize) {
-			args := make([]any, 0, 4*len(chunk))
-			for _, p := range chunk {
-				args = append(args, r.ID, p.Bucket, p.Key, p.VersionID)
+	if err := s.execOne(ctx, s.w, datasetVersionNotFound(op, r.ID),
+		`UPDATE dataset_versions SET pins_held = 0 WHERE id = ?`, r.ID); err != nil {
+		return s.wrap(op, err)
+	}
+	if err := s.deletePins(ctx, r.ID); err != nil {
+		return s.wrap(op, err)
+	}
+	for txPins := range slices.Chunk(pins, pinsPerTx) {
+		err := s.tx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			for chunk := range slices.Chunk(txPins, batchSize) {
+				args := make([]any, 0, 4*len(chunk))
+				for _, p := range chunk {
+					args = append(args, r.ID, p.Bucket, p.Key, p.VersionID)
+				}
+				if _, err := s.exec(ctx, tx, batchInsert(`INSERT INTO dataset_pins (version_id, bucket, object_key, object_version_id) VALUES `,
+					``, 4, len(chunk)), args...); err != nil {
+					return err
+				}
 			}
-			if _, err := s.exec(ctx, tx, batchInsert(`INSERT INTO dataset_pins (version_id, bucket, object_key, object_version_id) VALUES `,
-				``, 4, len(chunk)), args...); err != nil {
-				return err
-			}
+			return nil
+		})
+		if err != nil {
+			return s.wrap(op, err)
 		}
-		return nil
-	})
-	return s.wrap(op, err)
+	}
+	return s.wrap(op, s.execOne(ctx, s.w, datasetVersionNotFound(op, r.ID),
+		`UPDATE dataset_versions SET status = ?, record = ?, pins_held = 1 WHERE id = ?`, r.Status, string(r.Record), r.ID))
 }
 
-// DatasetPinned reports whether a version of a dataset of owner pins the
-// object version.
+// DatasetPinned reports whether a published version of a dataset of owner
+// pins the object version.
 func (s *Store) DatasetPinned(ctx context.Context, owner, bucket, key, versionID string) (bool, error) {
 	const op errs.Op = "meta.DatasetPinned"
 	if err := validText(op, "owner id", owner, "bucket", bucket, "key", key, "version id", versionID); err != nil {
@@ -317,7 +363,7 @@ func (s *Store) DatasetPinned(ctx context.Context, owner, bucket, key, versionID
 	}
 	var one int
 	err := s.queryRow(ctx, s.r, `SELECT 1 FROM dataset_pins p
-		JOIN dataset_versions v ON v.id = p.version_id JOIN datasets d ON d.id = v.dataset_id
+		JOIN dataset_versions v ON v.id = p.version_id AND v.pins_held = 1 JOIN datasets d ON d.id = v.dataset_id
 		WHERE p.bucket = ? AND p.object_key = ? AND p.object_version_id = ? AND d.owner_id = ? LIMIT 1`,
 		bucket, key, versionID, owner).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {

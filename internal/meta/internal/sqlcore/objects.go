@@ -545,11 +545,7 @@ func (s *Store) BlobsInUse(ctx context.Context, ids []string) (map[string]bool, 
 	}
 	for chunk := range slices.Chunk(ids, batchSize) {
 		marks, in := inList(chunk)
-		found, err := list(ctx, s, func(sc scanner) (string, error) {
-			var id string
-			err := sc.Scan(&id)
-			return id, err
-		}, `SELECT blob_id FROM object_blobs WHERE blob_id IN (`+marks+`)
+		found, err := list(ctx, s, scanString, `SELECT blob_id FROM object_blobs WHERE blob_id IN (`+marks+`)
 		UNION SELECT blob_id FROM upload_parts WHERE blob_id IN (`+marks+`)
 		UNION SELECT blob_id FROM version_blobs WHERE blob_id IN (`+marks+`)`, append(append(in, in...), in...)...)
 		if err != nil {

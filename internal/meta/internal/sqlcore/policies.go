@@ -153,10 +153,6 @@ func (s *Store) UserPolicies(ctx context.Context, userID string) ([]*meta.Policy
 // order.
 func (s *Store) PolicyUsers(ctx context.Context, policyID string) ([]string, error) {
 	const op errs.Op = "meta.PolicyUsers"
-	ids, err := list(ctx, s, func(sc scanner) (string, error) {
-		var id string
-		err := sc.Scan(&id)
-		return id, err
-	}, `SELECT user_id FROM user_policies WHERE policy_id = ? ORDER BY user_id`, policyID)
+	ids, err := list(ctx, s, scanString, `SELECT user_id FROM user_policies WHERE policy_id = ? ORDER BY user_id`, policyID)
 	return ids, s.wrap(op, err)
 }

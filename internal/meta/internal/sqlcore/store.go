@@ -289,6 +289,13 @@ func (s *Store) readTx(ctx context.Context, fn func(tx *snapshot) error) error {
 }
 
 // list runs a page query on the read pool and scans each row with scan.
+// scanString scans a row of one text column.
+func scanString(sc scanner) (string, error) {
+	var v string
+	err := sc.Scan(&v)
+	return v, err
+}
+
 func list[T any](ctx context.Context, s *Store, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
 	return listIn(ctx, s, s.r, scan, query, args...)
 }
