@@ -157,12 +157,13 @@ func (s *Service) Init(ctx context.Context) error {
 	return nil
 }
 
-// holdEarlierPins records the pins of the versions published before pins
-// were recorded (pinned objects, none held), so that lifecycle rules keep
+// holdEarlierPins records the pins of the published versions whose pins do
+// not count (PinsHeld false: published before pins were recorded, or a
+// delete of them was cut short by a crash), so that lifecycle rules keep
 // theirs too. Init runs it in the background, with Holds answering
-// Unavailable meanwhile. A version it cannot do is logged and left as it was; one
-// over another user's bucket is read again at each start (it holds
-// nothing), which costs a bucket lookup, not a read of its manifest.
+// Unavailable meanwhile. A version it cannot do is logged and left as it
+// was; one over another user's bucket is read again at each start (it
+// holds nothing), which costs a bucket lookup, not a read of its manifest.
 func (s *Service) holdEarlierPins(ctx context.Context) error {
 	const op errs.Op = "dataset.holdEarlierPins"
 	for _, status := range []string{api.DatasetVersionPublished, api.DatasetVersionDegraded} {
@@ -185,7 +186,7 @@ func (s *Service) holdEarlierPins(ctx context.Context) error {
 
 func (s *Service) holdPinsOf(ctx context.Context, r *meta.DatasetVersionRecord) error {
 	v, err := decodeVersion(r)
-	if err != nil || v.PinnedObjects == 0 || v.HeldObjects > 0 {
+	if err != nil || v.PinnedObjects == 0 || r.PinsHeld {
 		return err
 	}
 	ds, err := s.store.GetDataset(ctx, r.DatasetID)
@@ -223,9 +224,18 @@ func (s *Service) holdPinsOf(ctx context.Context, r *meta.DatasetVersionRecord) 
 	if err != nil || len(pins) == 0 {
 		return err
 	}
+	// The version as it is now (a check may have changed its status since
+	// it was listed), with what it holds.
+	cur, err := s.store.GetDatasetVersion(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	if v, err = decodeVersion(cur); err != nil {
+		return err
+	}
 	v.HeldObjects = len(pins)
-	r.Record = encode(v)
-	return s.store.PublishDatasetVersion(ctx, r, pins)
+	cur.Record = encode(v)
+	return s.store.PublishDatasetVersion(ctx, cur, pins)
 }
 
 // Close stops the creations in progress (they resume at the next Init)

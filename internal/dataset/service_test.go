@@ -26,6 +26,7 @@ import (
 // store and a real object service, with the users alice and bob.
 type env struct {
 	t          *testing.T
+	dbPath     string // the metadata store's file
 	ctx        context.Context
 	store      *sqlite.Store
 	obs        *obs.Service
@@ -61,7 +62,7 @@ func newEnv(t *testing.T, opts ...func(*obs.Options)) *env {
 	for _, f := range opts {
 		f(&oo)
 	}
-	e := &env{t: t, ctx: ctx, store: store, iam: iam, obs: obs.New(store, blobs, oo), holds: holds}
+	e := &env{t: t, ctx: ctx, dbPath: filepath.Join(dir, "meta.db"), store: store, iam: iam, obs: obs.New(store, blobs, oo), holds: holds}
 	user := func(name string) *auth.Principal {
 		u := &meta.User{ID: "id-" + name, Name: name, CreateTime: time.Now()}
 		if err := store.CreateUser(ctx, u); err != nil {

@@ -38,6 +38,9 @@ type DatasetVersionRecord struct {
 	Status     string
 	CreateTime time.Time
 	Record     []byte
+	// PinsHeld (read only) says the version's pins count: its last
+	// PublishDatasetVersion ended, and no delete of it has begun.
+	PinsHeld bool
 }
 
 // Datasets stores datasets, their versions and the object versions those
@@ -75,7 +78,8 @@ type Datasets interface {
 	// NotFound if none.
 	UpdateDatasetVersion(ctx context.Context, r *DatasetVersionRecord) error
 	// DeleteDatasetVersion removes the version and its pins; NotFound if
-	// none.
+	// none. Once begun it is not cut short by ctx, and the version holds
+	// nothing from its start (a crash part-way leaves it, PinsHeld false).
 	DeleteDatasetVersion(ctx context.Context, id string) error
 
 	// PublishDatasetVersion replaces the status and the record of r.ID,
@@ -84,7 +88,8 @@ type Datasets interface {
 	// The pins are written in short transactions and count from the last
 	// one, which sets the status and record: cut short, the version pins
 	// nothing (its old pins are gone first) and a publication again
-	// replaces what was written.
+	// replaces what was written. While a version is published again it
+	// holds nothing.
 	PublishDatasetVersion(ctx context.Context, r *DatasetVersionRecord, pins []ObjectPin) error
 	// DatasetPinned reports whether a version of a dataset of owner pins
 	// the object version.

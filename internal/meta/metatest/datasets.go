@@ -216,8 +216,11 @@ func testDatasetPins(t *testing.T, s meta.Store) {
 	must(t, s.PublishDatasetVersion(ctx, v1, many))
 	got, err := s.GetDatasetVersion(ctx, "v1")
 	must(t, err)
-	if got.Status != "published" || string(got.Record) != string(v1.Record) {
+	if got.Status != "published" || string(got.Record) != string(v1.Record) || !got.PinsHeld {
 		t.Errorf("after PublishDatasetVersion: %+v", got)
+	}
+	if got, err := s.GetDatasetVersion(ctx, "v2"); err != nil || got.PinsHeld {
+		t.Errorf("a version never published: %+v, %v", got, err)
 	}
 	for _, c := range []struct {
 		b, k, v string

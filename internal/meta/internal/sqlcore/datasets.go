@@ -16,6 +16,9 @@ import (
 const (
 	datasetColumns        = `id, name, owner_id, type, create_time, record`
 	datasetVersionColumns = `id, dataset_id, name, status, create_time, record`
+	// datasetVersionRead is what reads of a version return: its columns
+	// and whether its pins count.
+	datasetVersionRead = datasetVersionColumns + `, pins_held`
 )
 
 func scanDataset(sc scanner) (*meta.DatasetRecord, error) {
@@ -34,9 +37,11 @@ func scanDatasetVersion(sc scanner) (*meta.DatasetVersionRecord, error) {
 	var r meta.DatasetVersionRecord
 	var ct sql.NullInt64
 	var record string
-	if err := sc.Scan(&r.ID, &r.DatasetID, &r.Name, &r.Status, &ct, &record); err != nil {
+	var held int
+	if err := sc.Scan(&r.ID, &r.DatasetID, &r.Name, &r.Status, &ct, &record, &held); err != nil {
 		return nil, err
 	}
+	r.PinsHeld = held != 0
 	r.CreateTime = fromMillis(ct)
 	r.Record = docBytes(record)
 	return &r, nil
@@ -137,8 +142,14 @@ func (s *Store) DeleteDataset(ctx context.Context, id string) error {
 	if err := validText(op, "dataset id", id); err != nil {
 		return err
 	}
+	// As DeleteDatasetVersion: not cut short by the caller, and holding
+	// nothing once begun.
+	ctx = context.WithoutCancel(ctx)
 	versions, err := listIn(ctx, s, s.w, scanString, `SELECT id FROM dataset_versions WHERE dataset_id = ?`, id)
 	if err != nil {
+		return s.wrap(op, err)
+	}
+	if _, err := s.exec(ctx, s.w, `UPDATE dataset_versions SET pins_held = 0 WHERE dataset_id = ?`, id); err != nil {
 		return s.wrap(op, err)
 	}
 	for _, v := range versions {
@@ -202,7 +213,7 @@ func (s *Store) GetDatasetVersion(ctx context.Context, id string) (*meta.Dataset
 	if err := validText(op, "version id", id); err != nil {
 		return nil, err
 	}
-	r, err := scanDatasetVersion(s.queryRow(ctx, s.r, `SELECT `+datasetVersionColumns+` FROM dataset_versions WHERE id = ?`, id))
+	r, err := scanDatasetVersion(s.queryRow(ctx, s.r, `SELECT `+datasetVersionRead+` FROM dataset_versions WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, datasetVersionNotFound(op, id)
 	}
@@ -225,7 +236,7 @@ func (s *Store) ListDatasetVersions(ctx context.Context, datasetID string, opts 
 		}
 		var err error
 		out, err = listIn(ctx, s, tx, scanDatasetVersion,
-			`SELECT `+datasetVersionColumns+` FROM dataset_versions WHERE dataset_id = ?
+			`SELECT `+datasetVersionRead+` FROM dataset_versions WHERE dataset_id = ?
 			ORDER BY create_time DESC NULLS LAST, id DESC `+limitArg+` OFFSET ?`, datasetID, opts.Limit, opts.Offset)
 		return err
 	})
@@ -243,7 +254,7 @@ func (s *Store) ListDatasetVersionsByStatus(ctx context.Context, status string) 
 		return nil, err
 	}
 	out, err := listIn(ctx, s, s.r, scanDatasetVersion,
-		`SELECT `+datasetVersionColumns+` FROM dataset_versions WHERE status = ? ORDER BY create_time, id`, status)
+		`SELECT `+datasetVersionRead+` FROM dataset_versions WHERE status = ? ORDER BY create_time, id`, status)
 	return out, s.wrap(op, err)
 }
 
@@ -266,6 +277,13 @@ func (s *Store) DeleteDatasetVersion(ctx context.Context, id string) error {
 	const op errs.Op = "meta.DeleteDatasetVersion"
 	if err := validText(op, "version id", id); err != nil {
 		return err
+	}
+	// Begun, the delete is not cut short by the caller going away; a
+	// crash part-way leaves the version holding nothing (pins_held 0),
+	// which the dataset package pins again at the next start.
+	ctx = context.WithoutCancel(ctx)
+	if err := s.execOne(ctx, s.w, datasetVersionNotFound(op, id), `UPDATE dataset_versions SET pins_held = 0 WHERE id = ?`, id); err != nil {
+		return s.wrap(op, err)
 	}
 	if err := s.deletePins(ctx, id); err != nil {
 		return s.wrap(op, err)

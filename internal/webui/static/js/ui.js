@@ -18,7 +18,8 @@ export function useLoad(load, deps = []) {
 			const data = await load();
 			if (n === seq.current) set({ data, error: null, loading: false, key });
 		} catch (error) {
-			if (n === seq.current) set((s) => ({ data: s.data, error, loading: false, key }));
+			// The previous answer stays only if it was for the same deps.
+			if (n === seq.current) set((s) => ({ data: s.key === key ? s.data : undefined, error, loading: false, key }));
 		}
 	}, deps);
 	useEffect(() => { run(); }, [run]);
