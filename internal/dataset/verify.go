@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/atelier-dev/atelier/internal/api"
@@ -394,36 +393,4 @@ func (s *Service) Validate(ctx context.Context, p *auth.Principal, ref string, r
 	}
 	out.ElapsedMsec = time.Since(start).Milliseconds()
 	return out, nil
-}
-
-// Holds is what lifecycle rules ask before they expire an object version
-// (obs.Options.Holds): one that a dataset version pins is kept. Only the
-// versions of a bucket of the dataset's owner are pinned this way (see
-// holdable), so no user keeps another's bytes. While the service records
-// the pins of versions published before pins were (Init, in the
-// background), Held answers Unavailable: a lifecycle pass then waits for
-// the next one rather than expire what is about to be held.
-type Holds struct {
-	store   PinStore
-	pending atomic.Int32 // recordings in progress
-}
-
-// NewHolds returns the Holds over store; pass it to the obs service and to
-// the dataset service's Options.
-func NewHolds(store PinStore) *Holds { return &Holds{store: store} }
-
-// PinStore answers whether a dataset version pins an object version
-// (meta.Datasets has it).
-type PinStore interface {
-	DatasetPinned(ctx context.Context, owner, bucket, key, versionID string) (bool, error)
-}
-
-// Held reports whether a version of a dataset of owner (the bucket's)
-// pins the object version.
-func (h *Holds) Held(ctx context.Context, owner, bucket, key, versionID string) (bool, error) {
-	if h.pending.Load() > 0 {
-		return false, errs.E("dataset.Held", errs.Unavailable,
-			"the pins of dataset versions published before pins were recorded are still being recorded")
-	}
-	return h.store.DatasetPinned(ctx, owner, bucket, key, versionID)
 }

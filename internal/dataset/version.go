@@ -514,52 +514,6 @@ func countRefs(samples []format.Sample) int {
 	return len(seen)
 }
 
-// pinnedBy is what the manifest pins by version id: the distinct object
-// versions, and how many distinct objects they are (one decode of it).
-func pinnedBy(data []byte) (pins []meta.ObjectPin, objects int, err error) {
-	seen := map[meta.ObjectPin]bool{}
-	keys := map[manifest.Ref]bool{}
-	err = manifest.Decode(bytes.NewReader(data), func(_ int, l *manifest.Line) error {
-		for _, r := range l.Refs() {
-			p := meta.ObjectPin{Bucket: r.Bucket, Key: r.Key, VersionID: r.VersionID}
-			if r.VersionID == "" || seen[p] {
-				continue
-			}
-			seen[p] = true
-			pins = append(pins, p)
-			keys[manifest.Ref{Bucket: r.Bucket, Key: r.Key}] = true
-		}
-		return nil
-	})
-	return pins, len(keys), err
-}
-
-// holdable is what of pins a version keeps from lifecycle rules: those in
-// buckets of the dataset's owner. In another user's bucket nothing is held
-// (a reader must not keep an owner's bytes forever): those pins degrade
-// the version when the owner's rules expire them. Buckets are read as
-// user, the owner, who has just listed them.
-func (s *Service) holdable(ctx context.Context, user *obs.Caller, owner string, pins []meta.ObjectPin) ([]meta.ObjectPin, error) {
-	owned := map[string]bool{}
-	var out []meta.ObjectPin
-	for _, p := range pins {
-		mine, ok := owned[p.Bucket]
-		if !ok {
-			// A bucket the owner may not even look at is not theirs.
-			b, err := s.obs.HeadBucket(ctx, user, p.Bucket)
-			if err != nil && !errs.Is(err, errs.PermissionDenied) {
-				return nil, err
-			}
-			mine = err == nil && b.OwnerID == owner
-			owned[p.Bucket] = mine
-		}
-		if mine {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
 // applySplit sets each sample's usage: the version's split or pattern, and
 // a sample already in the parent keeps the parent's usage unless the
 // version asks for another split.
