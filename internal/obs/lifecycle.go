@@ -502,7 +502,7 @@ func (s *Service) expireVersions(ctx context.Context, b *meta.Bucket, r Lifecycl
 		}
 		if !page.Truncated {
 			decide()
-			err := flush()
+			err := flush() // before n and held are read: it counts into them
 			return n, held, err
 		}
 		if err := flush(); err != nil {
